@@ -1,0 +1,241 @@
+//! The registry of connected clients: what CLIENT LIST/INFO/KILL and INFO clients read. Hot
+//! per-command fields are atomics written only by the connection's own thread.
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed,
+};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Client flag bits shown in CLIENT LIST `flags=`.
+pub mod cflags {
+    pub const MONITOR: u32 = 1 << 0;
+    pub const PUBSUB: u32 = 1 << 1;
+    pub const MULTI: u32 = 1 << 2;
+    pub const BLOCKED: u32 = 1 << 3;
+    pub const TRACKING: u32 = 1 << 4;
+    pub const DIRTY_CAS: u32 = 1 << 5;
+    pub const CLOSE_AFTER_REPLY: u32 = 1 << 6;
+    pub const UNIX_SOCKET: u32 = 1 << 7;
+    pub const READONLY: u32 = 1 << 8;
+    pub const NO_EVICT: u32 = 1 << 9;
+    pub const NO_TOUCH: u32 = 1 << 10;
+    pub const REPLICA: u32 = 1 << 11;
+    pub const MASTER: u32 = 1 << 12;
+}
+
+#[derive(Default)]
+pub struct ClientMeta {
+    pub name: Option<Vec<u8>>,
+    pub lib_name: Option<Vec<u8>>,
+    pub lib_ver: Option<Vec<u8>>,
+    pub user: String,
+}
+
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: RawFd,
+    pub created: Instant,
+    pub last_interaction: AtomicU64,
+    pub db: AtomicUsize,
+    /// Command-table id of the last command + 1 (0 = none yet).
+    pub last_cmd: AtomicUsize,
+    pub resp: AtomicU32,
+    pub flags: AtomicU32,
+    pub multi_len: AtomicI64,
+    pub sub_count: AtomicUsize,
+    pub psub_count: AtomicUsize,
+    pub ssub_count: AtomicUsize,
+    pub qbuf: AtomicUsize,
+    pub qbuf_free: AtomicUsize,
+    pub obuf: AtomicUsize,
+    pub tot_mem: AtomicUsize,
+    pub meta: Mutex<ClientMeta>,
+    killed: AtomicBool,
+    /// The socket while it is open; KILL shuts it down under this lock so a closed (and
+    /// possibly reused) descriptor is never touched.
+    sock: Mutex<Option<RawFd>>,
+}
+
+impl ClientHandle {
+    pub fn new(id: u64, addr: String, laddr: String, fd: RawFd) -> ClientHandle {
+        ClientHandle {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: Instant::now(),
+            last_interaction: AtomicU64::new(tern_engine::clock::now_ms()),
+            db: AtomicUsize::new(0),
+            last_cmd: AtomicUsize::new(0),
+            resp: AtomicU32::new(2),
+            flags: AtomicU32::new(0),
+            multi_len: AtomicI64::new(-1),
+            sub_count: AtomicUsize::new(0),
+            psub_count: AtomicUsize::new(0),
+            ssub_count: AtomicUsize::new(0),
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            obuf: AtomicUsize::new(0),
+            tot_mem: AtomicUsize::new(0),
+            meta: Mutex::new(ClientMeta {
+                user: "default".into(),
+                ..Default::default()
+            }),
+            killed: AtomicBool::new(false),
+            sock: Mutex::new(Some(fd)),
+        }
+    }
+
+    pub fn set_flag(&self, f: u32, on: bool) {
+        if on {
+            self.flags.fetch_or(f, Relaxed);
+        } else {
+            self.flags.fetch_and(!f, Relaxed);
+        }
+    }
+
+    pub fn has_flag(&self, f: u32) -> bool {
+        self.flags.load(Relaxed) & f != 0
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Relaxed)
+    }
+
+    /// Close the connection from any thread: the owner's next read fails and it cleans up.
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        if let Some(fd) = *self.sock.lock() {
+            // SAFETY: fd is open while it is registered here; shutdown does not close it.
+            unsafe {
+                libc::shutdown(fd, libc::SHUT_RDWR);
+            }
+        }
+    }
+
+    /// Called by the owner just before its socket is closed.
+    pub fn detach_socket(&self) {
+        *self.sock.lock() = None;
+    }
+
+    pub fn idle_secs(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.last_interaction.load(Relaxed)) / 1000
+    }
+
+    pub fn flags_string(&self) -> String {
+        let f = self.flags.load(Relaxed);
+        let mut s = String::new();
+        let table = [
+            (cflags::MONITOR, 'O'),
+            (cflags::REPLICA, 'S'),
+            (cflags::MASTER, 'M'),
+            (cflags::PUBSUB, 'P'),
+            (cflags::MULTI, 'x'),
+            (cflags::BLOCKED, 'b'),
+            (cflags::TRACKING, 't'),
+            (cflags::DIRTY_CAS, 'd'),
+            (cflags::CLOSE_AFTER_REPLY, 'c'),
+            (cflags::UNIX_SOCKET, 'U'),
+            (cflags::READONLY, 'r'),
+            (cflags::NO_EVICT, 'e'),
+            (cflags::NO_TOUCH, 'T'),
+        ];
+        for (bit, c) in table {
+            if f & bit != 0 {
+                s.push(c);
+            }
+        }
+        if s.is_empty() {
+            s.push('N');
+        }
+        s
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), fields as Redis 7.2.
+    pub fn info_line(&self, cmd_name: &str, now_ms: u64) -> String {
+        let m = self.meta.lock();
+        let lossy = |o: &Option<Vec<u8>>| {
+            o.as_deref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        let qbuf = self.qbuf.load(Relaxed);
+        let qbuf_free = self.qbuf_free.load(Relaxed);
+        let obl = self.obuf.load(Relaxed);
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            lossy(&m.name),
+            self.created.elapsed().as_secs(),
+            self.idle_secs(now_ms),
+            self.flags_string(),
+            self.db.load(Relaxed),
+            self.sub_count.load(Relaxed),
+            self.psub_count.load(Relaxed),
+            self.ssub_count.load(Relaxed),
+            self.multi_len.load(Relaxed),
+            qbuf,
+            qbuf_free,
+            0,
+            0,
+            qbuf + qbuf_free,
+            qbuf,
+            obl,
+            0,
+            0,
+            self.tot_mem.load(Relaxed).max(qbuf + qbuf_free + obl),
+            cmd_name,
+            m.user,
+            -1,
+            self.resp.load(Relaxed),
+            lossy(&m.lib_name),
+            lossy(&m.lib_ver),
+        )
+    }
+}
+
+#[derive(Default)]
+pub struct ClientRegistry {
+    next_id: AtomicU64,
+    clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+    /// Connections accepted since start (INFO stats total_connections_received).
+    pub total_connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+}
+
+impl ClientRegistry {
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Relaxed) + 1
+    }
+
+    pub fn register(&self, h: Arc<ClientHandle>) {
+        self.total_connections.fetch_add(1, Relaxed);
+        self.clients.lock().insert(h.id, h);
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn count(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.clients.lock().get(&id).cloned()
+    }
+
+    /// Snapshot of all clients in id order.
+    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+        self.clients.lock().values().cloned().collect()
+    }
+}

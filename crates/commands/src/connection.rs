@@ -1,0 +1,270 @@
+//! Connection commands: PING ECHO SELECT QUIT RESET HELLO AUTH.
+
+use crate::args::{eq_ic, parse_i64, Args, ERR_DB_RANGE, ERR_NOT_INT};
+use crate::clients::cflags;
+use crate::ctx::{Ctx, ReplyMode};
+use crate::table::{acl, flags as f, CommandSpec};
+use std::sync::atomic::Ordering::Relaxed;
+
+const CONN: u64 = acl::CONNECTION;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "ping",
+        arity: -1,
+        flags: f::FAST | f::SENTINEL,
+        acl: CONN | acl::FAST,
+        handler: Some(ping),
+        group: "connection",
+        summary: "Returns the server's liveliness response.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "echo",
+        arity: 2,
+        flags: f::FAST,
+        acl: CONN | acl::FAST,
+        handler: Some(echo),
+        group: "connection",
+        summary: "Returns the given string.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "select",
+        arity: 2,
+        flags: f::LOADING | f::STALE | f::FAST,
+        acl: CONN | acl::FAST,
+        handler: Some(select),
+        group: "connection",
+        since: "1.0.0",
+        summary: "Changes the selected database.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "quit",
+        arity: -1,
+        flags: f::ALLOW_BUSY | f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::NO_AUTH,
+        acl: CONN | acl::FAST,
+        handler: Some(quit),
+        group: "connection",
+        summary: "Closes the connection.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "reset",
+        arity: 1,
+        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::NO_AUTH | f::ALLOW_BUSY,
+        acl: CONN | acl::FAST,
+        handler: Some(reset),
+        group: "connection",
+        since: "6.2.0",
+        summary: "Resets the connection.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hello",
+        arity: -1,
+        flags: f::NOSCRIPT
+            | f::LOADING
+            | f::STALE
+            | f::FAST
+            | f::NO_AUTH
+            | f::SENTINEL
+            | f::ALLOW_BUSY,
+        acl: CONN | acl::FAST,
+        handler: Some(hello),
+        group: "connection",
+        since: "6.0.0",
+        summary: "Handshakes with the Redis server.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "auth",
+        arity: -2,
+        flags: f::NOSCRIPT
+            | f::LOADING
+            | f::STALE
+            | f::FAST
+            | f::NO_AUTH
+            | f::SENTINEL
+            | f::ALLOW_BUSY,
+        acl: CONN | acl::FAST,
+        handler: Some(auth),
+        group: "connection",
+        summary: "Authenticates the connection.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn ping(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 2 {
+        ctx.error("ERR wrong number of arguments for 'ping' command");
+        return;
+    }
+    let subscribed = ctx.conn.handle.has_flag(cflags::PUBSUB) && !ctx.out.is_resp3();
+    match (args.len(), subscribed) {
+        (1, false) => ctx.out.simple(b"PONG"),
+        (2, false) => ctx.out.bulk(&args[1]),
+        (n, true) => {
+            ctx.out.array(2);
+            ctx.out.bulk(b"pong");
+            ctx.out.bulk(if n == 2 { &args[1] } else { b"" });
+        }
+        _ => unreachable!("arity checked"),
+    }
+}
+
+fn echo(ctx: &mut Ctx, args: &Args) {
+    ctx.out.bulk(&args[1]);
+}
+
+fn select(ctx: &mut Ctx, args: &Args) {
+    let Some(db) = parse_i64(&args[1]) else {
+        ctx.error(ERR_NOT_INT);
+        return;
+    };
+    if db < 0 || db as usize >= ctx.srv.store.databases() {
+        ctx.error(ERR_DB_RANGE);
+        return;
+    }
+    ctx.conn.set_db(db as usize);
+    ctx.out.ok();
+}
+
+fn quit(ctx: &mut Ctx, _args: &Args) {
+    ctx.out.ok();
+    ctx.conn.close_after_reply = true;
+}
+
+fn reset(ctx: &mut Ctx, _args: &Args) {
+    let c = &mut *ctx.conn;
+    c.set_db(0);
+    c.reply_mode = ReplyMode::On;
+    c.no_touch = false;
+    c.no_evict = false;
+    c.authenticated = !ctx.srv.config.hot.requirepass_set.load(Relaxed);
+    if c.is_monitor() {
+        ctx.srv.remove_monitor(c.handle.id);
+        c.monitor_rx = None;
+    }
+    c.handle.set_flag(
+        cflags::MONITOR | cflags::NO_EVICT | cflags::NO_TOUCH | cflags::MULTI,
+        false,
+    );
+    c.handle.meta.lock().name = None;
+    ctx.out.resp = 2;
+    c.handle.resp.store(2, Relaxed);
+    ctx.out.simple(b"RESET");
+}
+
+/// Check a user/password pair against `requirepass` (the only user is `default`).
+fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
+    let required = ctx.srv.config.get("requirepass").unwrap_or_default();
+    if !eq_ic(user, "default") {
+        return false;
+    }
+    if required.is_empty() {
+        return true;
+    }
+    required.as_bytes() == pass
+}
+
+fn auth(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 3 {
+        ctx.error("ERR syntax error");
+        return;
+    }
+    let required_set = ctx.srv.config.hot.requirepass_set.load(Relaxed);
+    if args.len() == 2 && !required_set {
+        ctx.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        return;
+    }
+    let (user, pass): (&[u8], &[u8]) = if args.len() == 3 {
+        (&args[1], &args[2])
+    } else {
+        (b"default", &args[1])
+    };
+    if check_password(ctx, user, pass) {
+        ctx.conn.authenticated = true;
+        ctx.out.ok();
+    } else {
+        ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+    }
+}
+
+fn hello(ctx: &mut Ctx, args: &Args) {
+    let mut i = 1;
+    let mut ver = None;
+    if args.len() >= 2 {
+        match parse_i64(&args[1]) {
+            Some(v) => ver = Some(v),
+            None => {
+                ctx.error("ERR Protocol version is not an integer or out of range");
+                return;
+            }
+        }
+        i = 2;
+    }
+    if let Some(v) = ver {
+        if !(2..=3).contains(&v) {
+            ctx.error("NOPROTO unsupported protocol version");
+            return;
+        }
+    }
+    let mut setname = None;
+    let mut creds = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if eq_ic(&args[i], "AUTH") && more >= 2 {
+            creds = Some((args[i + 1].to_vec(), args[i + 2].to_vec()));
+            i += 3;
+        } else if eq_ic(&args[i], "SETNAME") && more >= 1 {
+            setname = Some(args[i + 1].to_vec());
+            i += 2;
+        } else {
+            ctx.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                args.str(i)
+            ));
+            return;
+        }
+    }
+    if let Some((u, p)) = creds {
+        if !check_password(ctx, &u, &p) {
+            ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+            return;
+        }
+        ctx.conn.authenticated = true;
+    }
+    if !ctx.conn.authenticated {
+        ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return;
+    }
+    if let Some(name) = setname {
+        if let Err(e) = crate::validate_client_name(&name) {
+            ctx.error(e);
+            return;
+        }
+        ctx.conn.handle.meta.lock().name = if name.is_empty() { None } else { Some(name) };
+    }
+    if let Some(v) = ver {
+        ctx.out.resp = v as u8;
+        ctx.conn.handle.resp.store(v as u32, Relaxed);
+    }
+    let out = &mut *ctx.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(crate::REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(out.resp as i64);
+    out.bulk(b"id");
+    out.int(ctx.conn.handle.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+}

@@ -1,0 +1,125 @@
+//! What a command handler sees: the server, its connection's state, the reply buffer, and the
+//! time the command started (one clock read per command, as Redis caches `mstime`).
+
+use crate::clients::{cflags, ClientHandle};
+use crate::server::Server;
+use crate::table::CommandSpec;
+use rand::rngs::SmallRng;
+use std::sync::Arc;
+use tern_engine::ShardGuard;
+use tern_resp::Reply;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the next command's reply only.
+    SkipNext,
+    /// Skipping the current command's reply (was SkipNext).
+    Skip,
+}
+
+/// Per-connection state that lives on the connection's task.
+pub struct Conn {
+    pub db: usize,
+    pub handle: Arc<ClientHandle>,
+    pub authenticated: bool,
+    pub reply_mode: ReplyMode,
+    /// Close the connection once the pending replies are written (QUIT, self-KILL).
+    pub close_after_reply: bool,
+    pub no_touch: bool,
+    pub no_evict: bool,
+    /// Receives MONITOR lines once this client ran MONITOR.
+    pub monitor_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    pub rng: SmallRng,
+    /// This thread's counters (connections never move between threads).
+    pub stats: Arc<crate::stats::ThreadStats>,
+}
+
+impl Conn {
+    pub fn new(
+        handle: Arc<ClientHandle>,
+        needs_auth: bool,
+        stats: Arc<crate::stats::ThreadStats>,
+    ) -> Conn {
+        use rand::SeedableRng;
+        Conn {
+            db: 0,
+            handle,
+            authenticated: !needs_auth,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            no_touch: false,
+            no_evict: false,
+            monitor_rx: None,
+            rng: SmallRng::from_entropy(),
+            stats,
+        }
+    }
+
+    pub fn set_db(&mut self, db: usize) {
+        self.db = db;
+        self.handle
+            .db
+            .store(db, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_monitor(&self) -> bool {
+        self.handle.has_flag(cflags::MONITOR)
+    }
+}
+
+pub struct Ctx<'a> {
+    pub srv: &'a Arc<Server>,
+    pub conn: &'a mut Conn,
+    pub out: &'a mut Reply,
+    pub now_ms: u64,
+    pub cmd: &'static CommandSpec,
+}
+
+impl<'a> Ctx<'a> {
+    /// Lock the shard owning `key` in the current database.
+    #[inline]
+    pub fn lock(&self, key: &[u8]) -> (u64, ShardGuard<'a>) {
+        let srv: &'a Server = self.srv;
+        srv.store.lock(self.conn.db, key)
+    }
+
+    /// Count a write for `rdb_changes_since_last_save` (and, later, the write log).
+    #[inline]
+    pub fn dirty(&self, n: u64) {
+        self.conn.stats.dirty.add(n);
+    }
+
+    pub fn hit(&self, found: bool) {
+        let s = &self.conn.stats;
+        if found {
+            s.keyspace_hits.add(1);
+        } else {
+            s.keyspace_misses.add(1);
+        }
+    }
+
+    /// Record an access on an entry's LRU/LFU clock, unless the client asked for NO-TOUCH.
+    pub fn touch(&mut self, e: &mut tern_engine::Entry) {
+        if self.conn.no_touch && !self.cmd.name.eq_ignore_ascii_case("touch") {
+            return;
+        }
+        let hot = &self.srv.config.hot;
+        if hot.lfu_policy.load(std::sync::atomic::Ordering::Relaxed) {
+            let lf = hot
+                .lfu_log_factor
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let dt = hot
+                .lfu_decay_time
+                .load(std::sync::atomic::Ordering::Relaxed);
+            e.access = tern_engine::clock::lfu_touch(e.access, lf, dt, &mut self.conn.rng);
+        } else {
+            e.access = tern_engine::clock::lru_clock();
+        }
+    }
+
+    pub fn error(&mut self, msg: &str) {
+        self.out.error(msg);
+    }
+}

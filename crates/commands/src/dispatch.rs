@@ -1,0 +1,268 @@
+//! Running one command: lookup, arity and auth checks, the handler, then the bookkeeping Redis
+//! does after every call (command stats, error stats, slow log, latency, MONITOR feed).
+
+use crate::args::Args;
+use crate::clients::cflags;
+use crate::ctx::{Conn, Ctx, ReplyMode};
+use crate::registry::CmdEntry;
+use crate::server::{Server, SlowlogEntry};
+use crate::table::flags;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+use tern_resp::Reply;
+
+/// Execute one parsed command and append its reply to `out`.
+pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args) {
+    if args.is_empty() {
+        return;
+    }
+    let mark = out.buf.len();
+    if conn.reply_mode == ReplyMode::SkipNext {
+        conn.reply_mode = ReplyMode::Skip;
+    }
+    out.errors = 0;
+    match resolve(srv, conn, out, args) {
+        Some(entry) => run(srv, conn, out, args, entry),
+        None => record_errors(srv, conn, out, None, true),
+    }
+    match conn.reply_mode {
+        ReplyMode::Off => out.buf.truncate(mark),
+        ReplyMode::Skip => {
+            out.buf.truncate(mark);
+            conn.reply_mode = ReplyMode::On;
+        }
+        _ => {}
+    }
+}
+
+/// Find the command (and subcommand) and check arity and authentication, replying with
+/// Redis's error when that fails.
+fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Option<&'s CmdEntry> {
+    let Some(mut entry) = srv.commands.get(args.get(0)) else {
+        let mut list = String::new();
+        for a in args.iter().skip(1) {
+            if list.len() >= 128 {
+                break;
+            }
+            let room = 128 - list.len();
+            let s = String::from_utf8_lossy(a);
+            let s: String = s.chars().take(room).collect();
+            list.push_str(&format!("'{s}' "));
+        }
+        let name: String = String::from_utf8_lossy(args.get(0))
+            .chars()
+            .take(128)
+            .collect();
+        out.error(&format!(
+            "ERR unknown command '{name}', with args beginning with: {list}"
+        ));
+        return None;
+    };
+    if !entry.subs.is_empty() && args.len() >= 2 {
+        match entry.sub(args.get(1)) {
+            Some(s) => entry = s,
+            None => {
+                let sub: String = String::from_utf8_lossy(args.get(1))
+                    .chars()
+                    .take(128)
+                    .collect();
+                out.error(&format!(
+                    "ERR unknown subcommand '{sub}'. Try {} HELP.",
+                    entry.spec.name.to_ascii_uppercase()
+                ));
+                return None;
+            }
+        }
+    }
+    let arity = entry.spec.arity;
+    let argc = args.len() as i32;
+    if (arity > 0 && argc != arity) || argc < -arity {
+        out.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            entry.fullname
+        ));
+        return None;
+    }
+    if !conn.authenticated && entry.spec.flags & flags::NO_AUTH == 0 {
+        out.error("NOAUTH Authentication required.");
+        return None;
+    }
+    Some(entry)
+}
+
+fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: &CmdEntry) {
+    let Some(handler) = entry.spec.handler else {
+        out.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'",
+            entry.fullname
+        ));
+        record_errors(srv, conn, out, Some(entry), true);
+        return;
+    };
+    let start = Instant::now();
+    let now_ms = tern_engine::clock::now_ms();
+    let db_before = conn.db;
+    {
+        let mut ctx = Ctx {
+            srv,
+            conn,
+            out,
+            now_ms,
+            cmd: entry.spec,
+        };
+        handler(&mut ctx, args);
+    }
+    let dur_us = start.elapsed().as_micros() as u64;
+    let st = &conn.stats.cmds[entry.id];
+    st.calls.add(1);
+    st.usec.add(dur_us);
+    conn.stats.commands_processed.add(1);
+    if srv.config.hot.latency_tracking.load(Relaxed) {
+        st.latency.get_or_init(Default::default).record(dur_us);
+    }
+    conn.handle.last_cmd.store(entry.id + 1, Relaxed);
+    if out.errors > 0 {
+        record_errors(srv, conn, out, Some(entry), false);
+    }
+    let f = entry.spec.flags;
+    if f & flags::SKIP_SLOWLOG == 0 {
+        slowlog_push(srv, conn, args, dur_us);
+    }
+    let ms = dur_us / 1000;
+    if ms > 0 {
+        srv.latency_event(
+            if f & flags::FAST != 0 {
+                "fast-command"
+            } else {
+                "command"
+            },
+            ms,
+        );
+    }
+    if srv.has_monitors() && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0 && !conn.is_monitor() {
+        let _ = db_before;
+        srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args));
+    }
+}
+
+/// Count error replies: per code, and per command as rejected (before running) or failed.
+fn record_errors(
+    srv: &Server,
+    conn: &Conn,
+    out: &mut Reply,
+    entry: Option<&CmdEntry>,
+    rejected: bool,
+) {
+    conn.stats
+        .total_error_replies
+        .add(out.error_codes.len() as u64);
+    for code in out.error_codes.drain(..) {
+        srv.stats.record_error(&code);
+    }
+    if let Some(e) = entry {
+        let st = &conn.stats.cmds[e.id];
+        if rejected {
+            st.rejected.add(1);
+        } else {
+            st.failed.add(1);
+        }
+    }
+}
+
+const SLOWLOG_MAX_ARGC: usize = 32;
+const SLOWLOG_MAX_STRING: usize = 128;
+
+fn slowlog_push(srv: &Server, conn: &Conn, args: &Args, dur_us: u64) {
+    let threshold = srv.config.hot.slowlog_slower_than.load(Relaxed);
+    if threshold < 0 || dur_us < threshold as u64 {
+        return;
+    }
+    let n = args.len().min(SLOWLOG_MAX_ARGC);
+    let mut a = Vec::with_capacity(n);
+    for i in 0..n {
+        if i == SLOWLOG_MAX_ARGC - 1 && args.len() > SLOWLOG_MAX_ARGC {
+            a.push(
+                format!("... ({} more arguments)", args.len() - SLOWLOG_MAX_ARGC + 1).into_bytes(),
+            );
+            break;
+        }
+        let s = args.get(i);
+        if s.len() > SLOWLOG_MAX_STRING {
+            let mut v = s[..SLOWLOG_MAX_STRING].to_vec();
+            v.extend_from_slice(
+                format!("... ({} more bytes)", s.len() - SLOWLOG_MAX_STRING).as_bytes(),
+            );
+            a.push(v);
+        } else {
+            a.push(s.to_vec());
+        }
+    }
+    let name = conn
+        .handle
+        .meta
+        .lock()
+        .name
+        .clone()
+        .map(|n| String::from_utf8_lossy(&n).into_owned())
+        .unwrap_or_default();
+    let max = srv.config.hot.slowlog_max_len.load(Relaxed) as usize;
+    let mut sl = srv.slowlog.lock();
+    let id = sl.next_id;
+    sl.next_id += 1;
+    sl.entries.push_front(SlowlogEntry {
+        id,
+        time: tern_engine::clock::now_ms() / 1000,
+        duration_us: dur_us,
+        args: a,
+        peer: conn.handle.addr.clone(),
+        name,
+    });
+    sl.entries.truncate(max);
+}
+
+/// Redis's sdscatrepr: a quoted, escaped rendering of binary data.
+pub fn repr(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &c in s {
+        match c {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => out.push(c),
+            c => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+/// `+<secs>.<usecs> [db addr] "arg" "arg"...` as MONITOR shows a command.
+pub fn monitor_line(db: usize, peer: &str, args: &Args) -> Vec<u8> {
+    let us = tern_engine::clock::now_us();
+    let mut out = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        db,
+        peer
+    )
+    .into_bytes();
+    for a in args.iter() {
+        out.push(b' ');
+        repr(&mut out, a);
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// Mark the client as a MONITOR and return the receiver its connection drains.
+pub fn start_monitor(srv: &Server, conn: &mut Conn) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    srv.add_monitor(conn.handle.id, tx);
+    conn.handle.set_flag(cflags::MONITOR, true);
+    conn.monitor_rx = Some(rx);
+}

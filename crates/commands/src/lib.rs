@@ -1,0 +1,38 @@
+//! tern's commands: the declarative table (`table`), one module per command family, and the
+//! dispatcher that runs them against the engine.
+pub mod args;
+pub mod clients;
+pub mod config;
+pub mod ctx;
+pub mod dispatch;
+pub mod registry;
+pub mod server;
+pub mod stats;
+pub mod table;
+
+pub mod connection;
+pub mod keys;
+pub mod memory;
+pub mod strings;
+
+pub use args::Args;
+pub use ctx::{Conn, Ctx};
+pub use server::Server;
+
+use table::CommandSpec;
+
+/// Every family's table; the registry is built from exactly this list.
+pub fn families() -> [&'static [CommandSpec]; 3] {
+    [connection::COMMANDS, strings::COMMANDS, keys::COMMANDS]
+}
+
+/// The Redis version tern is compatible with (reported as `redis_version`, HELLO `version`).
+pub const REDIS_VERSION: &str = "7.2.6";
+
+/// CLIENT SETNAME / HELLO SETNAME: no spaces, newlines or other special characters.
+pub fn validate_client_name(name: &[u8]) -> Result<(), &'static str> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err("ERR Client names cannot contain spaces, newlines or special characters.");
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! Name lookup over the command table, with stable numeric ids for per-command statistics.
+
+use crate::table::CommandSpec;
+use std::collections::HashMap;
+
+pub struct CmdEntry {
+    pub spec: &'static CommandSpec,
+    pub id: usize,
+    /// `get`, or `config|get` for a subcommand.
+    pub fullname: String,
+    pub subs: HashMap<String, CmdEntry>,
+}
+
+pub struct Registry {
+    top: HashMap<String, CmdEntry>,
+    count: usize,
+}
+
+impl Registry {
+    pub fn build() -> Registry {
+        let mut id = 0;
+        let mut top = HashMap::new();
+        for family in crate::families() {
+            for spec in family.iter() {
+                let entry = make_entry(spec, None, &mut id);
+                top.insert(spec.name.to_string(), entry);
+            }
+        }
+        Registry { top, count: id }
+    }
+
+    /// Number of ids handed out (commands plus subcommands).
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Case-insensitive lookup of a top-level command.
+    #[inline]
+    pub fn get(&self, name: &[u8]) -> Option<&CmdEntry> {
+        let mut buf = [0u8; 48];
+        if name.len() > buf.len() {
+            return None;
+        }
+        for (d, s) in buf.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
+        self.top.get(lower)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &CmdEntry> {
+        self.top.values()
+    }
+
+    /// Every entry including subcommands.
+    pub fn all(&self) -> Vec<&CmdEntry> {
+        let mut out = Vec::new();
+        for e in self.top.values() {
+            out.push(e);
+            out.extend(e.subs.values());
+        }
+        out
+    }
+
+    /// Lookup by full name (`get`, `config|get`).
+    pub fn by_fullname(&self, name: &str) -> Option<&CmdEntry> {
+        let lower = name.to_ascii_lowercase();
+        match lower.split_once('|') {
+            Some((c, s)) => self.top.get(c)?.subs.get(s),
+            None => self.top.get(&lower),
+        }
+    }
+
+    pub fn by_id(&self, id: usize) -> Option<&CmdEntry> {
+        self.top
+            .values()
+            .flat_map(|e| std::iter::once(e).chain(e.subs.values()))
+            .find(|e| e.id == id)
+    }
+}
+
+impl CmdEntry {
+    pub fn sub(&self, name: &[u8]) -> Option<&CmdEntry> {
+        let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+        self.subs.get(&lower)
+    }
+}
+
+fn make_entry(spec: &'static CommandSpec, parent: Option<&str>, id: &mut usize) -> CmdEntry {
+    let fullname = match parent {
+        Some(p) => format!("{p}|{}", spec.name),
+        None => spec.name.to_string(),
+    };
+    let my_id = *id;
+    *id += 1;
+    let subs = spec
+        .subcommands
+        .iter()
+        .map(|s| (s.name.to_string(), make_entry(s, Some(spec.name), id)))
+        .collect();
+    CmdEntry {
+        spec,
+        id: my_id,
+        fullname,
+        subs,
+    }
+}

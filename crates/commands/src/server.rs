@@ -1,0 +1,166 @@
+//! Process-wide state shared by every connection: the keyspace, configuration, clients,
+//! statistics, slow log, latency monitor and MONITOR subscribers.
+
+use crate::clients::ClientRegistry;
+use crate::config::Config;
+use crate::registry::Registry;
+use crate::stats::StatsRegistry;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+use tern_engine::expire::ActiveExpire;
+use tern_engine::Store;
+use tokio::sync::mpsc::UnboundedSender;
+
+pub struct SlowlogEntry {
+    pub id: u64,
+    pub time: u64,
+    pub duration_us: u64,
+    pub args: Vec<Vec<u8>>,
+    pub peer: String,
+    pub name: String,
+}
+
+#[derive(Default)]
+pub struct Slowlog {
+    pub next_id: u64,
+    pub entries: VecDeque<SlowlogEntry>,
+}
+
+/// One latency event's history (LATENCY HISTORY / LATEST).
+#[derive(Default)]
+pub struct LatencySeries {
+    pub samples: VecDeque<(u64, u64)>,
+    pub max: u64,
+}
+
+pub struct Server {
+    pub store: Store,
+    pub config: Config,
+    pub clients: ClientRegistry,
+    pub stats: StatsRegistry,
+    pub commands: Registry,
+    pub slowlog: Mutex<Slowlog>,
+    pub latency: Mutex<BTreeMap<String, LatencySeries>>,
+    monitors: Mutex<Vec<(u64, UnboundedSender<Vec<u8>>)>>,
+    monitor_count: AtomicUsize,
+    pub expire: ActiveExpire,
+    pub active_expire_enabled: AtomicBool,
+    pub started: Instant,
+    pub started_unix: u64,
+    pub run_id: String,
+    pub lastsave: AtomicU64,
+    /// Dirty counter value at the last save (changes since = sum(dirty) - this).
+    pub dirty_at_save: AtomicU64,
+    pub tcp_port: AtomicU64,
+    pub executable: String,
+    pub threads: usize,
+    /// Set by SHUTDOWN / signals; the listener and workers watch it.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+    pub stat_expired_time_cap: AtomicU64,
+}
+
+impl Server {
+    pub fn new(config: Config, threads: usize) -> Server {
+        let databases = config.get_i64("databases").max(1) as usize;
+        let commands = Registry::build();
+        let stats = StatsRegistry::default();
+        stats.set_command_count(commands.len());
+        let now = tern_engine::clock::now_ms();
+        let run_id: String = {
+            use rand::Rng;
+            let mut r = rand::thread_rng();
+            (0..40)
+                .map(|_| std::char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
+                .collect()
+        };
+        Server {
+            store: Store::new(databases, shard_bits_for(threads)),
+            config,
+            clients: ClientRegistry::default(),
+            stats,
+            commands,
+            slowlog: Mutex::new(Slowlog::default()),
+            latency: Mutex::new(BTreeMap::new()),
+            monitors: Mutex::new(Vec::new()),
+            monitor_count: AtomicUsize::new(0),
+            expire: ActiveExpire::default(),
+            active_expire_enabled: AtomicBool::new(true),
+            started: Instant::now(),
+            started_unix: now / 1000,
+            run_id,
+            lastsave: AtomicU64::new(now / 1000),
+            dirty_at_save: AtomicU64::new(0),
+            tcp_port: AtomicU64::new(0),
+            executable: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            threads,
+            shutdown: tokio::sync::watch::channel(false).0,
+            stat_expired_time_cap: AtomicU64::new(0),
+        }
+    }
+
+    pub fn dirty_total(&self) -> u64 {
+        self.stats.sum(|t| t.dirty.get())
+    }
+
+    #[inline]
+    pub fn has_monitors(&self) -> bool {
+        self.monitor_count.load(Relaxed) > 0
+    }
+
+    pub fn add_monitor(&self, id: u64, tx: UnboundedSender<Vec<u8>>) {
+        let mut m = self.monitors.lock();
+        m.push((id, tx));
+        self.monitor_count.store(m.len(), Relaxed);
+    }
+
+    pub fn remove_monitor(&self, id: u64) {
+        let mut m = self.monitors.lock();
+        m.retain(|(i, _)| *i != id);
+        self.monitor_count.store(m.len(), Relaxed);
+    }
+
+    /// Send one already formatted MONITOR line to every monitor; drop closed ones.
+    pub fn feed_monitors(&self, line: &[u8]) {
+        let mut m = self.monitors.lock();
+        m.retain(|(_, tx)| tx.send(line.to_vec()).is_ok());
+        self.monitor_count.store(m.len(), Relaxed);
+    }
+
+    /// Record a latency event when it exceeds `latency-monitor-threshold` (ms).
+    pub fn latency_event(&self, event: &str, ms: u64) {
+        let threshold = self.config.hot.latency_threshold.load(Relaxed);
+        if threshold == 0 || ms < threshold {
+            return;
+        }
+        let now = tern_engine::clock::now_ms() / 1000;
+        let mut l = self.latency.lock();
+        let s = l.entry(event.to_string()).or_default();
+        if let Some(last) = s.samples.back_mut() {
+            if last.0 == now {
+                last.1 = last.1.max(ms);
+                s.max = s.max.max(ms);
+                return;
+            }
+        }
+        s.samples.push_back((now, ms));
+        if s.samples.len() > 160 {
+            s.samples.pop_front();
+        }
+        s.max = s.max.max(ms);
+    }
+
+    pub fn request_shutdown(&self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+/// Shards per database: several per thread so two threads rarely meet on one lock, and a
+/// power of two. 64 keeps 16 empty databases small (an empty shard allocates nothing).
+fn shard_bits_for(threads: usize) -> u32 {
+    let want = (threads.max(1) * 16).next_power_of_two().clamp(16, 256);
+    want.trailing_zeros()
+}

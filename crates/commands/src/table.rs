@@ -1,0 +1,366 @@
+//! The declarative command table: every command's name, arity, flags, key specs and ACL
+//! categories, once. COMMAND, COMMAND INFO/DOCS/GETKEYS, arity and flag checks and the lock
+//! planner all read it; nothing else lists commands.
+
+use crate::ctx::Ctx;
+use crate::Args;
+
+pub type Handler = fn(&mut Ctx, &Args);
+
+/// Command flags (Redis's CMD_* names, as COMMAND INFO reports them).
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const ASKING: u32 = 1 << 11;
+    pub const FAST: u32 = 1 << 12;
+    pub const NO_AUTH: u32 = 1 << 13;
+    pub const MAY_REPLICATE: u32 = 1 << 14;
+    pub const SENTINEL: u32 = 1 << 15;
+    pub const ONLY_SENTINEL: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    pub const PROTECTED: u32 = 1 << 18;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    pub const NO_MULTI: u32 = 1 << 20;
+    pub const MOVABLE_KEYS: u32 = 1 << 21;
+    pub const ALLOW_BUSY: u32 = 1 << 22;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories (`@keyspace`, `@read`, ...).
+pub mod acl {
+    pub const KEYSPACE: u64 = 1 << 0;
+    pub const READ: u64 = 1 << 1;
+    pub const WRITE: u64 = 1 << 2;
+    pub const SET: u64 = 1 << 3;
+    pub const SORTEDSET: u64 = 1 << 4;
+    pub const LIST: u64 = 1 << 5;
+    pub const HASH: u64 = 1 << 6;
+    pub const STRING: u64 = 1 << 7;
+    pub const BITMAP: u64 = 1 << 8;
+    pub const HYPERLOGLOG: u64 = 1 << 9;
+    pub const GEO: u64 = 1 << 10;
+    pub const STREAM: u64 = 1 << 11;
+    pub const PUBSUB: u64 = 1 << 12;
+    pub const ADMIN: u64 = 1 << 13;
+    pub const FAST: u64 = 1 << 14;
+    pub const SLOW: u64 = 1 << 15;
+    pub const BLOCKING: u64 = 1 << 16;
+    pub const DANGEROUS: u64 = 1 << 17;
+    pub const CONNECTION: u64 = 1 << 18;
+    pub const TRANSACTION: u64 = 1 << 19;
+    pub const SCRIPTING: u64 = 1 << 20;
+
+    pub const NAMES: &[(u64, &str)] = &[
+        (KEYSPACE, "keyspace"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (SET, "set"),
+        (SORTEDSET, "sortedset"),
+        (LIST, "list"),
+        (HASH, "hash"),
+        (STRING, "string"),
+        (BITMAP, "bitmap"),
+        (HYPERLOGLOG, "hyperloglog"),
+        (GEO, "geo"),
+        (STREAM, "stream"),
+        (PUBSUB, "pubsub"),
+        (ADMIN, "admin"),
+        (FAST, "fast"),
+        (SLOW, "slow"),
+        (BLOCKING, "blocking"),
+        (DANGEROUS, "dangerous"),
+        (CONNECTION, "connection"),
+        (TRANSACTION, "transaction"),
+        (SCRIPTING, "scripting"),
+    ];
+}
+
+/// Key-spec flags (COMMAND INFO / DOCS names).
+pub mod kflags {
+    pub const RO: u32 = 1 << 0;
+    pub const RW: u32 = 1 << 1;
+    pub const OW: u32 = 1 << 2;
+    pub const RM: u32 = 1 << 3;
+    pub const ACCESS: u32 = 1 << 4;
+    pub const UPDATE: u32 = 1 << 5;
+    pub const INSERT: u32 = 1 << 6;
+    pub const DELETE: u32 = 1 << 7;
+    pub const NOT_KEY: u32 = 1 << 8;
+    pub const INCOMPLETE: u32 = 1 << 9;
+    pub const VARIABLE_FLAGS: u32 = 1 << 10;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// Where the search for keys begins.
+#[derive(Debug, Clone, Copy)]
+pub enum BeginSearch {
+    /// At a fixed argument index.
+    Index(i32),
+    /// After the last (or first, from `startfrom`) occurrence of a keyword.
+    Keyword {
+        keyword: &'static str,
+        startfrom: i32,
+    },
+}
+
+/// How keys are found from the beginning.
+#[derive(Debug, Clone, Copy)]
+pub enum FindKeys {
+    /// `lastkey` relative to the begin index (-1 = last arg), every `step` args, `limit` as Redis.
+    Range { lastkey: i32, step: i32, limit: i32 },
+    /// A count argument at `keynumidx` (relative), keys from `firstkey` (relative), every `step`.
+    Keynum {
+        keynumidx: i32,
+        firstkey: i32,
+        step: i32,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    pub flags: u32,
+    pub begin: BeginSearch,
+    pub find: FindKeys,
+}
+
+impl KeySpec {
+    /// One key at a fixed index.
+    pub const fn single(index: i32, flags: u32) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Index(index),
+            find: FindKeys::Range {
+                lastkey: 0,
+                step: 1,
+                limit: 0,
+            },
+        }
+    }
+
+    /// Keys from `index` to the end (lastkey -1), every `step`.
+    pub const fn range(index: i32, lastkey: i32, step: i32, flags: u32) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Index(index),
+            find: FindKeys::Range {
+                lastkey,
+                step,
+                limit: 0,
+            },
+        }
+    }
+
+    pub const fn keynum(
+        index: i32,
+        keynumidx: i32,
+        firstkey: i32,
+        step: i32,
+        flags: u32,
+    ) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Index(index),
+            find: FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                step,
+            },
+        }
+    }
+}
+
+/// One entry of the command table. Container commands (CONFIG, CLIENT, ...) list their
+/// subcommands, which are entries of their own.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lower-case name (`get`, or the subcommand's own name `get` under `config`).
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u32,
+    pub acl: u64,
+    pub keys: &'static [KeySpec],
+    pub handler: Option<Handler>,
+    pub subcommands: &'static [CommandSpec],
+    pub group: &'static str,
+    pub since: &'static str,
+    pub complexity: &'static str,
+    pub summary: &'static str,
+}
+
+/// The defaults every entry starts from (`..CommandSpec::DEFAULT`).
+impl CommandSpec {
+    pub const DEFAULT: CommandSpec = CommandSpec {
+        name: "",
+        arity: 0,
+        flags: 0,
+        acl: 0,
+        keys: &[],
+        handler: None,
+        subcommands: &[],
+        group: "generic",
+        since: "1.0.0",
+        complexity: "O(1)",
+        summary: "",
+    };
+
+    /// The legacy (first key, last key, step) triple COMMAND INFO reports, derived from the
+    /// key specs the way Redis derives it: only index/range specs, merged if contiguous.
+    pub fn legacy_range(&self) -> (i32, i32, i32) {
+        let mut first = 0;
+        let mut last = 0;
+        let mut step = 0;
+        for ks in self.keys {
+            let (
+                BeginSearch::Index(idx),
+                FindKeys::Range {
+                    lastkey,
+                    step: st,
+                    limit,
+                },
+            ) = (ks.begin, ks.find)
+            else {
+                continue;
+            };
+            if ks.flags & kflags::NOT_KEY != 0 || limit > 1 {
+                continue;
+            }
+            let spec_last = if lastkey < 0 { lastkey } else { idx + lastkey };
+            if first == 0 {
+                first = idx;
+                last = spec_last;
+                step = st;
+            } else if last >= 0 && idx == last + st && st == step {
+                last = spec_last;
+            } else {
+                break;
+            }
+        }
+        (first, last, step)
+    }
+
+    /// True when key positions depend on the arguments (keynum or keyword specs).
+    pub fn movable_keys(&self) -> bool {
+        self.keys.iter().any(|k| {
+            !matches!(
+                (k.begin, k.find),
+                (BeginSearch::Index(_), FindKeys::Range { .. })
+            )
+        })
+    }
+
+    /// Argument indexes of the keys in `args`, with each key's spec flags. Arguments that do not
+    /// fit the spec (too few, bad keynum) end the search quietly; arity checks run first.
+    pub fn key_positions(&self, args: &Args) -> Vec<(usize, u32)> {
+        let argc = args.len() as i32;
+        let mut out = Vec::new();
+        for ks in self.keys {
+            let begin = match ks.begin {
+                BeginSearch::Index(i) => i,
+                BeginSearch::Keyword { keyword, startfrom } => {
+                    let found = if startfrom >= 0 {
+                        (startfrom..argc)
+                            .find(|&i| args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()))
+                    } else {
+                        (1..=(argc + startfrom).max(0))
+                            .rev()
+                            .find(|&i| args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()))
+                    };
+                    match found {
+                        Some(i) => i + 1,
+                        None => continue,
+                    }
+                }
+            };
+            if begin >= argc {
+                continue;
+            }
+            match ks.find {
+                FindKeys::Range {
+                    lastkey,
+                    step,
+                    limit,
+                } => {
+                    let last = if lastkey >= 0 {
+                        begin + lastkey
+                    } else if limit > 1 {
+                        begin + (argc - 1 - begin) / limit
+                    } else {
+                        argc + lastkey
+                    };
+                    let mut i = begin;
+                    while i <= last.min(argc - 1) {
+                        out.push((i as usize, ks.flags));
+                        i += step.max(1);
+                    }
+                }
+                FindKeys::Keynum {
+                    keynumidx,
+                    firstkey,
+                    step,
+                } => {
+                    let ki = begin + keynumidx;
+                    if ki >= argc {
+                        continue;
+                    }
+                    let Some(n) = crate::args::parse_i64(&args[ki as usize]).filter(|&n| n >= 0)
+                    else {
+                        continue;
+                    };
+                    let mut i = begin + firstkey;
+                    for _ in 0..n {
+                        if i >= argc {
+                            break;
+                        }
+                        out.push((i as usize, ks.flags));
+                        i += step.max(1);
+                    }
+                }
+            }
+        }
+        out
+    }
+}

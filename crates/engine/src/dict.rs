@@ -1,0 +1,267 @@
+//! A chained hash table in the style of Redis's `dict`: power-of-two buckets indexed by the low
+//! bits of the key hash. That layout is what makes SCAN's reverse-binary cursor valid across
+//! resizes (every element present for the whole scan is returned), and lets active expiry and
+//! RANDOMKEY pick buckets directly. Resizes happen at once; a shard holds a small slice of the
+//! keyspace, so they stay short.
+
+use crate::entry::Entry;
+use crate::hash::key_hash;
+
+struct Node {
+    entry: Entry,
+    next: Option<Box<Node>>,
+}
+
+#[derive(Default)]
+pub struct Dict {
+    buckets: Vec<Option<Box<Node>>>,
+    len: usize,
+}
+
+const MIN_BUCKETS: usize = 4;
+
+impl Dict {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        self.buckets.len() as u64 - 1
+    }
+
+    pub fn get(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut cur = self.buckets[(hash & self.mask()) as usize].as_deref();
+        while let Some(node) = cur {
+            if &*node.entry.key == key {
+                return Some(&node.entry);
+            }
+            cur = node.next.as_deref();
+        }
+        None
+    }
+
+    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        let idx = (hash & self.mask()) as usize;
+        let mut cur = self.buckets[idx].as_deref_mut();
+        while let Some(node) = cur {
+            if &*node.entry.key == key {
+                return Some(&mut node.entry);
+            }
+            cur = node.next.as_deref_mut();
+        }
+        None
+    }
+
+    /// Insert an entry whose key is known to be absent.
+    pub fn insert_new(&mut self, hash: u64, entry: Entry) -> &mut Entry {
+        if self.len >= self.buckets.len() {
+            self.resize((self.buckets.len() * 2).max(MIN_BUCKETS));
+        }
+        let idx = (hash & self.mask()) as usize;
+        let next = self.buckets[idx].take();
+        self.len += 1;
+        &mut self.buckets[idx]
+            .insert(Box::new(Node { entry, next }))
+            .entry
+    }
+
+    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        let idx = (hash & self.mask()) as usize;
+        let mut link = &mut self.buckets[idx];
+        loop {
+            match link {
+                None => return None,
+                Some(node) if &*node.entry.key == key => {
+                    let mut node = link.take().expect("matched node");
+                    *link = node.next.take();
+                    self.len -= 1;
+                    let entry = node.entry;
+                    self.maybe_shrink();
+                    return Some(entry);
+                }
+                Some(node) => link = &mut node.next,
+            }
+        }
+    }
+
+    fn maybe_shrink(&mut self) {
+        let n = self.buckets.len();
+        if n > MIN_BUCKETS && self.len * 8 < n {
+            self.resize((self.len.next_power_of_two() * 2).max(MIN_BUCKETS));
+        }
+    }
+
+    fn resize(&mut self, new_size: usize) {
+        let old = std::mem::replace(&mut self.buckets, (0..new_size).map(|_| None).collect());
+        let mask = new_size as u64 - 1;
+        for mut head in old {
+            while let Some(mut node) = head {
+                head = node.next.take();
+                let idx = (key_hash(&node.entry.key) & mask) as usize;
+                node.next = self.buckets[idx].take();
+                self.buckets[idx] = Some(node);
+            }
+        }
+    }
+
+    /// Visit the entries of the bucket(s) `cursor` designates and return the next cursor
+    /// (0 when the scan is complete). Redis's reverse-binary increment: it enumerates buckets
+    /// so that growing or shrinking the table between calls never skips an element.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&Entry)) -> u64 {
+        if self.buckets.is_empty() {
+            return 0;
+        }
+        let mask = self.mask();
+        let mut cur = self.buckets[(cursor & mask) as usize].as_deref();
+        while let Some(node) = cur {
+            f(&node.entry);
+            cur = node.next.as_deref();
+        }
+        let mut v = cursor | !mask;
+        v = v.reverse_bits();
+        v = v.wrapping_add(1);
+        v.reverse_bits()
+    }
+
+    /// Mutable access to the chain of one bucket (for expiry walks); returns the keys of
+    /// entries `pred` selects, so the caller can remove them.
+    pub fn bucket_keys_where(
+        &self,
+        bucket: usize,
+        mut pred: impl FnMut(&Entry) -> bool,
+    ) -> Vec<Box<[u8]>> {
+        let mut out = Vec::new();
+        let mut cur = self.buckets.get(bucket).and_then(|b| b.as_deref());
+        while let Some(node) = cur {
+            if pred(&node.entry) {
+                out.push(node.entry.key.clone());
+            }
+            cur = node.next.as_deref();
+        }
+        out
+    }
+
+    /// A uniformly chosen non-empty bucket, then a uniform element of its chain (Redis's
+    /// dictGetFairRandomKey is similar in spirit). None when empty.
+    pub fn random_entry(&self, rng: &mut impl rand::Rng) -> Option<&Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        loop {
+            let b = rng.gen_range(0..self.buckets.len());
+            if let Some(head) = self.buckets[b].as_deref() {
+                let mut chain = Vec::new();
+                let mut cur = Some(head);
+                while let Some(n) = cur {
+                    chain.push(&n.entry);
+                    cur = n.next.as_deref();
+                }
+                return Some(chain[rng.gen_range(0..chain.len())]);
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.buckets.iter().flat_map(|b| {
+            let mut cur = b.as_deref();
+            std::iter::from_fn(move || {
+                let n = cur?;
+                cur = n.next.as_deref();
+                Some(&n.entry)
+            })
+        })
+    }
+
+    /// Remove every entry, returning the old table so the caller can drop it elsewhere.
+    pub fn take(&mut self) -> Dict {
+        std::mem::take(self)
+    }
+}
+
+impl Drop for Dict {
+    // Free chains iteratively: a long chain must not recurse through Box drops.
+    fn drop(&mut self) {
+        for head in self.buckets.iter_mut() {
+            let mut cur = head.take();
+            while let Some(mut node) = cur {
+                cur = node.next.take();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+    use std::collections::HashSet;
+
+    fn entry(k: &str) -> Entry {
+        Entry::new(k.as_bytes().into(), Value::from_bytes(b"v"))
+    }
+
+    #[test]
+    fn insert_get_remove() {
+        let mut d = Dict::default();
+        for i in 0..1000 {
+            let k = format!("k{i}");
+            d.insert_new(key_hash(k.as_bytes()), entry(&k));
+        }
+        assert_eq!(d.len(), 1000);
+        assert!(d.get(key_hash(b"k7"), b"k7").is_some());
+        for i in 0..990 {
+            let k = format!("k{i}");
+            assert!(d.remove(key_hash(k.as_bytes()), k.as_bytes()).is_some());
+        }
+        assert_eq!(d.len(), 10);
+        assert!(d.bucket_count() <= 64);
+        assert!(d.get(key_hash(b"k995"), b"k995").is_some());
+    }
+
+    #[test]
+    fn scan_survives_growth() {
+        let mut d = Dict::default();
+        for i in 0..100 {
+            let k = format!("a{i}");
+            d.insert_new(key_hash(k.as_bytes()), entry(&k));
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut extra = 0;
+        loop {
+            cursor = d.scan(cursor, |e| {
+                seen.insert(e.key.clone());
+            });
+            // grow the table while the scan is under way
+            for _ in 0..(if extra < 2000 { 20 } else { 0 }) {
+                let k = format!("b{extra}");
+                extra += 1;
+                d.insert_new(key_hash(k.as_bytes()), entry(&k));
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..100 {
+            assert!(seen.contains(format!("a{i}").as_bytes()), "a{i} missed");
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The active expiry cycle: a bounded, incremental sweep over shards that hold keys with a TTL,
+//! run `hz` times a second. Lazy expiry on access does the rest.
+
+use crate::store::Store;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Buckets one shard step walks before yielding the lock.
+const BUCKETS_PER_STEP: usize = 64;
+
+pub struct ActiveExpire {
+    next_shard: AtomicUsize,
+}
+
+impl Default for ActiveExpire {
+    fn default() -> Self {
+        ActiveExpire {
+            next_shard: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl ActiveExpire {
+    /// Run for at most `budget`, resuming where the previous cycle stopped. Returns keys expired.
+    pub fn cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
+        let start = Instant::now();
+        let shards = store.all_shards();
+        let n = shards.len();
+        let mut expired = 0;
+        let mut visited = 0;
+        while visited < n && start.elapsed() < budget {
+            let i = self.next_shard.fetch_add(1, Ordering::Relaxed) % n;
+            visited += 1;
+            loop {
+                let mut g = shards[i].lock();
+                if g.volatile() == 0 {
+                    break;
+                }
+                let (e, sampled) = g.expire_step(now_ms, BUCKETS_PER_STEP);
+                drop(g);
+                expired += e;
+                // Keep working on a shard while a quarter or more of what we saw had expired.
+                if sampled == 0 || e * 4 < sampled || start.elapsed() >= budget {
+                    break;
+                }
+            }
+        }
+        expired
+    }
+}

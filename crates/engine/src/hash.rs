@@ -1,0 +1,9 @@
+//! The one key hash of the process: the top bits pick the shard, the low bits the bucket.
+use std::sync::OnceLock;
+
+static STATE: OnceLock<ahash::RandomState> = OnceLock::new();
+
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    STATE.get_or_init(ahash::RandomState::new).hash_one(key)
+}

@@ -1,0 +1,15 @@
+//! tern's keyspace engine: sharded databases, values, expiry. No networking, no protocol.
+pub mod clock;
+pub mod dict;
+pub mod entry;
+pub mod expire;
+pub mod hash;
+pub mod shard;
+pub mod store;
+pub mod value;
+
+pub use entry::Entry;
+pub use hash::key_hash;
+pub use shard::ShardData;
+pub use store::{MultiGuard, ShardGuard, Store};
+pub use value::{RString, Value};

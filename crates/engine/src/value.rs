@@ -1,0 +1,190 @@
+//! Stored values. One enum per Redis type; each type keeps compact encodings for small sizes
+//! and reports Redis's encoding names.
+
+/// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
+pub const EMBSTR_LIMIT: usize = 44;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RString {
+    /// A canonical decimal integer that fits an i64 (`int` encoding).
+    Int(i64),
+    /// A short string stored in one allocation, never modified in place (`embstr`).
+    Emb(Box<[u8]>),
+    /// A string that may grow in place (APPEND, SETRANGE) (`raw`).
+    Raw(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(RString),
+}
+
+/// Parse a canonical integer the way Redis's `string2ll` does: no leading zeros, no '+',
+/// no spaces, fits in i64.
+pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = if s[0] == b'-' {
+        (true, &s[1..])
+    } else {
+        (false, s)
+    };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+impl RString {
+    /// Choose the encoding Redis would: int when canonical, embstr when short, raw otherwise.
+    pub fn from_bytes(b: &[u8]) -> RString {
+        if let Some(n) = parse_canonical_i64(b) {
+            return RString::Int(n);
+        }
+        if b.len() <= EMBSTR_LIMIT {
+            RString::Emb(b.into())
+        } else {
+            RString::Raw(b.to_vec())
+        }
+    }
+
+    pub fn from_vec(v: Vec<u8>) -> RString {
+        if v.len() <= 20 {
+            if let Some(n) = parse_canonical_i64(&v) {
+                return RString::Int(n);
+            }
+        }
+        if v.len() <= EMBSTR_LIMIT {
+            RString::Emb(v.into_boxed_slice())
+        } else {
+            RString::Raw(v)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            RString::Int(n) => itoa::Buffer::new().format(*n).len(),
+            RString::Emb(b) => b.len(),
+            RString::Raw(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Run `f` over the string's bytes (integers are formatted on a stack buffer).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            RString::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
+            RString::Emb(b) => f(b),
+            RString::Raw(v) => f(v),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// Mutable byte buffer for in-place edits; converts to `raw` as Redis does.
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, RString::Raw(_)) {
+            *self = RString::Raw(self.to_vec());
+        }
+        match self {
+            RString::Raw(v) => v,
+            _ => unreachable!("just converted to raw"),
+        }
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            RString::Int(_) => "int",
+            RString::Emb(_) => "embstr",
+            RString::Raw(_) => "raw",
+        }
+    }
+
+    /// Heap bytes this string uses (for memory accounting).
+    pub fn heap_size(&self) -> usize {
+        match self {
+            RString::Int(_) => 0,
+            RString::Emb(b) => b.len(),
+            RString::Raw(v) => v.capacity(),
+        }
+    }
+}
+
+impl Value {
+    pub fn from_bytes(b: &[u8]) -> Value {
+        Value::Str(RString::from_bytes(b))
+    }
+
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The name OBJECT ENCODING reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::Str(s) => s.heap_size(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_integers() {
+        assert_eq!(parse_canonical_i64(b"123"), Some(123));
+        assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_canonical_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_canonical_i64(b"0123"), None);
+        assert_eq!(parse_canonical_i64(b"+1"), None);
+        assert_eq!(parse_canonical_i64(b"-0"), None);
+        assert_eq!(parse_canonical_i64(b" 1"), None);
+    }
+
+    #[test]
+    fn encodings() {
+        assert_eq!(RString::from_bytes(b"42").encoding(), "int");
+        assert_eq!(RString::from_bytes(b"hello").encoding(), "embstr");
+        assert_eq!(RString::from_bytes(&[b'x'; 45]).encoding(), "raw");
+        let mut s = RString::from_bytes(b"hi");
+        s.make_raw().extend_from_slice(b"!");
+        assert_eq!(s.encoding(), "raw");
+        assert_eq!(s.to_vec(), b"hi!");
+    }
+}

@@ -1,0 +1,6 @@
+//! RESP wire format: the request parser and the reply writer. No I/O, so it can be fuzzed.
+pub mod parser;
+pub mod writer;
+
+pub use parser::{split_args, ArgSource, Limits, ProtocolError, RequestParser, INLINE_MAX_SIZE};
+pub use writer::Reply;

@@ -1,0 +1,447 @@
+//! Incremental request parser: RESP multibulk and inline commands, with Redis's exact protocol
+//! errors and limits. Arguments are byte ranges into the caller's buffer (no copy), except for
+//! inline commands, whose quoting/escapes are decoded into a side buffer.
+
+/// Longest inline request, or multibulk/bulk length line, Redis accepts without a newline.
+pub const INLINE_MAX_SIZE: usize = 64 * 1024;
+/// Argument count / bulk length limits for connections that still have to authenticate.
+const UNAUTH_MAX_MULTIBULK: i64 = 10;
+const UNAUTH_MAX_BULK: i64 = 16384;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `proto-max-bulk-len`.
+    pub max_bulk_len: i64,
+    /// True while the connection must still AUTH (tighter limits, as in Redis).
+    pub auth_required: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: 512 * 1024 * 1024,
+            auth_required: false,
+        }
+    }
+}
+
+/// A protocol violation: the reply text (without the leading `-`) to send before closing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl ProtocolError {
+    fn new(s: &str) -> Self {
+        ProtocolError(format!("ERR Protocol error: {s}"))
+    }
+}
+
+/// Where the current command's arguments live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgSource {
+    /// Ranges index the caller's input buffer.
+    Input,
+    /// Ranges index `RequestParser::inline_buf` (decoded inline command).
+    Inline,
+}
+
+#[derive(Debug, Default)]
+struct MultibulkState {
+    /// Arguments still to read.
+    remaining: usize,
+    /// Length of the bulk being read, once its header was parsed.
+    bulk_len: Option<usize>,
+    /// Offset (from the start of the command) of the next unparsed byte.
+    pos: usize,
+}
+
+/// Parses one command at a time from the front of a buffer. When a command is incomplete the
+/// parser keeps its progress, so a large request arriving in many reads is scanned only once; the
+/// caller must keep the incomplete command at the start of the buffer it passes next time.
+#[derive(Debug)]
+pub struct RequestParser {
+    state: Option<MultibulkState>,
+    ranges: Vec<(usize, usize)>,
+    inline_buf: Vec<u8>,
+    source: ArgSource,
+}
+
+impl Default for RequestParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RequestParser {
+    pub fn new() -> Self {
+        RequestParser {
+            state: None,
+            ranges: Vec::with_capacity(8),
+            inline_buf: Vec::new(),
+            source: ArgSource::Input,
+        }
+    }
+
+    /// Try to parse one command from `buf`. `Ok(Some(n))`: a command (possibly with zero
+    /// arguments, which callers skip) occupying the first `n` bytes; its arguments are in
+    /// `ranges()`/`source()`. `Ok(None)`: more input is needed.
+    pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, ProtocolError> {
+        if self.state.is_none() {
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            self.ranges.clear();
+            if buf[0] != b'*' {
+                return self.parse_inline(buf);
+            }
+        }
+        self.parse_multibulk(buf, limits)
+    }
+
+    pub fn ranges(&self) -> &[(usize, usize)] {
+        &self.ranges
+    }
+
+    pub fn source(&self) -> ArgSource {
+        self.source
+    }
+
+    pub fn inline_buf(&self) -> &[u8] {
+        &self.inline_buf
+    }
+
+    /// Bytes the pending bulk argument still needs beyond what `have` holds, to size reads.
+    pub fn pending_bulk_need(&self, have: usize) -> usize {
+        match &self.state {
+            Some(MultibulkState {
+                bulk_len: Some(len),
+                pos,
+                ..
+            }) => (pos + len + 2).saturating_sub(have),
+            _ => 0,
+        }
+    }
+
+    /// True while a multibulk request is partially parsed.
+    pub fn in_progress(&self) -> bool {
+        self.state.is_some()
+    }
+
+    fn parse_inline(&mut self, buf: &[u8]) -> Result<Option<usize>, ProtocolError> {
+        let Some(nl) = memchr(b'\n', buf) else {
+            if buf.len() > INLINE_MAX_SIZE {
+                return Err(ProtocolError::new("too big inline request"));
+            }
+            return Ok(None);
+        };
+        let line_end = if nl > 0 && buf[nl - 1] == b'\r' {
+            nl - 1
+        } else {
+            nl
+        };
+        self.source = ArgSource::Inline;
+        self.inline_buf.clear();
+        split_args(&buf[..line_end], &mut self.inline_buf, &mut self.ranges)
+            .map_err(|_| ProtocolError::new("unbalanced quotes in request"))?;
+        Ok(Some(nl + 1))
+    }
+
+    fn parse_multibulk(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<usize>, ProtocolError> {
+        self.source = ArgSource::Input;
+        if self.state.is_none() {
+            let Some(cr) = memchr(b'\r', buf) else {
+                if buf.len() > INLINE_MAX_SIZE {
+                    return Err(ProtocolError::new("too big mbulk count string"));
+                }
+                return Ok(None);
+            };
+            if cr + 1 >= buf.len() {
+                return Ok(None);
+            }
+            let n = parse_i64(&buf[1..cr]).filter(|&n| n <= i32::MAX as i64);
+            let Some(n) = n else {
+                return Err(ProtocolError::new("invalid multibulk length"));
+            };
+            if n > UNAUTH_MAX_MULTIBULK && limits.auth_required {
+                return Err(ProtocolError::new("unauthenticated multibulk length"));
+            }
+            if n <= 0 {
+                return Ok(Some(cr + 2));
+            }
+            self.ranges.reserve((n as usize).min(1024));
+            self.state = Some(MultibulkState {
+                remaining: n as usize,
+                bulk_len: None,
+                pos: cr + 2,
+            });
+        }
+        let st = self.state.as_mut().expect("multibulk state");
+        while st.remaining > 0 {
+            let len = match st.bulk_len {
+                Some(len) => len,
+                None => {
+                    let rest = &buf[st.pos.min(buf.len())..];
+                    let Some(cr) = memchr(b'\r', rest) else {
+                        if rest.len() > INLINE_MAX_SIZE {
+                            return Err(self.fail("too big bulk count string"));
+                        }
+                        return Ok(None);
+                    };
+                    if cr + 1 >= rest.len() {
+                        return Ok(None);
+                    }
+                    if rest[0] != b'$' {
+                        let got = rest[0] as char;
+                        self.state = None;
+                        return Err(ProtocolError(format!(
+                            "ERR Protocol error: expected '$', got '{got}'"
+                        )));
+                    }
+                    let len = match parse_i64(&rest[1..cr]) {
+                        Some(l) if l >= 0 && l <= limits.max_bulk_len => l,
+                        _ => return Err(self.fail("invalid bulk length")),
+                    };
+                    if len > UNAUTH_MAX_BULK && limits.auth_required {
+                        return Err(self.fail("unauthenticated bulk length"));
+                    }
+                    st.pos += cr + 2;
+                    st.bulk_len = Some(len as usize);
+                    len as usize
+                }
+            };
+            // Like Redis, the two bytes after the payload are skipped, not checked.
+            if buf.len() < st.pos + len + 2 {
+                return Ok(None);
+            }
+            self.ranges.push((st.pos, st.pos + len));
+            st.pos += len + 2;
+            st.bulk_len = None;
+            st.remaining -= 1;
+        }
+        let end = st.pos;
+        self.state = None;
+        Ok(Some(end))
+    }
+
+    fn fail(&mut self, msg: &str) -> ProtocolError {
+        self.state = None;
+        ProtocolError::new(msg)
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Redis's `string2ll` for protocol lengths: optional '-', digits, no '+', no spaces.
+fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// A quoted argument that is not closed, or a closing quote followed by something else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnbalancedQuotes;
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c)
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Split a line into arguments the way redis-cli and inline commands do (Redis's
+/// `sdssplitargs`): whitespace separated, "double quotes" with C escapes and \xHH, 'single
+/// quotes' with only \' escaped; a closing quote must be followed by space or end of line.
+pub fn split_args(
+    line: &[u8],
+    out: &mut Vec<u8>,
+    ranges: &mut Vec<(usize, usize)>,
+) -> Result<(), UnbalancedQuotes> {
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && is_space(line[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return Ok(());
+        }
+        let start = out.len();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return Err(UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_val(line[i + 2]), hex_val(line[i + 3])) {
+                        out.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    out.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return Err(UnbalancedQuotes);
+                    }
+
+                    i += 1;
+                    break;
+                } else {
+                    out.push(c);
+                }
+                i += 1;
+            } else if in_sq {
+                if i >= n {
+                    return Err(UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    out.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return Err(UnbalancedQuotes);
+                    }
+
+                    i += 1;
+                    break;
+                } else {
+                    out.push(c);
+                }
+                i += 1;
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    c if is_space(c) => break,
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => out.push(c),
+                }
+                i += 1;
+            }
+        }
+        ranges.push((start, out.len()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut p = RequestParser::new();
+        let mut pos = 0;
+        let mut cmds = Vec::new();
+        while let Some(n) = p.parse(&input[pos..], &Limits::default())? {
+            let base: &[u8] = match p.source() {
+                ArgSource::Input => &input[pos..],
+                ArgSource::Inline => p.inline_buf(),
+            };
+            cmds.push(
+                p.ranges()
+                    .iter()
+                    .map(|&(a, b)| base[a..b].to_vec())
+                    .collect(),
+            );
+            pos += n;
+        }
+        Ok(cmds)
+    }
+
+    #[test]
+    fn multibulk_pipeline() {
+        let cmds = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n").unwrap();
+        assert_eq!(
+            cmds,
+            vec![vec![b"GET".to_vec(), b"k".to_vec()], vec![b"PING".to_vec()]]
+        );
+    }
+
+    #[test]
+    fn resumes_across_reads() {
+        let full = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n";
+        let mut p = RequestParser::new();
+        for cut in 0..full.len() {
+            assert_eq!(
+                p.parse(&full[..cut], &Limits::default()).unwrap(),
+                None,
+                "cut {cut}"
+            );
+        }
+        assert_eq!(p.parse(full, &Limits::default()).unwrap(), Some(full.len()));
+        assert_eq!(p.ranges().len(), 3);
+    }
+
+    #[test]
+    fn inline_quoting() {
+        let cmds = parse_all(b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n").unwrap();
+        assert_eq!(
+            cmds,
+            vec![vec![
+                b"set".to_vec(),
+                b"a b".to_vec(),
+                b"c'd".to_vec(),
+                b"A\n".to_vec()
+            ]]
+        );
+        assert!(parse_all(b"set \"\"\"x\"\"\" y\r\n").is_err());
+        assert_eq!(parse_all(b"\r\n").unwrap(), vec![Vec::<Vec<u8>>::new()]);
+    }
+
+    #[test]
+    fn protocol_errors() {
+        let e = |s: &[u8]| parse_all(s).unwrap_err().0;
+        assert_eq!(
+            e(b"*3000000000\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            e(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n"),
+            "ERR Protocol error: expected '$', got 'f'"
+        );
+        assert_eq!(
+            e(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$blabla\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        let big = vec![b'a'; INLINE_MAX_SIZE + 1];
+        assert_eq!(e(&big), "ERR Protocol error: too big inline request");
+        assert_eq!(parse_all(b"*-10\r\n").unwrap(), vec![Vec::<Vec<u8>>::new()]);
+    }
+}

@@ -1,0 +1,119 @@
+//! One client connection: read what is there, run every complete command, answer them all with
+//! one write. Runs as a task on the worker thread that accepted it, for its whole life.
+
+use bytes::{Buf, BytesMut};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use tern_commands::clients::ClientHandle;
+use tern_commands::dispatch;
+use tern_commands::{Args, Conn, Server};
+use tern_resp::{ArgSource, Limits, Reply, RequestParser};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const READ_CHUNK: usize = 16 * 1024;
+
+pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
+    let stats = srv.stats.local();
+    let needs_auth = srv.config.hot.requirepass_set.load(Relaxed);
+    let mut conn = Conn::new(handle.clone(), needs_auth, stats.clone());
+    let mut parser = RequestParser::new();
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = Reply::new();
+    'conn: loop {
+        let want = parser.pending_bulk_need(inbuf.len()).max(READ_CHUNK / 4);
+        if inbuf.capacity() - inbuf.len() < want {
+            inbuf.reserve(want.max(READ_CHUNK));
+        }
+        let n = match conn.monitor_rx.as_mut() {
+            None => stream.read_buf(&mut inbuf).await,
+            Some(rx) => {
+                tokio::select! {
+                    r = stream.read_buf(&mut inbuf) => r,
+                    line = rx.recv() => {
+                        if let Some(line) = line {
+                            if stream.write_all(&line).await.is_err() { break 'conn; }
+                        }
+                        continue 'conn;
+                    }
+                }
+            }
+        };
+        let n = match n {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if handle.is_killed() {
+            break;
+        }
+        stats.net_input_bytes.add(n as u64);
+        handle
+            .last_interaction
+            .store(tern_engine::clock::now_ms(), Relaxed);
+        let limits = Limits {
+            max_bulk_len: srv.config.hot.proto_max_bulk_len.load(Relaxed),
+            auth_required: !conn.authenticated,
+        };
+        let mut pos = 0;
+        let mut fatal = false;
+        loop {
+            match parser.parse(&inbuf[pos..], &limits) {
+                Ok(Some(used)) => {
+                    let base: &[u8] = match parser.source() {
+                        ArgSource::Input => &inbuf[pos..],
+                        ArgSource::Inline => parser.inline_buf(),
+                    };
+                    let args = Args::new(base, parser.ranges());
+                    dispatch::execute(&srv, &mut conn, &mut out, &args);
+                    pos += used;
+                    if conn.close_after_reply || handle.is_killed() {
+                        fatal = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    out.error(&e.0);
+                    fatal = true;
+                    break;
+                }
+            }
+        }
+        inbuf.advance(pos);
+        handle.qbuf.store(inbuf.len(), Relaxed);
+        handle
+            .qbuf_free
+            .store(inbuf.capacity() - inbuf.len(), Relaxed);
+        if !fatal && inbuf.len() as u64 > srv.config.hot.client_query_buffer_limit.load(Relaxed) {
+            crate::warning!(
+                "Closing client that reached max query buffer length: id={} addr={}",
+                handle.id,
+                handle.addr
+            );
+            break;
+        }
+        if !out.buf.is_empty() {
+            stats.net_output_bytes.add(out.buf.len() as u64);
+            if stream.write_all(&out.buf).await.is_err() {
+                break;
+            }
+            out.buf.clear();
+            if out.buf.capacity() > 1 << 20 {
+                out.buf.shrink_to(64 * 1024);
+            }
+        }
+        if fatal {
+            break;
+        }
+        // Drop big idle read buffers so an idle client holds little memory.
+        if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
+            inbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+    }
+    if conn.is_monitor() {
+        srv.remove_monitor(handle.id);
+    }
+    handle.detach_socket();
+    srv.clients.unregister(handle.id);
+    let _ = stream.shutdown().await;
+}

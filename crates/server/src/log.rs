@@ -1,0 +1,101 @@
+//! Redis-style log lines (`pid:M 22 Nov 2026 02:22:34.123 * message`) to stdout or `logfile`.
+
+use parking_lot::Mutex;
+use std::io::Write;
+
+static SINK: Mutex<Option<std::fs::File>> = Mutex::new(None);
+static LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
+
+pub const DEBUG: u8 = 0;
+pub const VERBOSE: u8 = 1;
+pub const NOTICE: u8 = 2;
+pub const WARNING: u8 = 3;
+
+pub fn init(logfile: &str, level: &str) -> std::io::Result<()> {
+    if !logfile.is_empty() {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logfile)?;
+        *SINK.lock() = Some(f);
+    }
+    LEVEL.store(level_of(level), std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+fn level_of(name: &str) -> u8 {
+    match name {
+        "debug" => DEBUG,
+        "verbose" => VERBOSE,
+        "warning" => WARNING,
+        "nothing" => 9,
+        _ => NOTICE,
+    }
+}
+
+pub fn log(level: u8, msg: &str) {
+    if level < LEVEL.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let mark = ['.', '-', '*', '#'][level.min(3) as usize];
+    let now = tern_engine::clock::now_ms();
+    let line = format!(
+        "{}:M {} {} {}\n",
+        std::process::id(),
+        format_time(now),
+        mark,
+        msg
+    );
+    let mut sink = SINK.lock();
+    match sink.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(line.as_bytes());
+        }
+    }
+}
+
+/// `22 Nov 2026 02:22:34.123` in UTC.
+fn format_time(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    let (y, m, d) = civil_from_days(days);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{:02} {} {} {:02}:{:02}:{:02}.{:03}",
+        d,
+        MONTHS[(m - 1) as usize],
+        y,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[macro_export]
+macro_rules! notice {
+    ($($t:tt)*) => { $crate::log::log($crate::log::NOTICE, &format!($($t)*)) };
+}
+#[macro_export]
+macro_rules! warning {
+    ($($t:tt)*) => { $crate::log::log($crate::log::WARNING, &format!($($t)*)) };
+}

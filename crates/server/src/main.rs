@@ -1,0 +1,306 @@
+//! tern-server: a Redis-compatible, multi-threaded in-memory data store.
+mod connection;
+mod log;
+mod startup;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+use tern_commands::clients::ClientHandle;
+use tern_commands::Server;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+
+// jemalloc, as Redis uses: low fragmentation, and the allocation stats INFO memory reports.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+struct Worker {
+    tx: UnboundedSender<std::net::TcpStream>,
+    load: Arc<AtomicUsize>,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config = match startup::parse_args(&args) {
+        startup::Startup::Run(c) => c,
+        startup::Startup::Exit(code) => std::process::exit(code),
+    };
+    if let Err(e) = log::init(
+        &config.get("logfile").unwrap_or_default(),
+        &config.get("loglevel").unwrap_or_default(),
+    ) {
+        eprintln!("Can't open the log file: {e}");
+        std::process::exit(1);
+    }
+    let threads = match config.get_i64("threads") {
+        n if n > 0 => n as usize,
+        _ => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    };
+    let srv = Arc::new(Server::new(config, threads));
+    notice!(
+        "tern {} (Redis {} compatible) starting, pid={}, threads={}",
+        env!("CARGO_PKG_VERSION"),
+        tern_commands::REDIS_VERSION,
+        std::process::id(),
+        threads
+    );
+    let pidfile = srv.config.get("pidfile").unwrap_or_default();
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            warning!("Failed to write PID file: {e}");
+        }
+    }
+
+    let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
+    spawn_cron(srv.clone());
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("acceptor runtime");
+    let code = rt.block_on(accept_loop(srv.clone(), workers));
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
+    notice!("tern is now ready to exit, bye bye...");
+    std::process::exit(code);
+}
+
+fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
+    let (tx, mut rx) = unbounded_channel::<std::net::TcpStream>();
+    let load = Arc::new(AtomicUsize::new(0));
+    let load2 = load.clone();
+    std::thread::Builder::new()
+        .name(format!("tern-worker-{i}"))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("worker runtime");
+            rt.block_on(async move {
+                while let Some(std_stream) = rx.recv().await {
+                    let srv = srv.clone();
+                    let load = load2.clone();
+                    load.fetch_add(1, Relaxed);
+                    tokio::spawn(async move {
+                        start_connection(srv, std_stream).await;
+                        load.fetch_sub(1, Relaxed);
+                    });
+                }
+            });
+        })
+        .expect("spawn worker thread");
+    Worker { tx, load }
+}
+
+const PROTECTED_MODE_MSG: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+async fn start_connection(srv: Arc<Server>, std_stream: std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let Ok(stream) = tokio::net::TcpStream::from_std(std_stream) else {
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?:0".into());
+    let local = stream
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?:0".into());
+    let mut stream = stream;
+    use tokio::io::AsyncWriteExt;
+    if srv.clients.count() as u64 >= srv.config.hot.maxclients.load(Relaxed) {
+        srv.clients.rejected_connections.fetch_add(1, Relaxed);
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    }
+    if protected_mode_denies(&srv, &stream) {
+        let _ = stream.write_all(PROTECTED_MODE_MSG.as_bytes()).await;
+        return;
+    }
+    let keepalive = srv.config.get_i64("tcp-keepalive");
+    if keepalive > 0 {
+        let sock = socket2::SockRef::from(&stream);
+        let ka = socket2::TcpKeepalive::new()
+            .with_time(Duration::from_secs(keepalive as u64))
+            .with_interval(Duration::from_secs((keepalive as u64 / 3).max(1)));
+        let _ = sock.set_tcp_keepalive(&ka);
+    }
+    let id = srv.clients.next_id();
+    let handle = Arc::new(ClientHandle::new(id, peer, local, stream.as_raw_fd()));
+    srv.clients.register(handle.clone());
+    connection::serve(srv, stream, handle).await;
+}
+
+fn protected_mode_denies(srv: &Server, stream: &tokio::net::TcpStream) -> bool {
+    if !srv.config.get_bool("protected-mode") || srv.config.hot.requirepass_set.load(Relaxed) {
+        return false;
+    }
+    if srv.config.get("bind").as_deref() != Some("* -::*") {
+        return false;
+    }
+    match stream.peer_addr() {
+        Ok(a) => !a.ip().is_loopback(),
+        Err(_) => false,
+    }
+}
+
+/// Bind every `bind` address (a leading `-` marks one whose failure is tolerated).
+fn bind_all(srv: &Server, port: u16) -> Result<Vec<std::net::TcpListener>, String> {
+    let binds = srv.config.get("bind").unwrap_or_default();
+    let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
+    let mut out = Vec::new();
+    for spec in binds.split_whitespace() {
+        let (optional, addr) = match spec.strip_prefix('-') {
+            Some(a) => (true, a),
+            None => (false, spec),
+        };
+        let host = match addr {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            a => a,
+        };
+        let sa: Option<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut i| i.next());
+        let res = sa
+            .ok_or_else(|| format!("bad address {host}"))
+            .and_then(|sa| {
+                let domain = if sa.is_ipv6() {
+                    socket2::Domain::IPV6
+                } else {
+                    socket2::Domain::IPV4
+                };
+                let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)
+                    .map_err(|e| e.to_string())?;
+                if sa.is_ipv6() {
+                    let _ = s.set_only_v6(true);
+                }
+                s.set_reuse_address(true).map_err(|e| e.to_string())?;
+                s.bind(&sa.into()).map_err(|e| e.to_string())?;
+                s.listen(backlog).map_err(|e| e.to_string())?;
+                s.set_nonblocking(true).map_err(|e| e.to_string())?;
+                Ok(std::net::TcpListener::from(s))
+            });
+        match res {
+            Ok(l) => out.push(l),
+            Err(e) if optional => notice!("Skipping optional bind {spec}: {e}"),
+            Err(e) => {
+                return Err(format!(
+                    "Failed listening on port {port} (tcp), aborting: {host}: {e}"
+                ))
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("Failed listening: no address bound".into());
+    }
+    Ok(out)
+}
+
+async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
+    let port = srv.config.get_i64("port") as u16;
+    let listeners = match bind_all(&srv, port) {
+        Ok(l) => l,
+        Err(e) => {
+            warning!("{e}");
+            return 1;
+        }
+    };
+    srv.tcp_port.store(port as u64, Relaxed);
+    let workers = Arc::new(workers);
+    for l in listeners {
+        let l = tokio::net::TcpListener::from_std(l).expect("listener");
+        let workers = workers.clone();
+        tokio::spawn(async move {
+            loop {
+                match l.accept().await {
+                    Ok((s, _)) => {
+                        let Ok(std) = s.into_std() else { continue };
+                        // Least-loaded worker: connections stay on the thread that gets them.
+                        let w = workers
+                            .iter()
+                            .min_by_key(|w| w.load.load(Relaxed))
+                            .expect("at least one worker");
+                        let _ = w.tx.send(std);
+                    }
+                    Err(e) => {
+                        warning!("Accepting client connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+    notice!("Ready to accept connections tcp");
+    let mut shutdown = srv.shutdown.subscribe();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .expect("SIGINT handler");
+    tokio::select! {
+        _ = shutdown.wait_for(|v| *v) => notice!("User requested shutdown..."),
+        _ = term.recv() => notice!("Received SIGTERM scheduling shutdown..."),
+        _ = int.recv() => notice!("Received SIGINT scheduling shutdown..."),
+    }
+    0
+}
+
+/// Background work Redis does in serverCron: active expiry and idle-client timeouts.
+fn spawn_cron(srv: Arc<Server>) {
+    std::thread::Builder::new()
+        .name("tern-cron".into())
+        .spawn(move || {
+            let mut last_timeout_check = std::time::Instant::now();
+            loop {
+                let hz = srv.config.hot.hz.load(Relaxed).max(1);
+                let period = Duration::from_millis(1000 / hz);
+                std::thread::sleep(period);
+                if srv.active_expire_enabled.load(Relaxed) {
+                    let effort = srv
+                        .config
+                        .hot
+                        .active_expire_effort
+                        .load(Relaxed)
+                        .clamp(1, 10);
+                    // Redis's slow cycle: 25% of each period, more with higher effort.
+                    let budget = period * (25 + 2 * (effort as u32 - 1)) / 100;
+                    srv.expire
+                        .cycle(&srv.store, tern_engine::clock::now_ms(), budget);
+                }
+                if last_timeout_check.elapsed() >= Duration::from_secs(1) {
+                    last_timeout_check = std::time::Instant::now();
+                    close_idle_clients(&srv);
+                }
+            }
+        })
+        .expect("spawn cron thread");
+}
+
+fn close_idle_clients(srv: &Server) {
+    use tern_commands::clients::cflags;
+    let timeout = srv.config.hot.timeout.load(Relaxed);
+    if timeout == 0 {
+        return;
+    }
+    let now = tern_engine::clock::now_ms();
+    for c in srv.clients.all() {
+        if c.has_flag(
+            cflags::MONITOR | cflags::PUBSUB | cflags::BLOCKED | cflags::REPLICA | cflags::MASTER,
+        ) {
+            continue;
+        }
+        if c.idle_secs(now) > timeout {
+            notice!("Closing idle client");
+            c.kill();
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Command-line handling, redis-server style: `tern-server [config-file] [--name value ...]`.
+
+use std::path::Path;
+use tern_commands::config::Config;
+
+pub enum Startup {
+    Run(Config),
+    Exit(i32),
+}
+
+pub fn parse_args(args: &[String]) -> Startup {
+    let config = Config::new();
+    let mut rest = args;
+    if let Some(first) = rest.first() {
+        match first.as_str() {
+            "-v" | "--version" => {
+                println!(
+                    "tern-server v={} (Redis {} compatible)",
+                    env!("CARGO_PKG_VERSION"),
+                    tern_commands::REDIS_VERSION
+                );
+                return Startup::Exit(0);
+            }
+            "-h" | "--help" => {
+                println!("Usage: tern-server [/path/to/tern.conf] [options]\n       tern-server --port 7777 --save \"\"\n       tern-server -v | --version");
+                return Startup::Exit(0);
+            }
+            _ => {}
+        }
+        if !first.starts_with("--") {
+            let path = Path::new(first);
+            let text = if first == "-" {
+                let mut s = String::new();
+                let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut s);
+                s
+            } else {
+                match std::fs::read_to_string(path) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("Fatal error, can't open config file '{}': {e}", first);
+                        return Startup::Exit(1);
+                    }
+                }
+            };
+            if let Err(e) = config.load_text(&text, path, 0) {
+                eprintln!("{e}");
+                return Startup::Exit(1);
+            }
+            if first != "-" {
+                let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+                *config.file.write() = Some(abs);
+            }
+            rest = &rest[1..];
+        }
+    }
+    // `--name v1 v2 --other v` becomes config lines, each value quoted so spaces survive.
+    let mut text = String::new();
+    for a in rest {
+        if let Some(name) = a.strip_prefix("--") {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(name);
+        } else {
+            text.push(' ');
+            text.push_str(&quote(a));
+        }
+    }
+    if let Err(e) = config.load_text(&text, Path::new("(command line)"), 0) {
+        eprintln!("{e}");
+        return Startup::Exit(1);
+    }
+    Startup::Run(config)
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
