@@ -10,7 +10,12 @@ pub mod server;
 pub mod stats;
 pub mod table;
 
+pub mod client_cmd;
+pub mod config_cmd;
 pub mod connection;
+pub mod debug;
+pub mod info;
+pub mod introspection;
 pub mod keys;
 pub mod memory;
 pub mod strings;
@@ -22,8 +27,17 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 3] {
-    [connection::COMMANDS, strings::COMMANDS, keys::COMMANDS]
+pub fn families() -> [&'static [CommandSpec]; 8] {
+    [
+        connection::COMMANDS,
+        strings::COMMANDS,
+        keys::COMMANDS,
+        config_cmd::COMMANDS,
+        info::COMMANDS,
+        client_cmd::COMMANDS,
+        introspection::COMMANDS,
+        debug::COMMANDS,
+    ]
 }
 
 /// The Redis version tern is compatible with (reported as `redis_version`, HELLO `version`).

@@ -1,0 +1,5 @@
+//! (being written)
+
+use crate::table::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];
