@@ -34,6 +34,11 @@ pub struct Conn {
     pub rng: SmallRng,
     /// This thread's counters (connections never move between threads).
     pub stats: Arc<crate::stats::ThreadStats>,
+    /// Wall-clock ms commands see as "now"; refreshed per read batch and after slow commands.
+    pub now_ms: u64,
+    /// When the previous command ended (or the batch began): the next command's start time,
+    /// so timing a command costs one clock read.
+    pub mark: std::time::Instant,
 }
 
 impl Conn {
@@ -54,6 +59,8 @@ impl Conn {
             monitor_rx: None,
             rng: SmallRng::from_entropy(),
             stats,
+            now_ms: tern_engine::clock::now_ms(),
+            mark: std::time::Instant::now(),
         }
     }
 
@@ -62,6 +69,12 @@ impl Conn {
         self.handle
             .db
             .store(db, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Start of a read batch: take the clocks once for the commands that follow.
+    pub fn start_batch(&mut self) {
+        self.now_ms = tern_engine::clock::now_ms();
+        self.mark = std::time::Instant::now();
     }
 
     pub fn is_monitor(&self) -> bool {

@@ -23,8 +23,8 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
     out.errors = 0;
     match resolve(srv, conn, out, args) {
-        Some(entry) => run(srv, conn, out, args, entry),
-        None => record_errors(srv, conn, out, None, true),
+        Ok(entry) => run(srv, conn, out, args, entry),
+        Err(known) => record_errors(srv, conn, out, known, true),
     }
     match conn.reply_mode {
         ReplyMode::Off => out.buf.truncate(mark),
@@ -37,8 +37,9 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
 }
 
 /// Find the command (and subcommand) and check arity and authentication, replying with
-/// Redis's error when that fails.
-fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Option<&'s CmdEntry> {
+/// Redis's error when that fails. The error carries the command when it was found, so the
+/// rejection counts in its `rejected_calls` as in Redis.
+fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Result<&'s CmdEntry, Option<&'s CmdEntry>> {
     let Some(mut entry) = srv.commands.get(args.get(0)) else {
         let mut list = String::new();
         for a in args.iter().skip(1) {
@@ -57,7 +58,7 @@ fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Op
         out.error(&format!(
             "ERR unknown command '{name}', with args beginning with: {list}"
         ));
-        return None;
+        return Err(None);
     };
     if !entry.subs.is_empty() && args.len() >= 2 {
         match entry.sub(args.get(1)) {
@@ -71,7 +72,7 @@ fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Op
                     "ERR unknown subcommand '{sub}'. Try {} HELP.",
                     entry.spec.name.to_ascii_uppercase()
                 ));
-                return None;
+                return Err(None);
             }
         }
     }
@@ -82,13 +83,13 @@ fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Op
             "ERR wrong number of arguments for '{}' command",
             entry.fullname
         ));
-        return None;
+        return Err(Some(entry));
     }
     if !conn.authenticated && entry.spec.flags & flags::NO_AUTH == 0 {
         out.error("NOAUTH Authentication required.");
-        return None;
+        return Err(Some(entry));
     }
-    Some(entry)
+    Ok(entry)
 }
 
 fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: &CmdEntry) {
@@ -100,9 +101,8 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         record_errors(srv, conn, out, Some(entry), true);
         return;
     };
-    let start = Instant::now();
-    let now_ms = tern_engine::clock::now_ms();
-    let db_before = conn.db;
+    let start = conn.mark;
+    let now_ms = conn.now_ms;
     {
         let mut ctx = Ctx {
             srv,
@@ -113,7 +113,12 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         };
         handler(&mut ctx, args);
     }
-    let dur_us = start.elapsed().as_micros() as u64;
+    let end = Instant::now();
+    conn.mark = end;
+    let dur_us = end.duration_since(start).as_micros() as u64;
+    if dur_us >= 1000 {
+        conn.now_ms = tern_engine::clock::now_ms();
+    }
     let st = &conn.stats.cmds[entry.id];
     st.calls.add(1);
     st.usec.add(dur_us);
@@ -141,7 +146,6 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         );
     }
     if srv.has_monitors() && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0 && !conn.is_monitor() {
-        let _ = db_before;
         srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args));
     }
 }

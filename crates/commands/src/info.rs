@@ -1,5 +1,754 @@
-//! (being written)
+//! INFO (every Redis 7.2 section with its field names and formats), TIME and LASTSAVE.
+//!
+//! Sections: server, clients, memory, persistence, stats, replication, cpu, modules, errorstats,
+//! cluster, keyspace, commandstats, latencystats; `default` (no argument), `all` (everything but
+//! module-generated sections) and `everything`. Fields for features tern does not have yet
+//! (forks, AOF, replicas, defrag, ...) report the values an idle Redis master reports.
 
-use crate::table::CommandSpec;
+use crate::args::Args;
+use crate::clients::cflags;
+use crate::ctx::Ctx;
+use crate::server::Server;
+use crate::stats::Histogram;
+use crate::table::{acl, flags as f, CommandSpec};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::Instant;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "info",
+        arity: -1,
+        flags: f::LOADING | f::STALE | f::SENTINEL,
+        acl: acl::SLOW | acl::DANGEROUS,
+        handler: Some(info),
+        group: "server",
+        since: "1.0.0",
+        complexity: "O(1)",
+        summary: "Returns information and statistics about the server.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "time",
+        arity: 1,
+        flags: f::LOADING | f::STALE | f::FAST,
+        acl: acl::FAST,
+        handler: Some(time),
+        group: "server",
+        since: "2.6.0",
+        complexity: "O(1)",
+        summary: "Returns the server time.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lastsave",
+        arity: 1,
+        flags: f::LOADING | f::STALE | f::FAST,
+        acl: acl::FAST | acl::ADMIN | acl::DANGEROUS,
+        handler: Some(lastsave),
+        group: "server",
+        since: "1.0.0",
+        complexity: "O(1)",
+        summary: "Returns the Unix timestamp of the last successful save to disk.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn time(ctx: &mut Ctx, _args: &Args) {
+    let us = tern_engine::clock::now_us();
+    ctx.out.array(2);
+    ctx.out.bulk_int((us / 1_000_000) as i64);
+    ctx.out.bulk_int((us % 1_000_000) as i64);
+}
+
+fn lastsave(ctx: &mut Ctx, _args: &Args) {
+    ctx.out.int(ctx.srv.lastsave.load(Relaxed) as i64);
+}
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "module_list",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+fn info(ctx: &mut Ctx, args: &Args) {
+    let mut sections: HashSet<String> = HashSet::new();
+    let mut all = false;
+    let mut everything = false;
+    if args.len() == 1 {
+        sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    for a in args.iter().skip(1) {
+        let s = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match s.as_str() {
+            "default" => sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" => all = true,
+            "everything" => {
+                all = true;
+                everything = true;
+            }
+            _ => {
+                sections.insert(s);
+            }
+        }
+    }
+    let text = gen_info(ctx.srv, &sections, all, everything);
+    ctx.out.verbatim(text.as_bytes());
+}
+
+/// The INFO text for the given sections (lower-case names), as Redis's genRedisInfoString.
+pub fn gen_info(srv: &Server, sections: &HashSet<String>, all: bool, everything: bool) -> String {
+    let all = all || everything;
+    let want = |name: &str| all || sections.contains(name);
+    let mut out = String::with_capacity(4096);
+    let mut n = 0;
+    let mut header = |out: &mut String, title: &str| {
+        if n > 0 {
+            out.push_str("\r\n");
+        }
+        n += 1;
+        let _ = write!(out, "# {title}\r\n");
+    };
+    if want("server") {
+        header(&mut out, "Server");
+        server_section(srv, &mut out);
+    }
+    if want("clients") {
+        header(&mut out, "Clients");
+        clients_section(srv, &mut out);
+    }
+    if want("memory") {
+        header(&mut out, "Memory");
+        memory_section(srv, &mut out);
+    }
+    if want("persistence") {
+        header(&mut out, "Persistence");
+        persistence_section(srv, &mut out);
+    }
+    if want("stats") {
+        header(&mut out, "Stats");
+        stats_section(srv, &mut out);
+    }
+    if want("replication") {
+        header(&mut out, "Replication");
+        replication_section(srv, &mut out);
+    }
+    if want("cpu") {
+        header(&mut out, "CPU");
+        cpu_section(&mut out);
+    }
+    if all || sections.contains("module_list") || sections.contains("modules") {
+        // No modules are loaded: the section is its header only.
+        header(&mut out, "Modules");
+    }
+    if want("commandstats") {
+        header(&mut out, "Commandstats");
+        commandstats_section(srv, &mut out);
+    }
+    if want("errorstats") {
+        header(&mut out, "Errorstats");
+        for (code, count) in srv.stats.errors.lock().iter() {
+            let _ = write!(out, "errorstat_{}:count={count}\r\n", safe_info(code));
+        }
+    }
+    if want("latencystats") {
+        header(&mut out, "Latencystats");
+        if srv.config.hot.latency_tracking.load(Relaxed) {
+            latencystats_section(srv, &mut out);
+        }
+    }
+    if want("cluster") {
+        header(&mut out, "Cluster");
+        let _ = write!(
+            out,
+            "cluster_enabled:{}\r\n",
+            srv.config.get_bool("cluster-enabled") as u8
+        );
+    }
+    if want("keyspace") {
+        header(&mut out, "Keyspace");
+        for db in 0..srv.store.databases() {
+            let (keys, expires) = srv.store.db_stats(db);
+            if keys > 0 || expires > 0 {
+                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+            }
+        }
+    }
+    out
+}
+
+/// Redis's getSafeInfoString: `#`, `:` and line breaks become `_`.
+fn safe_info(s: &str) -> String {
+    s.chars()
+        .map(|c| if "#:\r\n".contains(c) { '_' } else { c })
+        .collect()
+}
+
+fn uname() -> (String, String, String) {
+    static U: OnceLock<(String, String, String)> = OnceLock::new();
+    U.get_or_init(|| {
+        // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
+        unsafe {
+            let mut u: libc::utsname = std::mem::zeroed();
+            if libc::uname(&mut u) != 0 {
+                return ("Linux".into(), String::new(), String::new());
+            }
+            let s = |f: &[libc::c_char]| {
+                std::ffi::CStr::from_ptr(f.as_ptr())
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            (s(&u.sysname), s(&u.release), s(&u.machine))
+        }
+    })
+    .clone()
+}
+
+fn server_section(srv: &Server, out: &mut String) {
+    let (sys, rel, mach) = uname();
+    let uptime = srv.started.elapsed().as_secs();
+    let cfg = &srv.config;
+    let mode = if cfg.get_bool("cluster-enabled") {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    let config_file = cfg
+        .file
+        .read()
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let port = match srv.tcp_port.load(Relaxed) {
+        0 => cfg.get_i64("port") as u64,
+        p => p,
+    };
+    let hz = srv.config.hot.hz.load(Relaxed);
+    let _ = write!(
+        out,
+        "redis_version:{}\r\n\
+         redis_git_sha1:00000000\r\n\
+         redis_git_dirty:0\r\n\
+         redis_build_id:{}\r\n\
+         redis_mode:{mode}\r\n\
+         os:{sys} {rel} {mach}\r\n\
+         arch_bits:{}\r\n\
+         monotonic_clock:POSIX clock_gettime\r\n\
+         multiplexing_api:epoll\r\n\
+         atomicvar_api:c11-builtin\r\n\
+         gcc_version:0.0.0\r\n\
+         process_id:{}\r\n\
+         process_supervised:no\r\n\
+         run_id:{}\r\n\
+         tcp_port:{port}\r\n\
+         server_time_usec:{}\r\n\
+         uptime_in_seconds:{uptime}\r\n\
+         uptime_in_days:{}\r\n\
+         hz:{hz}\r\n\
+         configured_hz:{}\r\n\
+         lru_clock:{}\r\n\
+         executable:{}\r\n\
+         config_file:{config_file}\r\n\
+         io_threads_active:0\r\n",
+        crate::REDIS_VERSION,
+        &srv.run_id[..16.min(srv.run_id.len())],
+        usize::BITS,
+        std::process::id(),
+        srv.run_id,
+        tern_engine::clock::now_us(),
+        uptime / 86400,
+        cfg.get_i64("hz"),
+        tern_engine::clock::lru_clock(),
+        srv.executable,
+    );
+    // listener0: the TCP listener with its bind addresses.
+    let _ = write!(out, "listener0:name=tcp");
+    for b in cfg.get("bind").unwrap_or_default().split_whitespace() {
+        let _ = write!(out, ",bind={b}");
+    }
+    if port != 0 {
+        let _ = write!(out, ",port={port}");
+    }
+    out.push_str("\r\n");
+}
+
+fn clients_section(srv: &Server, out: &mut String) {
+    let clients = srv.clients.all();
+    let mut blocked = 0;
+    let mut tracking = 0;
+    let mut replicas = 0;
+    let mut max_in = 0;
+    let mut max_out = 0;
+    for c in &clients {
+        if c.has_flag(cflags::BLOCKED) {
+            blocked += 1;
+        }
+        if c.has_flag(cflags::TRACKING) {
+            tracking += 1;
+        }
+        if c.has_flag(cflags::REPLICA) {
+            replicas += 1;
+        }
+        max_in = max_in.max(c.qbuf.load(Relaxed) + c.qbuf_free.load(Relaxed));
+        max_out = max_out.max(c.obuf.load(Relaxed));
+    }
+    let _ = write!(
+        out,
+        "connected_clients:{}\r\n\
+         cluster_connections:0\r\n\
+         maxclients:{}\r\n\
+         client_recent_max_input_buffer:{max_in}\r\n\
+         client_recent_max_output_buffer:{max_out}\r\n\
+         blocked_clients:{blocked}\r\n\
+         tracking_clients:{tracking}\r\n\
+         clients_in_timeout_table:{blocked}\r\n\
+         total_blocking_keys:0\r\n\
+         total_blocking_keys_on_nokey:0\r\n",
+        clients.len() - replicas,
+        srv.config.hot.maxclients.load(Relaxed),
+    );
+}
+
+/// Redis's bytesToHuman.
+pub fn bytes_to_human(n: u64) -> String {
+    const K: f64 = 1024.0;
+    let d = n as f64;
+    if n < 1024 {
+        format!("{n}B")
+    } else if n < 1 << 20 {
+        format!("{:.2}K", d / K)
+    } else if n < 1 << 30 {
+        format!("{:.2}M", d / (K * K))
+    } else if n < 1 << 40 {
+        format!("{:.2}G", d / (K * K * K))
+    } else if n < 1 << 50 {
+        format!("{:.2}T", d / (K * K * K * K))
+    } else if n < 1 << 60 {
+        format!("{:.2}P", d / (K * K * K * K * K))
+    } else {
+        format!("{n}B")
+    }
+}
+
+fn total_system_memory() -> u64 {
+    static M: OnceLock<u64> = OnceLock::new();
+    *M.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && size > 0 {
+            pages as u64 * size as u64
+        } else {
+            0
+        }
+    })
+}
+
+/// Highest used_memory seen (updated whenever INFO or MEMORY reads memory).
+static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
+/// used_memory when INFO first ran, an approximation of Redis's used_memory_startup.
+static STARTUP_MEMORY: OnceLock<u64> = OnceLock::new();
+
+fn memory_section(srv: &Server, out: &mut String) {
+    let (allocated, active, resident) = crate::memory::jemalloc_stats();
+    let used = allocated;
+    let rss = crate::memory::rss_bytes();
+    let peak = PEAK_MEMORY.fetch_max(used, Relaxed).max(used);
+    let startup = *STARTUP_MEMORY.get_or_init(|| used);
+    let sys = total_system_memory();
+    let clients_normal: u64 = srv
+        .clients
+        .all()
+        .iter()
+        .map(|c| c.tot_mem.load(Relaxed) as u64)
+        .sum();
+    let overhead = startup + clients_normal;
+    let dataset = used.saturating_sub(overhead);
+    let net = used.saturating_sub(startup);
+    let dataset_perc = if net > 0 {
+        dataset as f64 * 100.0 / net as f64
+    } else {
+        0.0
+    };
+    let peak_perc = if peak > 0 {
+        used as f64 * 100.0 / peak as f64
+    } else {
+        0.0
+    };
+    let maxmemory = srv.config.hot.maxmemory.load(Relaxed);
+    let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
+    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    let _ = write!(
+        out,
+        "used_memory:{used}\r\n\
+         used_memory_human:{}\r\n\
+         used_memory_rss:{rss}\r\n\
+         used_memory_rss_human:{}\r\n\
+         used_memory_peak:{peak}\r\n\
+         used_memory_peak_human:{}\r\n\
+         used_memory_peak_perc:{peak_perc:.2}%\r\n\
+         used_memory_overhead:{overhead}\r\n\
+         used_memory_startup:{startup}\r\n\
+         used_memory_dataset:{dataset}\r\n\
+         used_memory_dataset_perc:{dataset_perc:.2}%\r\n\
+         allocator_allocated:{allocated}\r\n\
+         allocator_active:{active}\r\n\
+         allocator_resident:{resident}\r\n\
+         total_system_memory:{sys}\r\n\
+         total_system_memory_human:{}\r\n\
+         used_memory_lua:31744\r\n\
+         used_memory_vm_eval:31744\r\n\
+         used_memory_lua_human:31.00K\r\n\
+         used_memory_scripts_eval:0\r\n\
+         number_of_cached_scripts:0\r\n\
+         number_of_functions:0\r\n\
+         number_of_libraries:0\r\n\
+         used_memory_vm_functions:32768\r\n\
+         used_memory_vm_total:64512\r\n\
+         used_memory_vm_total_human:63.00K\r\n\
+         used_memory_functions:184\r\n\
+         used_memory_scripts:184\r\n\
+         used_memory_scripts_human:184B\r\n\
+         maxmemory:{maxmemory}\r\n\
+         maxmemory_human:{}\r\n\
+         maxmemory_policy:{policy}\r\n\
+         allocator_frag_ratio:{:.2}\r\n\
+         allocator_frag_bytes:{}\r\n\
+         allocator_rss_ratio:{:.2}\r\n\
+         allocator_rss_bytes:{}\r\n\
+         rss_overhead_ratio:{:.2}\r\n\
+         rss_overhead_bytes:{}\r\n\
+         mem_fragmentation_ratio:{:.2}\r\n\
+         mem_fragmentation_bytes:{}\r\n\
+         mem_not_counted_for_evict:0\r\n\
+         mem_replication_backlog:0\r\n\
+         mem_total_replication_buffers:0\r\n\
+         mem_clients_slaves:0\r\n\
+         mem_clients_normal:{clients_normal}\r\n\
+         mem_cluster_links:0\r\n\
+         mem_aof_buffer:0\r\n\
+         mem_allocator:jemalloc-5.3.0\r\n\
+         active_defrag_running:0\r\n\
+         lazyfree_pending_objects:0\r\n\
+         lazyfreed_objects:0\r\n",
+        bytes_to_human(used),
+        bytes_to_human(rss),
+        bytes_to_human(peak),
+        bytes_to_human(sys),
+        bytes_to_human(maxmemory),
+        ratio(active, allocated),
+        active.saturating_sub(allocated),
+        ratio(resident, active),
+        resident as i64 - active as i64,
+        ratio(rss, resident),
+        rss as i64 - resident as i64,
+        ratio(rss, used),
+        rss as i64 - used as i64,
+    );
+}
+
+fn persistence_section(srv: &Server, out: &mut String) {
+    let dirty = srv
+        .dirty_total()
+        .saturating_sub(srv.dirty_at_save.load(Relaxed));
+    let _ = write!(
+        out,
+        "loading:0\r\n\
+         async_loading:0\r\n\
+         current_cow_peak:0\r\n\
+         current_cow_size:0\r\n\
+         current_cow_size_age:0\r\n\
+         current_fork_perc:0.00\r\n\
+         current_save_keys_processed:0\r\n\
+         current_save_keys_total:0\r\n\
+         rdb_changes_since_last_save:{dirty}\r\n\
+         rdb_bgsave_in_progress:0\r\n\
+         rdb_last_save_time:{}\r\n\
+         rdb_last_bgsave_status:ok\r\n\
+         rdb_last_bgsave_time_sec:-1\r\n\
+         rdb_current_bgsave_time_sec:-1\r\n\
+         rdb_saves:0\r\n\
+         rdb_last_cow_size:0\r\n\
+         rdb_last_load_keys_expired:0\r\n\
+         rdb_last_load_keys_loaded:0\r\n\
+         aof_enabled:0\r\n\
+         aof_rewrite_in_progress:0\r\n\
+         aof_rewrite_scheduled:0\r\n\
+         aof_last_rewrite_time_sec:-1\r\n\
+         aof_current_rewrite_time_sec:-1\r\n\
+         aof_last_bgrewrite_status:ok\r\n\
+         aof_rewrites:0\r\n\
+         aof_rewrites_consecutive_failures:0\r\n\
+         aof_last_write_status:ok\r\n\
+         aof_last_cow_size:0\r\n\
+         module_fork_in_progress:0\r\n\
+         module_fork_last_cow_size:0\r\n",
+        srv.lastsave.load(Relaxed),
+    );
+}
+
+/// Rates between successive INFO calls (Redis samples in its cron; tern measures on demand).
+struct RateSample {
+    at: Instant,
+    cmds: u64,
+    input: u64,
+    output: u64,
+    rates: (u64, f64, f64),
+}
+
+static RATES: Mutex<Option<RateSample>> = Mutex::new(None);
+
+fn rates(cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
+    let mut g = RATES.lock();
+    let now = Instant::now();
+    match g.as_mut() {
+        None => {
+            *g = Some(RateSample {
+                at: now,
+                cmds,
+                input,
+                output,
+                rates: (0, 0.0, 0.0),
+            });
+            (0, 0.0, 0.0)
+        }
+        Some(s) => {
+            let dt = now.duration_since(s.at).as_secs_f64();
+            if dt >= 0.1 {
+                let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / dt;
+                s.rates = (
+                    per(cmds, s.cmds).round() as u64,
+                    per(input, s.input) / 1024.0,
+                    per(output, s.output) / 1024.0,
+                );
+                s.at = now;
+                s.cmds = cmds;
+                s.input = input;
+                s.output = output;
+            }
+            s.rates
+        }
+    }
+}
+
+fn stats_section(srv: &Server, out: &mut String) {
+    let st = &srv.stats;
+    let cmds = st.sum(|t| t.commands_processed.get());
+    let input = st.sum(|t| t.net_input_bytes.get());
+    let output = st.sum(|t| t.net_output_bytes.get());
+    let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
+    let _ = write!(
+        out,
+        "total_connections_received:{}\r\n\
+         total_commands_processed:{cmds}\r\n\
+         instantaneous_ops_per_sec:{ops}\r\n\
+         total_net_input_bytes:{input}\r\n\
+         total_net_output_bytes:{output}\r\n\
+         total_net_repl_input_bytes:0\r\n\
+         total_net_repl_output_bytes:0\r\n\
+         instantaneous_input_kbps:{in_kbps:.2}\r\n\
+         instantaneous_output_kbps:{out_kbps:.2}\r\n\
+         instantaneous_input_repl_kbps:0.00\r\n\
+         instantaneous_output_repl_kbps:0.00\r\n\
+         rejected_connections:{}\r\n\
+         sync_full:0\r\n\
+         sync_partial_ok:0\r\n\
+         sync_partial_err:0\r\n\
+         expired_keys:{}\r\n\
+         expired_stale_perc:0.00\r\n\
+         expired_time_cap_reached_count:{}\r\n\
+         expire_cycle_cpu_milliseconds:0\r\n\
+         evicted_keys:0\r\n\
+         evicted_clients:0\r\n\
+         total_eviction_exceeded_time:0\r\n\
+         current_eviction_exceeded_time:0\r\n\
+         keyspace_hits:{}\r\n\
+         keyspace_misses:{}\r\n\
+         pubsub_channels:0\r\n\
+         pubsub_patterns:0\r\n\
+         pubsubshard_channels:0\r\n\
+         latest_fork_usec:0\r\n\
+         total_forks:0\r\n\
+         migrate_cached_sockets:0\r\n\
+         slave_expires_tracked_keys:0\r\n\
+         active_defrag_hits:0\r\n\
+         active_defrag_misses:0\r\n\
+         active_defrag_key_hits:0\r\n\
+         active_defrag_key_misses:0\r\n\
+         total_active_defrag_time:0\r\n\
+         current_active_defrag_time:0\r\n\
+         tracking_total_keys:0\r\n\
+         tracking_total_items:0\r\n\
+         tracking_total_prefixes:0\r\n\
+         unexpected_error_replies:{}\r\n\
+         total_error_replies:{}\r\n\
+         dump_payload_sanitizations:0\r\n\
+         total_reads_processed:{cmds}\r\n\
+         total_writes_processed:{cmds}\r\n\
+         io_threaded_reads_processed:0\r\n\
+         io_threaded_writes_processed:0\r\n\
+         reply_buffer_shrinks:0\r\n\
+         reply_buffer_expands:0\r\n\
+         eventloop_cycles:0\r\n\
+         eventloop_duration_sum:0\r\n\
+         eventloop_duration_cmd_sum:{}\r\n\
+         instantaneous_eventloop_cycles_per_sec:0\r\n\
+         instantaneous_eventloop_duration_usec:0\r\n\
+         acl_access_denied_auth:0\r\n\
+         acl_access_denied_cmd:0\r\n\
+         acl_access_denied_key:0\r\n\
+         acl_access_denied_channel:0\r\n",
+        srv.clients.total_connections.load(Relaxed),
+        srv.clients.rejected_connections.load(Relaxed),
+        srv.store.expired_keys_total(),
+        srv.stat_expired_time_cap.load(Relaxed),
+        st.sum(|t| t.keyspace_hits.get()),
+        st.sum(|t| t.keyspace_misses.get()),
+        st.sum(|t| t.unexpected_error_replies.get()),
+        st.sum(|t| t.total_error_replies.get()),
+        st.sum(|t| t.cmds.iter().map(|c| c.usec.get()).sum()),
+    );
+}
+
+/// The replication ID of this (master) server: 40 random hex digits, fixed for the process.
+pub fn master_replid() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        use rand::Rng;
+        let mut r = rand::thread_rng();
+        (0..40)
+            .map(|_| std::char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
+            .collect()
+    })
+}
+
+fn replication_section(srv: &Server, out: &mut String) {
+    let cfg = &srv.config;
+    let _ = write!(out, "role:master\r\nconnected_slaves:0\r\n");
+    if cfg.get_i64("min-replicas-to-write") != 0 && cfg.get_i64("min-replicas-max-lag") != 0 {
+        out.push_str("min_slaves_good_slaves:0\r\n");
+    }
+    let _ = write!(
+        out,
+        "master_failover_state:no-failover\r\n\
+         master_replid:{}\r\n\
+         master_replid2:0000000000000000000000000000000000000000\r\n\
+         master_repl_offset:0\r\n\
+         second_repl_offset:-1\r\n\
+         repl_backlog_active:0\r\n\
+         repl_backlog_size:{}\r\n\
+         repl_backlog_first_byte_offset:0\r\n\
+         repl_backlog_histlen:0\r\n",
+        master_replid(),
+        cfg.get_i64("repl-backlog-size"),
+    );
+}
+
+fn rusage(who: i32) -> (String, String) {
+    // SAFETY: rusage is plain data filled by getrusage.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        ru
+    };
+    (
+        format!("{}.{:06}", ru.ru_stime.tv_sec, ru.ru_stime.tv_usec),
+        format!("{}.{:06}", ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+    )
+}
+
+fn cpu_section(out: &mut String) {
+    let (s, u) = rusage(libc::RUSAGE_SELF);
+    let (cs, cu) = rusage(libc::RUSAGE_CHILDREN);
+    let (ts, tu) = rusage(libc::RUSAGE_THREAD);
+    let _ = write!(
+        out,
+        "used_cpu_sys:{s}\r\n\
+         used_cpu_user:{u}\r\n\
+         used_cpu_sys_children:{cs}\r\n\
+         used_cpu_user_children:{cu}\r\n\
+         used_cpu_sys_main_thread:{ts}\r\n\
+         used_cpu_user_main_thread:{tu}\r\n"
+    );
+}
+
+fn commandstats_section(srv: &Server, out: &mut String) {
+    let threads = srv.stats.threads();
+    let mut entries = srv.commands.all();
+    entries.sort_by(|a, b| a.fullname.cmp(&b.fullname));
+    for e in entries {
+        let (mut calls, mut usec, mut rejected, mut failed) = (0, 0, 0, 0);
+        for t in &threads {
+            if let Some(c) = t.cmds.get(e.id) {
+                calls += c.calls.get();
+                usec += c.usec.get();
+                rejected += c.rejected.get();
+                failed += c.failed.get();
+            }
+        }
+        if calls == 0 && rejected == 0 && failed == 0 {
+            continue;
+        }
+        let per = if calls == 0 {
+            0.0
+        } else {
+            usec as f32 / calls as f32
+        };
+        let _ = write!(
+            out,
+            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
+            safe_info(&e.fullname)
+        );
+    }
+}
+
+fn latencystats_section(srv: &Server, out: &mut String) {
+    let threads = srv.stats.threads();
+    let percentiles: Vec<(String, f64)> = srv
+        .config
+        .get("latency-tracking-info-percentiles")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse::<f64>().ok().map(|v| (p.to_string(), v)))
+        .collect();
+    let mut entries = srv.commands.all();
+    entries.sort_by(|a, b| a.fullname.cmp(&b.fullname));
+    let mut acc = vec![0u64; Histogram::slots()];
+    for e in entries {
+        acc.iter_mut().for_each(|a| *a = 0);
+        let mut any = false;
+        for t in &threads {
+            if let Some(h) = t.cmds.get(e.id).and_then(|c| c.latency.get()) {
+                h.merge_into(&mut acc);
+                any = true;
+            }
+        }
+        if !any || acc.iter().all(|&c| c == 0) {
+            continue;
+        }
+        let _ = write!(out, "latency_percentiles_usec_{}:", safe_info(&e.fullname));
+        for (k, (name, p)) in percentiles.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            let v = Histogram::percentile(&acc, *p);
+            let _ = write!(out, "p{name}={:.3}", v as f64);
+        }
+        out.push_str("\r\n");
+    }
+}

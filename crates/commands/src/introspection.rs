@@ -1,5 +1,1239 @@
-//! (being written)
+//! COMMAND (INFO, DOCS, COUNT, LIST, GETKEYS, GETKEYSANDFLAGS), SLOWLOG, LATENCY and MONITOR.
+//! Everything COMMAND reports is read from the command table; there is no second list.
 
-use crate::table::CommandSpec;
+use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
+use crate::client_cmd::reply_help;
+use crate::ctx::Ctx;
+use crate::registry::{CmdEntry, Registry};
+use crate::stats::Histogram;
+use crate::table::{acl, flags as f, kflags, BeginSearch, CommandSpec, FindKeys};
+use std::sync::atomic::Ordering::Relaxed;
+use tern_resp::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+const CMD_FLAGS: u32 = f::LOADING | f::STALE | f::SENTINEL;
+const CONN: u64 = acl::CONNECTION;
+const LAT_FLAGS: u32 = f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "command",
+        arity: -1,
+        flags: CMD_FLAGS,
+        acl: CONN,
+        handler: Some(command_all),
+        group: "server",
+        since: "2.8.13",
+        complexity: "O(N) where N is the total number of Redis commands",
+        summary: "Returns detailed information about all commands.",
+        subcommands: &[
+            CommandSpec {
+                name: "count",
+                arity: 2,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_count),
+                group: "server",
+                since: "2.8.13",
+                summary: "Returns a count of commands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "docs",
+                arity: -2,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_docs),
+                group: "server",
+                since: "7.0.0",
+                complexity: "O(N) where N is the number of commands to look up",
+                summary: "Returns documentary information about one, multiple or all commands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "getkeys",
+                arity: -3,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_getkeys),
+                group: "server",
+                since: "2.8.13",
+                complexity: "O(N) where N is the number of arguments to the command",
+                summary: "Extracts the key names from an arbitrary command.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "getkeysandflags",
+                arity: -3,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_getkeysandflags),
+                group: "server",
+                since: "7.0.0",
+                complexity: "O(N) where N is the number of arguments to the command",
+                summary: "Extracts the key names and access flags for an arbitrary command.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "help",
+                arity: 2,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_help),
+                group: "server",
+                since: "5.0.0",
+                summary: "Returns helpful text about the different subcommands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "info",
+                arity: -2,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_info),
+                group: "server",
+                since: "2.8.13",
+                complexity: "O(N) where N is the number of commands to look up",
+                summary: "Returns information about one, multiple or all commands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "list",
+                arity: -2,
+                flags: CMD_FLAGS,
+                acl: CONN,
+                handler: Some(command_list),
+                group: "server",
+                since: "7.0.0",
+                complexity: "O(N) where N is the total number of Redis commands",
+                summary: "Returns a list of command names.",
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "slowlog",
+        arity: -2,
+        group: "server",
+        since: "2.2.12",
+        complexity: "Depends on subcommand.",
+        summary: "A container for slow log commands.",
+        subcommands: &[
+            CommandSpec {
+                name: "get",
+                arity: -2,
+                flags: f::ADMIN | f::LOADING | f::STALE,
+                handler: Some(slowlog_get),
+                group: "server",
+                since: "2.2.12",
+                complexity: "O(N) where N is the number of entries returned",
+                summary: "Returns the slow log's entries.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "help",
+                arity: 2,
+                flags: f::LOADING | f::STALE,
+                handler: Some(slowlog_help),
+                group: "server",
+                since: "6.2.0",
+                summary: "Show helpful text about the different subcommands",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "len",
+                arity: 2,
+                flags: f::ADMIN | f::LOADING | f::STALE,
+                handler: Some(slowlog_len),
+                group: "server",
+                since: "2.2.12",
+                summary: "Returns the number of entries in the slow log.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "reset",
+                arity: 2,
+                flags: f::ADMIN | f::LOADING | f::STALE,
+                handler: Some(slowlog_reset),
+                group: "server",
+                since: "2.2.12",
+                complexity: "O(N) where N is the number of entries in the slowlog",
+                summary: "Clears all entries from the slow log.",
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "latency",
+        arity: -2,
+        group: "server",
+        since: "2.8.13",
+        complexity: "Depends on subcommand.",
+        summary: "A container for latency diagnostics commands.",
+        subcommands: &[
+            CommandSpec {
+                name: "doctor",
+                arity: 2,
+                flags: LAT_FLAGS,
+                handler: Some(latency_doctor),
+                group: "server",
+                since: "2.8.13",
+                summary: "Returns a human-readable latency analysis report.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "graph",
+                arity: 3,
+                flags: LAT_FLAGS,
+                handler: Some(latency_graph),
+                group: "server",
+                since: "2.8.13",
+                summary: "Returns a latency graph for an event.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "help",
+                arity: 2,
+                flags: f::LOADING | f::STALE,
+                handler: Some(latency_help),
+                group: "server",
+                since: "2.8.13",
+                summary: "Returns helpful text about the different subcommands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "histogram",
+                arity: -2,
+                flags: LAT_FLAGS,
+                handler: Some(latency_histogram),
+                group: "server",
+                since: "7.0.0",
+                complexity:
+                    "O(N) where N is the number of commands with latency information being retrieved.",
+                summary:
+                    "Returns the cumulative distribution of latencies of a subset or all commands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "history",
+                arity: 3,
+                flags: LAT_FLAGS,
+                handler: Some(latency_history),
+                group: "server",
+                since: "2.8.13",
+                summary: "Returns timestamp-latency samples for an event.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "latest",
+                arity: 2,
+                flags: LAT_FLAGS,
+                handler: Some(latency_latest),
+                group: "server",
+                since: "2.8.13",
+                summary: "Returns the latest latency samples for all events.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "reset",
+                arity: -2,
+                flags: LAT_FLAGS,
+                handler: Some(latency_reset),
+                group: "server",
+                since: "2.8.13",
+                summary: "Resets the latency data for one or more events.",
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "monitor",
+        arity: 1,
+        flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE,
+        handler: Some(monitor),
+        group: "server",
+        summary: "Listens for all requests received by the server in real-time.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Table-derived facts
+
+/// The ACL categories a command reports: its own plus those Redis implies from its flags
+/// (write, read, admin+dangerous, pubsub, fast, blocking, and slow when not fast).
+pub fn effective_acl(spec: &CommandSpec) -> u64 {
+    let mut c = spec.acl;
+    let fl = spec.flags;
+    if fl & f::WRITE != 0 {
+        c |= acl::WRITE;
+    }
+    if fl & f::READONLY != 0 && c & acl::SCRIPTING == 0 {
+        c |= acl::READ;
+    }
+    if fl & f::ADMIN != 0 {
+        c |= acl::ADMIN | acl::DANGEROUS;
+    }
+    if fl & f::PUBSUB != 0 {
+        c |= acl::PUBSUB;
+    }
+    if fl & f::FAST != 0 {
+        c |= acl::FAST;
+    }
+    if fl & f::BLOCKING != 0 {
+        c |= acl::BLOCKING;
+    }
+    if c & acl::FAST == 0 {
+        c |= acl::SLOW;
+    }
+    c
+}
+
+/// Flags COMMAND INFO shows: the table's, plus movablekeys when derived, minus the ones Redis
+/// keeps hidden (may_replicate, sentinel, only_sentinel, protected).
+fn reported_flags(spec: &CommandSpec) -> Vec<&'static str> {
+    let mut fl = spec.flags;
+    if spec.movable_keys() {
+        fl |= f::MOVABLE_KEYS;
+    }
+    f::NAMES
+        .iter()
+        .filter(|(bit, name)| fl & bit != 0 && *name != "may_replicate")
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+fn key_flag_names(kf: u32) -> Vec<&'static str> {
+    kflags::NAMES
+        .iter()
+        .filter(|(bit, _)| kf & bit != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+fn status_set(out: &mut Reply, names: &[&str]) {
+    out.set(names.len());
+    for n in names {
+        out.simple(n.as_bytes());
+    }
+}
+
+/// Subcommand entries in table order (the registry keeps them in a hash map).
+fn subs_in_order(e: &CmdEntry) -> Vec<&CmdEntry> {
+    e.spec
+        .subcommands
+        .iter()
+        .filter_map(|s| e.subs.get(s.name))
+        .collect()
+}
+
+/// Top-level entries sorted by name, so replies are stable.
+fn top_sorted(reg: &Registry) -> Vec<&CmdEntry> {
+    let mut v: Vec<&CmdEntry> = reg.iter().collect();
+    v.sort_by(|a, b| a.spec.name.cmp(b.spec.name));
+    v
+}
+
+fn reply_key_specs(out: &mut Reply, spec: &CommandSpec) {
+    out.set(spec.keys.len());
+    for ks in spec.keys {
+        out.map(3);
+        out.bulk(b"flags");
+        status_set(out, &key_flag_names(ks.flags));
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        match ks.begin {
+            BeginSearch::Index(i) => {
+                out.bulk(b"index");
+                out.bulk(b"spec");
+                out.map(1);
+                out.bulk(b"index");
+                out.int(i as i64);
+            }
+            BeginSearch::Keyword { keyword, startfrom } => {
+                out.bulk(b"keyword");
+                out.bulk(b"spec");
+                out.map(2);
+                out.bulk(b"keyword");
+                out.bulk(keyword.as_bytes());
+                out.bulk(b"startfrom");
+                out.int(startfrom as i64);
+            }
+        }
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        match ks.find {
+            FindKeys::Range {
+                lastkey,
+                step,
+                limit,
+            } => {
+                out.bulk(b"range");
+                out.bulk(b"spec");
+                out.map(3);
+                out.bulk(b"lastkey");
+                out.int(lastkey as i64);
+                out.bulk(b"keystep");
+                out.int(step as i64);
+                out.bulk(b"limit");
+                out.int(limit as i64);
+            }
+            FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                step,
+            } => {
+                out.bulk(b"keynum");
+                out.bulk(b"spec");
+                out.map(3);
+                out.bulk(b"keynumidx");
+                out.int(keynumidx as i64);
+                out.bulk(b"firstkey");
+                out.int(firstkey as i64);
+                out.bulk(b"keystep");
+                out.int(step as i64);
+            }
+        }
+    }
+}
+
+/// One COMMAND INFO entry: name, arity, flags, first/last/step, ACL categories, tips, key
+/// specs, subcommands.
+fn reply_info(out: &mut Reply, e: &CmdEntry) {
+    let spec = e.spec;
+    let (first, last, step) = spec.legacy_range();
+    out.array(10);
+    out.bulk(e.fullname.as_bytes());
+    out.int(spec.arity as i64);
+    status_set(out, &reported_flags(spec));
+    out.int(first as i64);
+    out.int(last as i64);
+    out.int(step as i64);
+    let cats = effective_acl(spec);
+    let names: Vec<String> = acl::NAMES
+        .iter()
+        .filter(|(bit, _)| cats & bit != 0)
+        .map(|(_, n)| format!("@{n}"))
+        .collect();
+    out.set(names.len());
+    for n in &names {
+        out.simple(n.as_bytes());
+    }
+    // Command tips are not part of the table yet.
+    out.set(0);
+    reply_key_specs(out, spec);
+    let subs = subs_in_order(e);
+    if subs.is_empty() {
+        out.set(0);
+    } else {
+        out.array(subs.len());
+        for s in subs {
+            reply_info(out, s);
+        }
+    }
+}
+
+/// One COMMAND DOCS entry (a map): summary, since, group, complexity, subcommands.
+fn reply_docs(out: &mut Reply, e: &CmdEntry) {
+    let spec = e.spec;
+    let subs = subs_in_order(e);
+    let n = 1
+        + usize::from(!spec.summary.is_empty())
+        + usize::from(!spec.since.is_empty())
+        + usize::from(!spec.complexity.is_empty())
+        + usize::from(!subs.is_empty());
+    out.map(n);
+    if !spec.summary.is_empty() {
+        out.bulk(b"summary");
+        out.bulk(spec.summary.as_bytes());
+    }
+    if !spec.since.is_empty() {
+        out.bulk(b"since");
+        out.bulk(spec.since.as_bytes());
+    }
+    out.bulk(b"group");
+    out.bulk(spec.group.as_bytes());
+    if !spec.complexity.is_empty() {
+        out.bulk(b"complexity");
+        out.bulk(spec.complexity.as_bytes());
+    }
+    if !subs.is_empty() {
+        out.bulk(b"subcommands");
+        out.map(subs.len());
+        for s in subs {
+            out.bulk(s.fullname.as_bytes());
+            reply_docs(out, s);
+        }
+    }
+}
+
+/// Look a command up by name as COMMAND INFO/DOCS take it: `get` or `config|get`.
+fn lookup_name<'a>(reg: &'a Registry, name: &[u8]) -> Option<&'a CmdEntry> {
+    let s = std::str::from_utf8(name).ok()?;
+    if s.matches('|').count() > 1 {
+        return None;
+    }
+    reg.by_fullname(s)
+}
+
+// ---------------------------------------------------------------------------------------------
+// COMMAND
+
+fn command_all(ctx: &mut Ctx, _args: &Args) {
+    let reg: &Registry = &ctx.srv.commands;
+    let top = top_sorted(reg);
+    ctx.out.array(top.len());
+    for e in top {
+        reply_info(ctx.out, e);
+    }
+}
+
+fn command_count(ctx: &mut Ctx, _args: &Args) {
+    let n = ctx.srv.commands.iter().count();
+    ctx.out.int(n as i64);
+}
+
+fn command_info(ctx: &mut Ctx, args: &Args) {
+    let reg: &Registry = &ctx.srv.commands;
+    if args.len() == 2 {
+        return command_all(ctx, args);
+    }
+    ctx.out.array(args.len() - 2);
+    for i in 2..args.len() {
+        match lookup_name(reg, &args[i]) {
+            Some(e) => reply_info(ctx.out, e),
+            None => ctx.out.null(),
+        }
+    }
+}
+
+fn command_docs(ctx: &mut Ctx, args: &Args) {
+    let reg: &Registry = &ctx.srv.commands;
+    let found: Vec<&CmdEntry> = if args.len() == 2 {
+        top_sorted(reg)
+    } else {
+        (2..args.len())
+            .filter_map(|i| lookup_name(reg, &args[i]))
+            .collect()
+    };
+    ctx.out.map(found.len());
+    for e in found {
+        ctx.out.bulk(e.fullname.as_bytes());
+        reply_docs(ctx.out, e);
+    }
+}
+
+fn command_list(ctx: &mut Ctx, args: &Args) {
+    let reg: &Registry = &ctx.srv.commands;
+    enum Filter {
+        None,
+        Module,
+        AclCat(u64),
+        Pattern(Vec<u8>),
+    }
+    let mut filter = Filter::None;
+    let mut i = 2;
+    while i < args.len() {
+        if eq_ic(&args[i], "filterby") && args.len() - 1 - i == 2 {
+            let kind = &args[i + 1];
+            let arg = &args[i + 2];
+            filter = if eq_ic(kind, "module") {
+                Filter::Module
+            } else if eq_ic(kind, "aclcat") {
+                let cat = acl::NAMES
+                    .iter()
+                    .find(|(_, n)| eq_ic(arg, n))
+                    .map(|(b, _)| *b)
+                    .unwrap_or(0);
+                Filter::AclCat(cat)
+            } else if eq_ic(kind, "pattern") {
+                Filter::Pattern(arg.to_vec())
+            } else {
+                ctx.error(ERR_SYNTAX);
+                return;
+            };
+            i += 3;
+        } else {
+            ctx.error(ERR_SYNTAX);
+            return;
+        }
+    }
+    let mut names = Vec::new();
+    for e in top_sorted(reg) {
+        for c in std::iter::once(e).chain(subs_in_order(e)) {
+            let keep = match &filter {
+                Filter::None => true,
+                // No modules are ever loaded.
+                Filter::Module => false,
+                Filter::AclCat(cat) => *cat != 0 && effective_acl(c.spec) & cat != 0,
+                Filter::Pattern(p) => glob_match(p, c.fullname.as_bytes(), true),
+            };
+            if keep {
+                names.push(c.fullname.clone());
+            }
+        }
+    }
+    ctx.out.array(names.len());
+    for n in names {
+        ctx.out.bulk(n.as_bytes());
+    }
+}
+
+fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
+    let target = args.tail(2);
+    let Some(mut entry) = ctx.srv.commands.get(&target[0]) else {
+        ctx.error("ERR Invalid command specified");
+        return;
+    };
+    if !entry.subs.is_empty() && target.len() >= 2 {
+        match entry.sub(&target[1]) {
+            Some(s) => entry = s,
+            None => {
+                ctx.error("ERR Invalid command specified");
+                return;
+            }
+        }
+    }
+    let spec = entry.spec;
+    if spec.keys.is_empty() || spec.keys.iter().all(|k| k.flags & kflags::NOT_KEY != 0) {
+        ctx.error("ERR The command has no key arguments");
+        return;
+    }
+    let argc = target.len() as i32;
+    if (spec.arity > 0 && spec.arity != argc) || argc < -spec.arity {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let keys: Vec<(usize, u32)> = spec
+        .key_positions(&target)
+        .into_iter()
+        .filter(|(_, fl)| fl & kflags::NOT_KEY == 0)
+        .map(|(pos, fl)| {
+            if fl & kflags::VARIABLE_FLAGS != 0 {
+                (pos, variable_key_flags(spec.name, &target).unwrap_or(fl))
+            } else {
+                (pos, fl)
+            }
+        })
+        .collect();
+    if keys.is_empty() {
+        if spec.flags & f::NO_MANDATORY_KEYS != 0 {
+            ctx.out.array(0);
+        } else {
+            ctx.error("ERR Invalid arguments specified for command");
+        }
+        return;
+    }
+    ctx.out.array(keys.len());
+    for (pos, fl) in keys {
+        if with_flags {
+            ctx.out.array(2);
+            ctx.out.bulk(&target[pos]);
+            status_set(ctx.out, &key_flag_names(fl));
+        } else {
+            ctx.out.bulk(&target[pos]);
+        }
+    }
+}
+
+/// The real access flags of commands whose key spec says `variable_flags`: they depend on the
+/// arguments (SET with or without GET, BITFIELD with or without writes).
+fn variable_key_flags(name: &str, args: &Args) -> Option<u32> {
+    match name {
+        "set" => Some(if (3..args.len()).any(|i| eq_ic(&args[i], "get")) {
+            kflags::RW | kflags::ACCESS | kflags::UPDATE
+        } else {
+            kflags::OW | kflags::UPDATE
+        }),
+        "bitfield" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < args.len() {
+                let rem = args.len() - i - 1;
+                let a = &args[i];
+                if eq_ic(a, "get") && rem >= 2 {
+                    i += 3;
+                } else if (eq_ic(a, "set") || eq_ic(a, "incrby")) && rem >= 3 {
+                    readonly = false;
+                    break;
+                } else if eq_ic(a, "overflow") && rem >= 1 {
+                    i += 2;
+                } else {
+                    readonly = false;
+                    break;
+                }
+            }
+            Some(if readonly {
+                kflags::RO | kflags::ACCESS
+            } else {
+                kflags::RW | kflags::ACCESS | kflags::UPDATE
+            })
+        }
+        _ => None,
+    }
+}
+
+fn command_getkeys(ctx: &mut Ctx, args: &Args) {
+    getkeys_impl(ctx, args, false);
+}
+
+fn command_getkeysandflags(ctx: &mut Ctx, args: &Args) {
+    getkeys_impl(ctx, args, true);
+}
+
+fn command_help(ctx: &mut Ctx, _args: &Args) {
+    reply_help(
+        ctx,
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Describe every command of this server.",
+            "COUNT",
+            "    Return how many commands this server has.",
+            "LIST",
+            "    Return the names of all commands of this server.",
+            "INFO [<command-name> ...]",
+            "    Describe the given commands (all of them when none is given).",
+            "DOCS [<command-name> ...]",
+            "    Return the documentation of the given commands (all of them when none is",
+            "    given).",
+            "GETKEYS <full-command>",
+            "    Return the key names a complete command line refers to.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the key names of a complete command line and how each is accessed.",
+        ],
+    );
+}
+
+/// Redis's glob matching (`*`, `?`, `[...]` with ranges and `^`, `\` escapes).
+pub fn glob_match(pat: &[u8], s: &[u8], nocase: bool) -> bool {
+    glob_at(pat, s, nocase, 0)
+}
+
+fn glob_at(mut p: &[u8], mut s: &[u8], nocase: bool, depth: u32) -> bool {
+    let eq = |a: u8, b: u8| {
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
+    if depth > 1000 {
+        return false;
+    }
+    while !p.is_empty() && !s.is_empty() {
+        match p[0] {
+            b'*' => {
+                while p.len() > 1 && p[1] == b'*' {
+                    p = &p[1..];
+                }
+                if p.len() == 1 {
+                    return true;
+                }
+                for start in 0..=s.len() {
+                    if glob_at(&p[1..], &s[start..], nocase, depth + 1) {
+                        return true;
+                    }
+                }
+                return false;
+            }
+            b'?' => {
+                s = &s[1..];
+                p = &p[1..];
+            }
+            b'[' => {
+                let mut i = 1;
+                let negate = p.get(1) == Some(&b'^');
+                if negate {
+                    i += 1;
+                }
+                let mut matched = false;
+                loop {
+                    if i >= p.len() {
+                        // Unterminated class: the last character closes it.
+                        i = p.len() - 1;
+                        break;
+                    }
+                    if p[i] == b'\\' && i + 1 < p.len() {
+                        i += 1;
+                        if p[i] == s[0] {
+                            matched = true;
+                        }
+                    } else if p[i] == b']' {
+                        break;
+                    } else if i + 2 < p.len() && p[i + 1] == b'-' {
+                        let (mut lo, mut hi) = (p[i], p[i + 2]);
+                        if lo > hi {
+                            std::mem::swap(&mut lo, &mut hi);
+                        }
+                        let c = s[0];
+                        if nocase {
+                            let (lo, hi, c) = (
+                                lo.to_ascii_lowercase(),
+                                hi.to_ascii_lowercase(),
+                                c.to_ascii_lowercase(),
+                            );
+                            if c >= lo && c <= hi {
+                                matched = true;
+                            }
+                        } else if c >= lo && c <= hi {
+                            matched = true;
+                        }
+                        i += 2;
+                    } else if eq(p[i], s[0]) {
+                        matched = true;
+                    }
+                    i += 1;
+                }
+                if negate {
+                    matched = !matched;
+                }
+                if !matched {
+                    return false;
+                }
+                s = &s[1..];
+                p = &p[(i + 1).min(p.len())..];
+            }
+            b'\\' if p.len() >= 2 => {
+                if !eq(p[1], s[0]) {
+                    return false;
+                }
+                s = &s[1..];
+                p = &p[2..];
+            }
+            c => {
+                if !eq(c, s[0]) {
+                    return false;
+                }
+                s = &s[1..];
+                p = &p[1..];
+            }
+        }
+    }
+    while p.first() == Some(&b'*') {
+        p = &p[1..];
+    }
+    p.is_empty() && s.is_empty()
+}
+
+// ---------------------------------------------------------------------------------------------
+// SLOWLOG
+
+fn slowlog_get(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 3 {
+        ctx.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
+            args.str(1)
+        ));
+        return;
+    }
+    let mut count: Option<usize> = Some(10);
+    if args.len() == 3 {
+        match parse_i64(&args[2]) {
+            Some(-1) => count = None,
+            Some(n) if n >= 0 => count = Some(n as usize),
+            _ => {
+                ctx.error("ERR count should be greater than or equal to -1");
+                return;
+            }
+        }
+    }
+    let sl = ctx.srv.slowlog.lock();
+    let n = count.map_or(sl.entries.len(), |c| c.min(sl.entries.len()));
+    let out = &mut *ctx.out;
+    out.array(n);
+    for e in sl.entries.iter().take(n) {
+        out.array(6);
+        out.int(e.id as i64);
+        out.int(e.time as i64);
+        out.int(e.duration_us as i64);
+        out.array(e.args.len());
+        for a in &e.args {
+            out.bulk(a);
+        }
+        out.bulk(e.peer.as_bytes());
+        out.bulk(e.name.as_bytes());
+    }
+}
+
+fn slowlog_len(ctx: &mut Ctx, _args: &Args) {
+    let n = ctx.srv.slowlog.lock().entries.len();
+    ctx.out.int(n as i64);
+}
+
+fn slowlog_reset(ctx: &mut Ctx, _args: &Args) {
+    ctx.srv.slowlog.lock().entries.clear();
+    ctx.out.ok();
+}
+
+fn slowlog_help(ctx: &mut Ctx, _args: &Args) {
+    reply_help(
+        ctx,
+        "SLOWLOG",
+        &[
+            "GET [<count>]",
+            "    Return the newest <count> slow log entries (default 10; -1 returns all).",
+            "    Each entry holds: id, unix time, duration in microseconds, the arguments,",
+            "    the client's address and the client's name.",
+            "LEN",
+            "    Return how many entries the slow log holds.",
+            "RESET",
+            "    Empty the slow log.",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// LATENCY
+
+fn latency_latest(ctx: &mut Ctx, _args: &Args) {
+    let l = ctx.srv.latency.lock();
+    let out = &mut *ctx.out;
+    out.array(l.len());
+    for (name, s) in l.iter() {
+        let (t, ms) = s.samples.back().copied().unwrap_or((0, 0));
+        out.array(4);
+        out.bulk(name.as_bytes());
+        out.int(t as i64);
+        out.int(ms as i64);
+        out.int(s.max as i64);
+    }
+}
+
+fn latency_history(ctx: &mut Ctx, args: &Args) {
+    let l = ctx.srv.latency.lock();
+    let Some(s) = l.get(args.str(2).as_str()) else {
+        ctx.out.array(0);
+        return;
+    };
+    let out = &mut *ctx.out;
+    out.array(s.samples.len());
+    for &(t, ms) in &s.samples {
+        out.array(2);
+        out.int(t as i64);
+        out.int(ms as i64);
+    }
+}
+
+fn latency_reset(ctx: &mut Ctx, args: &Args) {
+    let mut l = ctx.srv.latency.lock();
+    let n = if args.len() == 2 {
+        let n = l.len();
+        l.clear();
+        n
+    } else {
+        (2..args.len())
+            .filter(|&i| l.remove(args.str(i).as_str()).is_some())
+            .count()
+    };
+    drop(l);
+    ctx.out.int(n as i64);
+}
+
+fn age_label(secs: u64) -> String {
+    if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m", secs / 60)
+    } else if secs < 86400 {
+        format!("{}h", secs / 3600)
+    } else {
+        format!("{}d", secs / 86400)
+    }
+}
+
+fn latency_graph(ctx: &mut Ctx, args: &Args) {
+    const COLS: usize = 80;
+    const ROWS: u64 = 4;
+    let l = ctx.srv.latency.lock();
+    let event = args.str(2);
+    let Some(s) = l.get(event.as_str()) else {
+        drop(l);
+        ctx.error(&format!("ERR No samples available for event '{event}'"));
+        return;
+    };
+    let now = ctx.now_ms / 1000;
+    let samples: Vec<(u64, u64)> = s
+        .samples
+        .iter()
+        .skip(s.samples.len().saturating_sub(COLS))
+        .copied()
+        .collect();
+    let hi = samples.iter().map(|x| x.1).max().unwrap_or(0);
+    let lo = samples.iter().map(|x| x.1).min().unwrap_or(0);
+    let mut g = format!(
+        "{event} - high {hi} ms, low {lo} ms (all time high {} ms)\n",
+        s.max
+    );
+    g.push_str(&"-".repeat(COLS));
+    g.push('\n');
+    // Bars: each sample is a column whose height (1..=ROWS) scales between low and high.
+    let heights: Vec<u64> = samples
+        .iter()
+        .map(|&(_, ms)| {
+            if hi == lo {
+                ROWS
+            } else {
+                1 + (ms - lo) * (ROWS - 1) / (hi - lo)
+            }
+        })
+        .collect();
+    for row in (1..=ROWS).rev() {
+        let line: String = heights
+            .iter()
+            .map(|&h| if h >= row { '#' } else { ' ' })
+            .collect();
+        g.push_str(line.trim_end());
+        g.push('\n');
+    }
+    // Age labels, written downwards under each column.
+    let labels: Vec<Vec<char>> = samples
+        .iter()
+        .map(|&(t, _)| age_label(now.saturating_sub(t)).chars().collect())
+        .collect();
+    let depth = labels.iter().map(Vec::len).max().unwrap_or(0);
+    for r in 0..depth {
+        let line: String = labels
+            .iter()
+            .map(|lab| lab.get(r).copied().unwrap_or(' '))
+            .collect();
+        g.push_str(line.trim_end());
+        g.push('\n');
+    }
+    drop(l);
+    ctx.out.verbatim(g.as_bytes());
+}
+
+fn latency_doctor(ctx: &mut Ctx, _args: &Args) {
+    let threshold = ctx.srv.config.hot.latency_threshold.load(Relaxed);
+    let l = ctx.srv.latency.lock();
+    let mut r = String::new();
+    if l.is_empty() && threshold == 0 {
+        r.push_str(
+            "Latency monitoring is off on this server, so there is nothing to analyse. \
+             Turn it on with \"CONFIG SET latency-monitor-threshold <milliseconds>\" and \
+             ask again once some events were recorded.\n",
+        );
+    } else if l.is_empty() {
+        r.push_str(&format!(
+            "No latency event above the {threshold} ms threshold was recorded so far. \
+             Nothing to report.\n"
+        ));
+    } else {
+        r.push_str(&format!(
+            "Latency report: {} event class(es) went above the {threshold} ms threshold.\n\n",
+            l.len()
+        ));
+        for (i, (name, s)) in l.iter().enumerate() {
+            let n = s.samples.len() as u64;
+            let sum: u64 = s.samples.iter().map(|x| x.1).sum();
+            let avg = sum.checked_div(n).unwrap_or(0);
+            let dev = s
+                .samples
+                .iter()
+                .map(|x| x.1.abs_diff(avg))
+                .sum::<u64>()
+                .checked_div(n)
+                .unwrap_or(0);
+            let period = match (s.samples.front(), s.samples.back()) {
+                (Some(a), Some(b)) if n > 1 => (b.0 - a.0) / (n - 1),
+                _ => 0,
+            };
+            r.push_str(&format!(
+                "{}. {name}: {n} spike(s), average {avg} ms, mean deviation {dev} ms, \
+                 one every {period} s on average. Worst ever: {} ms.\n",
+                i + 1,
+                s.max
+            ));
+        }
+        r.push_str("\nSuggestions:\n");
+        if l.contains_key("command") || l.contains_key("fast-command") {
+            r.push_str(
+                "- Slow commands were seen: check SLOWLOG GET for the offenders and avoid \
+                 O(N) commands on large values.\n",
+            );
+        }
+        if l.contains_key("expire-cycle") {
+            r.push_str(
+                "- The active expire cycle was slow: many keys expiring at the same moment \
+                 cause this; spread their expiry times.\n",
+            );
+        }
+        r.push_str(
+            "- Compare with the machine's intrinsic latency (redis-cli --intrinsic-latency) \
+             to rule out the host.\n",
+        );
+    }
+    drop(l);
+    ctx.out.verbatim(r.as_bytes());
+}
+
+/// Upper bound (µs) of bucket `i` of `stats::Histogram` (16 sub-buckets per power of two).
+fn bucket_upper(i: usize) -> u64 {
+    const SUB: usize = 16;
+    if i < SUB {
+        return i as u64;
+    }
+    let shift = (i / SUB - 1) as u32;
+    let sub = (i % SUB) as u64;
+    (((SUB as u64) | sub) << shift) + (1u64 << shift) - 1
+}
+
+/// One command's merged latency buckets, or None when it has no samples.
+fn merged_histogram(ctx: &Ctx, id: usize) -> Option<Vec<u64>> {
+    let mut acc = vec![0u64; Histogram::slots()];
+    let mut any = false;
+    for t in ctx.srv.stats.threads() {
+        if let Some(h) = t.cmds.get(id).and_then(|c| c.latency.get()) {
+            h.merge_into(&mut acc);
+            any = true;
+        }
+    }
+    (any && acc.iter().any(|&c| c > 0)).then_some(acc)
+}
+
+/// `calls` plus the cumulative distribution over power-of-two microsecond buckets.
+fn reply_cdf(out: &mut Reply, counts: &[u64]) {
+    let total: u64 = counts.iter().sum();
+    let mut points = Vec::new();
+    let mut limit = 1u64;
+    let mut prev = 0;
+    loop {
+        let cum: u64 = counts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| bucket_upper(*i) <= limit)
+            .map(|(_, c)| c)
+            .sum();
+        let cum = if cum >= total || limit >= 1 << 40 {
+            total
+        } else {
+            cum
+        };
+        if cum > prev {
+            points.push((limit, cum));
+            prev = cum;
+        }
+        if cum >= total {
+            break;
+        }
+        limit *= 2;
+    }
+    out.map(2);
+    out.bulk(b"calls");
+    out.int(total as i64);
+    out.bulk(b"histogram_usec");
+    out.map(points.len());
+    for (us, c) in points {
+        out.int(us as i64);
+        out.int(c as i64);
+    }
+}
+
+fn latency_histogram(ctx: &mut Ctx, args: &Args) {
+    let reg: &Registry = &ctx.srv.commands;
+    let mut picked: Vec<&CmdEntry> = Vec::new();
+    if args.len() == 2 {
+        for e in top_sorted(reg) {
+            picked.push(e);
+            picked.extend(subs_in_order(e));
+        }
+    } else {
+        for i in 2..args.len() {
+            if let Some(e) = lookup_name(reg, &args[i]) {
+                picked.push(e);
+                picked.extend(subs_in_order(e));
+            }
+        }
+    }
+    let data: Vec<(String, Vec<u64>)> = picked
+        .into_iter()
+        .filter_map(|e| merged_histogram(ctx, e.id).map(|h| (e.fullname.clone(), h)))
+        .collect();
+    ctx.out.map(data.len());
+    for (name, h) in data {
+        ctx.out.bulk(name.as_bytes());
+        reply_cdf(ctx.out, &h);
+    }
+}
+
+fn latency_help(ctx: &mut Ctx, _args: &Args) {
+    reply_help(
+        ctx,
+        "LATENCY",
+        &[
+            "DOCTOR",
+            "    Return a readable analysis of the recorded latency events.",
+            "GRAPH <event>",
+            "    Return an ASCII chart of the samples of the <event> class.",
+            "HISTORY <event>",
+            "    Return the (time, latency) samples of the <event> class.",
+            "LATEST",
+            "    Return the newest sample of every event class.",
+            "RESET [<event> ...]",
+            "    Drop the samples of the given event classes (all of them by default).",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return the cumulative latency distribution of the given commands, or of",
+            "    every command that has one when none is given.",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// MONITOR
+
+fn monitor(ctx: &mut Ctx, _args: &Args) {
+    // A client already monitoring gets no second OK, as in Redis.
+    if ctx.conn.is_monitor() {
+        return;
+    }
+    crate::dispatch::start_monitor(ctx.srv, ctx.conn);
+    ctx.out.ok();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"config*", b"config|get", true));
+        assert!(glob_match(b"config|*re*", b"config|resetstat", true));
+        assert!(glob_match(b"cl*help", b"client|help", true));
+        assert!(!glob_match(b"set", b"setex", true));
+        assert!(glob_match(b"h[ae]llo", b"hello", false));
+        assert!(!glob_match(b"h[^e]llo", b"hello", false));
+        assert!(glob_match(b"h[a-c]llo", b"hbllo", false));
+        assert!(glob_match(b"h\\*llo", b"h*llo", false));
+        assert!(glob_match(b"*", b"", false));
+        assert!(glob_match(b"GET", b"get", true));
+        assert!(!glob_match(b"GET", b"get", false));
+    }
+
+    #[test]
+    fn implicit_categories() {
+        let s = CommandSpec {
+            flags: f::WRITE | f::ADMIN,
+            ..CommandSpec::DEFAULT
+        };
+        let c = effective_acl(&s);
+        assert_ne!(c & acl::WRITE, 0);
+        assert_ne!(c & acl::DANGEROUS, 0);
+        assert_ne!(c & acl::SLOW, 0);
+        assert_eq!(c & acl::FAST, 0);
+    }
+
+    #[test]
+    fn bucket_bounds_are_increasing() {
+        let mut last = 0;
+        for i in 1..Histogram::slots().min(600) {
+            let u = bucket_upper(i);
+            assert!(u > last, "{i}");
+            last = u;
+        }
+    }
+}

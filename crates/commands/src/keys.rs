@@ -1,11 +1,23 @@
-//! Generic keyspace commands.
+//! Generic keyspace commands: deletion, existence, renaming, expiry, iteration (KEYS, SCAN,
+//! RANDOMKEY), database-wide operations (DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, MOVE, COPY) and
+//! OBJECT introspection.
+//!
+//! Locking: single-key commands lock the key's shard; commands touching several keys or two
+//! databases lock every shard involved at once through `Store::lock_many` (ascending order, so
+//! they never deadlock), and database-wide writes lock whole databases with `Store::lock_dbs`.
+//! Values freed in bulk are dropped after the locks are released.
 
-use crate::args::Args;
+use crate::args::{eq_ic, parse_i64, Args, ERR_DB_RANGE, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::ctx::Ctx;
+use crate::glob;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-use tern_engine::key_hash;
+use std::sync::atomic::Ordering::Relaxed;
+use tern_engine::dict::Dict;
+use tern_engine::{key_hash, Entry, ShardData};
 
 const KS: u64 = acl::KEYSPACE;
+
+const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -15,8 +27,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         acl: KS | acl::WRITE | acl::SLOW,
         keys: &[KeySpec::range(1, -1, 1, k::RM | k::DELETE)],
         handler: Some(del),
-        group: "generic",
+        complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
         summary: "Deletes one or more keys.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "unlink",
+        arity: -2,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::range(1, -1, 1, k::RM | k::DELETE)],
+        handler: Some(unlink),
+        since: "4.0.0",
+        complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+        summary: "Asynchronously deletes one or more keys.",
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -26,12 +50,324 @@ pub static COMMANDS: &[CommandSpec] = &[
         acl: KS | acl::READ | acl::FAST,
         keys: &[KeySpec::range(1, -1, 1, k::RO)],
         handler: Some(exists),
-        group: "generic",
-        since: "1.0.0",
+        complexity: "O(N) where N is the number of keys to check.",
         summary: "Determines whether one or more keys exist.",
         ..CommandSpec::DEFAULT
     },
+    CommandSpec {
+        name: "type",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        keys: &[KeySpec::single(1, k::RO)],
+        handler: Some(type_cmd),
+        summary: "Determines the type of value stored at a key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rename",
+        arity: 3,
+        flags: f::WRITE,
+        acl: KS | acl::WRITE | acl::SLOW,
+        keys: &[
+            KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
+            KeySpec::single(2, k::OW | k::UPDATE),
+        ],
+        handler: Some(rename),
+        summary: "Renames a key and overwrites the destination.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "renamenx",
+        arity: 3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[
+            KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
+            KeySpec::single(2, k::OW | k::INSERT),
+        ],
+        handler: Some(renamenx),
+        summary: "Renames a key only when the target key name doesn't exist.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "expire",
+        arity: -3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
+        handler: Some(expire),
+        summary: "Sets the expiration time of a key in seconds.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pexpire",
+        arity: -3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
+        handler: Some(pexpire),
+        since: "2.6.0",
+        summary: "Sets the expiration time of a key in milliseconds.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "expireat",
+        arity: -3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
+        handler: Some(expireat),
+        since: "1.2.0",
+        summary: "Sets the expiration time of a key to a Unix timestamp.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pexpireat",
+        arity: -3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
+        handler: Some(pexpireat),
+        since: "2.6.0",
+        summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "persist",
+        arity: 2,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
+        handler: Some(persist),
+        since: "2.2.0",
+        summary: "Removes the expiration time of a key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "ttl",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
+        handler: Some(ttl),
+        summary: "Returns the expiration time in seconds of a key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pttl",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
+        handler: Some(pttl),
+        since: "2.6.0",
+        summary: "Returns the expiration time in milliseconds of a key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "expiretime",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
+        handler: Some(expiretime),
+        since: "7.0.0",
+        summary: "Returns the expiration time of a key as a Unix timestamp.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pexpiretime",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
+        handler: Some(pexpiretime),
+        since: "7.0.0",
+        summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "keys",
+        arity: 2,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW | acl::DANGEROUS,
+        handler: Some(keys),
+        complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+        summary: "Returns all key names that match a pattern.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "scan",
+        arity: -2,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        handler: Some(scan),
+        since: "2.8.0",
+        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+        summary: "Iterates over the key names in the database.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "randomkey",
+        arity: 1,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        handler: Some(randomkey),
+        summary: "Returns a random key name from the database.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "dbsize",
+        arity: 1,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        handler: Some(dbsize),
+        summary: "Returns the number of keys in the database.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushdb",
+        arity: -1,
+        flags: f::WRITE,
+        acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
+        handler: Some(flushdb),
+        complexity: "O(N) where N is the number of keys in the selected database",
+        summary: "Remove all keys from the current database.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushall",
+        arity: -1,
+        flags: f::WRITE,
+        acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
+        handler: Some(flushall),
+        complexity: "O(N) where N is the total number of keys in all databases",
+        summary: "Removes all keys from all databases.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "move",
+        arity: 3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST,
+        keys: &[KeySpec::single(1, k::RW | k::ACCESS | k::UPDATE)],
+        handler: Some(move_cmd),
+        summary: "Moves a key to another database.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "copy",
+        arity: -3,
+        flags: f::WRITE | f::DENYOOM,
+        acl: KS | acl::WRITE | acl::SLOW,
+        keys: &[
+            KeySpec::single(1, k::RO | k::ACCESS),
+            KeySpec::single(2, k::OW | k::UPDATE),
+        ],
+        handler: Some(copy),
+        since: "6.2.0",
+        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+        summary: "Copies the value of a key to a new key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "swapdb",
+        arity: 3,
+        flags: f::WRITE | f::FAST,
+        acl: KS | acl::WRITE | acl::FAST | acl::DANGEROUS,
+        handler: Some(swapdb),
+        since: "4.0.0",
+        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+        summary: "Swaps two Redis databases.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "touch",
+        arity: -2,
+        flags: f::READONLY | f::FAST,
+        acl: KS | acl::READ | acl::FAST,
+        keys: &[KeySpec::range(1, -1, 1, k::RO)],
+        handler: Some(touch),
+        since: "3.2.1",
+        complexity: "O(N) where N is the number of keys that will be touched.",
+        summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "object",
+        arity: -2,
+        flags: 0,
+        acl: acl::SLOW,
+        handler: None,
+        subcommands: OBJECT_SUBCOMMANDS,
+        since: "2.2.3",
+        complexity: "Depends on subcommand.",
+        summary: "A container for object introspection commands.",
+        ..CommandSpec::DEFAULT
+    },
 ];
+
+static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "encoding",
+        arity: 3,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        keys: &[KeySpec::single(2, k::RO)],
+        handler: Some(object_encoding),
+        since: "2.2.3",
+        summary: "Returns the internal encoding of a Redis object.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "freq",
+        arity: 3,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        keys: &[KeySpec::single(2, k::RO)],
+        handler: Some(object_freq),
+        since: "4.0.0",
+        summary: "Returns the logarithmic access frequency counter of a Redis object.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "idletime",
+        arity: 3,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        keys: &[KeySpec::single(2, k::RO)],
+        handler: Some(object_idletime),
+        since: "2.2.3",
+        summary: "Returns the time since the last access to a Redis object.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "refcount",
+        arity: 3,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        keys: &[KeySpec::single(2, k::RO)],
+        handler: Some(object_refcount),
+        since: "2.2.3",
+        summary: "Returns the reference count of a value of a key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "help",
+        arity: 2,
+        flags: f::LOADING | f::STALE,
+        acl: KS | acl::SLOW,
+        handler: Some(object_help),
+        since: "6.2.0",
+        summary: "Returns helpful text about the different subcommands.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+// ---------------------------------------------------------------------------------------------
 
 /// Lock the shards of `args[from..]` in the current db, atomically with respect to others.
 pub fn lock_args<'a>(
@@ -46,33 +382,909 @@ pub fn lock_args<'a>(
     (hashes, g)
 }
 
-fn del(ctx: &mut Ctx, args: &Args) {
+/// Redis's getIntFromObject: a canonical integer within C `int` range.
+fn parse_int32(arg: &[u8]) -> Option<i64> {
+    parse_i64(arg).filter(|n| i32::try_from(*n).is_ok())
+}
+
+/// A database index argument: `not_int` when it does not parse, "DB index is out of range"
+/// when it names no database.
+fn parse_db(ctx: &Ctx, arg: &[u8], not_int: &'static str) -> Result<usize, &'static str> {
+    let n = parse_int32(arg).ok_or(not_int)?;
+    if n < 0 || n as usize >= ctx.srv.store.databases() {
+        return Err(ERR_DB_RANGE);
+    }
+    Ok(n as usize)
+}
+
+/// Drop freed values away from the command path: big batches go to a short-lived thread so
+/// neither the shard locks nor the connection's thread pay for deallocation.
+fn free_later<T: Send + 'static>(items: Vec<T>, weight: usize) {
+    const INLINE_LIMIT: usize = 64;
+    if weight > INLINE_LIMIT {
+        std::thread::spawn(move || drop(items));
+    } else {
+        drop(items);
+    }
+}
+
+/// Rough deallocation cost of an entry (allocations it owns).
+fn free_effort(e: &Entry) -> usize {
+    1 + e.value.heap_size() / 4096
+}
+
+/// A fresh access clock for a newly created entry, in the format the current policy uses.
+fn fresh_access(ctx: &Ctx) -> u32 {
+    if ctx.srv.config.hot.lfu_policy.load(Relaxed) {
+        tern_engine::clock::lfu_initial()
+    } else {
+        tern_engine::clock::lru_clock()
+    }
+}
+
+/// Remove a key that turned out to be expired, counting it as Redis's `expired_keys`.
+fn reap_expired(shard: &mut ShardData, key: &[u8]) {
+    if shard.remove(key_hash(key), key).is_some() {
+        shard.expired_keys += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DEL UNLINK EXISTS TYPE TOUCH
+// ---------------------------------------------------------------------------------------------
+
+/// Remove every live key among `args[1..]` under one multi-shard lock; returns the entries.
+fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<Entry> {
     let (hashes, mut g) = lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let mut n = 0;
+    let mut removed = Vec::new();
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
         let shard = g.shard(db, h);
         if shard.get(h, key, now).is_some() {
-            shard.remove(h, key);
-            n += 1;
+            if let Some(e) = shard.remove(h, key) {
+                removed.push(e);
+            }
         }
     }
     drop(g);
+    removed
+}
+
+fn del(ctx: &mut Ctx, args: &Args) {
+    let removed = remove_keys(ctx, args);
+    let n = removed.len();
+    drop(removed);
     ctx.dirty(n as u64);
-    ctx.out.int(n);
+    ctx.out.int(n as i64);
+}
+
+fn unlink(ctx: &mut Ctx, args: &Args) {
+    let removed = remove_keys(ctx, args);
+    let n = removed.len();
+    let weight = removed.iter().map(free_effort).sum();
+    free_later(removed, weight);
+    ctx.dirty(n as u64);
+    ctx.out.int(n as i64);
 }
 
 fn exists(ctx: &mut Ctx, args: &Args) {
     let (hashes, mut g) = lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let n = hashes
+    let found: Vec<bool> = hashes
         .iter()
         .enumerate()
-        .filter(|(i, &h)| g.shard(db, h).contains(h, &args[i + 1], now))
-        .count();
+        .map(|(i, &h)| g.shard(db, h).contains(h, &args[i + 1], now))
+        .collect();
     drop(g);
+    for &hit in &found {
+        ctx.hit(hit);
+    }
+    ctx.out.int(found.iter().filter(|&&b| b).count() as i64);
+}
+
+fn touch(ctx: &mut Ctx, args: &Args) {
+    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let db = ctx.conn.db;
+    let now = ctx.now_ms;
+    let mut found = Vec::with_capacity(hashes.len());
+    for (i, &h) in hashes.iter().enumerate() {
+        match g.shard(db, h).get(h, &args[i + 1], now) {
+            Some(e) => {
+                ctx.touch(e);
+                found.push(true);
+            }
+            None => found.push(false),
+        }
+    }
+    drop(g);
+    for &hit in &found {
+        ctx.hit(hit);
+    }
+    ctx.out.int(found.iter().filter(|&&b| b).count() as i64);
+}
+
+fn type_cmd(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    let name = shard.get(h, key, ctx.now_ms).map(|e| e.value.type_name());
+    drop(shard);
+    ctx.hit(name.is_some());
+    ctx.out.simple(name.unwrap_or("none").as_bytes());
+}
+
+// ---------------------------------------------------------------------------------------------
+// RENAME RENAMENX MOVE COPY
+// ---------------------------------------------------------------------------------------------
+
+fn rename(ctx: &mut Ctx, args: &Args) {
+    rename_generic(ctx, args, false);
+}
+
+fn renamenx(ctx: &mut Ctx, args: &Args) {
+    rename_generic(ctx, args, true);
+}
+
+fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
+    let (src, dst) = (&args[1], &args[2]);
+    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hs, hd) = (hashes[0], hashes[1]);
+    let db = ctx.conn.db;
+    let now = ctx.now_ms;
+    let Some(e) = g.shard(db, hs).get(hs, src, now) else {
+        drop(g);
+        return ctx.error(ERR_NO_SUCH_KEY);
+    };
+    ctx.touch(e);
+    if src == dst {
+        drop(g);
+        return if nx { ctx.out.int(0) } else { ctx.out.ok() };
+    }
+    let dst_shard = g.shard(db, hd);
+    if nx && dst_shard.get(hd, dst, now).is_some() {
+        drop(g);
+        return ctx.out.int(0);
+    }
+    let overwritten = dst_shard.remove(hd, dst);
+    let old = g.shard(db, hs).remove(hs, src).expect("source key is live");
+    let moved = Entry {
+        key: dst.into(),
+        value: old.value,
+        expire_at: old.expire_at,
+        access: old.access,
+    };
+    g.shard(db, hd).insert_entry(hd, moved, now);
+    drop(g);
+    drop(overwritten);
+    ctx.dirty(1);
+    if nx {
+        ctx.out.int(1);
+    } else {
+        ctx.out.ok();
+    }
+}
+
+fn move_cmd(ctx: &mut Ctx, args: &Args) {
+    let src_db = ctx.conn.db;
+    let dst_db = match parse_db(ctx, &args[2], ERR_NOT_INT) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    if dst_db == src_db {
+        return ctx.error(ERR_SAME_OBJECT);
+    }
+    let key = &args[1];
+    let h = key_hash(key);
+    let now = ctx.now_ms;
+    let srv: &crate::Server = ctx.srv;
+    let mut g = srv.store.lock_many([(src_db, h), (dst_db, h)]);
+    let Some((src, dst)) = g.pair((src_db, h), (dst_db, h)) else {
+        unreachable!("distinct databases never share a shard")
+    };
+    let Some(e) = src.get(h, key, now) else {
+        drop(g);
+        return ctx.out.int(0);
+    };
+    ctx.touch(e);
+    if dst.get(h, key, now).is_some() {
+        drop(g);
+        return ctx.out.int(0);
+    }
+    let entry = src.remove(h, key).expect("source key is live");
+    dst.insert_entry(h, entry, now);
+    drop(g);
+    ctx.dirty(1);
+    ctx.out.int(1);
+}
+
+fn copy(ctx: &mut Ctx, args: &Args) {
+    let src_db = ctx.conn.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut j = 3;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        if eq_ic(&args[j], "replace") {
+            replace = true;
+        } else if eq_ic(&args[j], "db") && more >= 1 {
+            match parse_db(ctx, &args[j + 1], ERR_NOT_INT) {
+                Ok(d) => dst_db = d,
+                Err(e) => return ctx.error(e),
+            }
+            j += 1;
+        } else {
+            return ctx.error(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    let (src, dst) = (&args[1], &args[2]);
+    if src_db == dst_db && src == dst {
+        return ctx.error(ERR_SAME_OBJECT);
+    }
+    let (hs, hd) = (key_hash(src), key_hash(dst));
+    let now = ctx.now_ms;
+    let srv: &crate::Server = ctx.srv;
+    let mut g = srv.store.lock_many([(src_db, hs), (dst_db, hd)]);
+    let (value, expire_at) = match g.shard(src_db, hs).get(hs, src, now) {
+        Some(e) => {
+            ctx.touch(e);
+            (e.value.clone(), e.expire_at)
+        }
+        None => {
+            drop(g);
+            ctx.hit(false);
+            return ctx.out.int(0);
+        }
+    };
+    ctx.hit(true);
+    let dshard = g.shard(dst_db, hd);
+    let mut overwritten = None;
+    if dshard.get(hd, dst, now).is_some() {
+        if !replace {
+            drop(g);
+            return ctx.out.int(0);
+        }
+        overwritten = dshard.remove(hd, dst);
+    }
+    let mut entry = Entry::new(dst.into(), value);
+    entry.expire_at = expire_at;
+    entry.access = fresh_access(ctx);
+    g.shard(dst_db, hd).insert_entry(hd, entry, now);
+    drop(g);
+    drop(overwritten);
+    ctx.dirty(1);
+    ctx.out.int(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expiry: EXPIRE PEXPIRE EXPIREAT PEXPIREAT PERSIST TTL PTTL EXPIRETIME PEXPIRETIME
+// ---------------------------------------------------------------------------------------------
+
+const EXP_NX: u8 = 1;
+const EXP_XX: u8 = 2;
+const EXP_GT: u8 = 4;
+const EXP_LT: u8 = 8;
+
+fn expire(ctx: &mut Ctx, args: &Args) {
+    let base = ctx.now_ms as i64;
+    expire_generic(ctx, args, base, true);
+}
+
+fn pexpire(ctx: &mut Ctx, args: &Args) {
+    let base = ctx.now_ms as i64;
+    expire_generic(ctx, args, base, false);
+}
+
+fn expireat(ctx: &mut Ctx, args: &Args) {
+    expire_generic(ctx, args, 0, true);
+}
+
+fn pexpireat(ctx: &mut Ctx, args: &Args) {
+    expire_generic(ctx, args, 0, false);
+}
+
+/// Parse NX/XX/GT/LT with Redis's errors.
+fn parse_expire_flags(args: &Args) -> Result<u8, String> {
+    let mut fl = 0u8;
+    for j in 3..args.len() {
+        let a = &args[j];
+        fl |= if eq_ic(a, "nx") {
+            EXP_NX
+        } else if eq_ic(a, "xx") {
+            EXP_XX
+        } else if eq_ic(a, "gt") {
+            EXP_GT
+        } else if eq_ic(a, "lt") {
+            EXP_LT
+        } else {
+            return Err(format!("ERR Unsupported option {}", args.str(j)));
+        };
+    }
+    if fl & EXP_NX != 0 && fl & (EXP_XX | EXP_GT | EXP_LT) != 0 {
+        return Err("ERR NX and XX, GT or LT options at the same time are not compatible".into());
+    }
+    if fl & EXP_GT != 0 && fl & EXP_LT != 0 {
+        return Err("ERR GT and LT options at the same time are not compatible".into());
+    }
+    Ok(fl)
+}
+
+fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
+    let fl = match parse_expire_flags(args) {
+        Ok(fl) => fl,
+        Err(e) => return ctx.error(&e),
+    };
+    let Some(mut when) = parse_i64(&args[2]) else {
+        return ctx.error(ERR_NOT_INT);
+    };
+    let invalid = format!("ERR invalid expire time in '{}' command", ctx.cmd.name);
+    if seconds {
+        match when.checked_mul(1000) {
+            Some(v) => when = v,
+            None => return ctx.error(&invalid),
+        }
+    }
+    match when.checked_add(base) {
+        Some(v) => when = v,
+        None => return ctx.error(&invalid),
+    }
+    let key = &args[1];
+    let now = ctx.now_ms;
+    let (h, mut shard) = ctx.lock(key);
+    let Some(e) = shard.get(h, key, now) else {
+        drop(shard);
+        return ctx.out.int(0);
+    };
+    ctx.touch(e);
+    let current: i64 = if e.expire_at == 0 {
+        -1
+    } else {
+        e.expire_at as i64
+    };
+    let refuse = (fl & EXP_NX != 0 && current != -1)
+        || (fl & EXP_XX != 0 && current == -1)
+        || (fl & EXP_GT != 0 && (current == -1 || when <= current))
+        || (fl & EXP_LT != 0 && current != -1 && when >= current);
+    if refuse {
+        drop(shard);
+        return ctx.out.int(0);
+    }
+    let gone = if when <= now as i64 {
+        shard.remove(h, key)
+    } else {
+        shard.set_expire(h, key, when as u64, now);
+        None
+    };
+    drop(shard);
+    drop(gone);
+    ctx.dirty(1);
+    ctx.out.int(1);
+}
+
+fn persist(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let now = ctx.now_ms;
+    let (h, mut shard) = ctx.lock(key);
+    let Some(e) = shard.get(h, key, now) else {
+        drop(shard);
+        return ctx.out.int(0);
+    };
+    ctx.touch(e);
+    let had = e.expire_at != 0;
+    if had {
+        shard.set_expire(h, key, 0, now);
+    }
+    drop(shard);
+    if had {
+        ctx.dirty(1);
+    }
+    ctx.out.int(had as i64);
+}
+
+fn ttl_generic(ctx: &mut Ctx, args: &Args, ms: bool, absolute: bool) {
+    let key = &args[1];
+    let now = ctx.now_ms;
+    let (h, mut shard) = ctx.lock(key);
+    let at = shard.get(h, key, now).map(|e| e.expire_at);
+    drop(shard);
+    ctx.hit(at.is_some());
+    let reply = match at {
+        None => -2,
+        Some(0) => -1,
+        Some(at) => {
+            let v = if absolute {
+                at as i64
+            } else {
+                (at as i64 - now as i64).max(0)
+            };
+            if ms {
+                v
+            } else {
+                (v + 500) / 1000
+            }
+        }
+    };
+    ctx.out.int(reply);
+}
+
+fn ttl(ctx: &mut Ctx, args: &Args) {
+    ttl_generic(ctx, args, false, false);
+}
+
+fn pttl(ctx: &mut Ctx, args: &Args) {
+    ttl_generic(ctx, args, true, false);
+}
+
+fn expiretime(ctx: &mut Ctx, args: &Args) {
+    ttl_generic(ctx, args, false, true);
+}
+
+fn pexpiretime(ctx: &mut Ctx, args: &Args) {
+    ttl_generic(ctx, args, true, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// KEYS DBSIZE RANDOMKEY
+// ---------------------------------------------------------------------------------------------
+
+fn keys(ctx: &mut Ctx, args: &Args) {
+    let pattern = &args[1];
+    let all = pattern == b"*";
+    let db = ctx.conn.db;
+    let now = ctx.now_ms;
+    let srv: &crate::Server = ctx.srv;
+    // One consistent snapshot: a key renamed across shards mid-walk is seen exactly once.
+    let mut g = srv.store.lock_dbs(&[db]);
+    let mut found: Vec<Box<[u8]>> = Vec::new();
+    for shard in g.guards_mut() {
+        for e in shard.dict().iter() {
+            if (all || glob::matches(pattern, &e.key, false)) && !e.is_expired(now) {
+                found.push(e.key.clone());
+            }
+        }
+    }
+    drop(g);
+    ctx.out.array(found.len());
+    for key in &found {
+        ctx.out.bulk(key);
+    }
+}
+
+fn dbsize(ctx: &mut Ctx, _args: &Args) {
+    let n = ctx.srv.store.db_len(ctx.conn.db);
     ctx.out.int(n as i64);
+}
+
+/// A random live key of `db`: a shard picked in proportion to its size, then a random entry.
+/// Expired picks are deleted and the draw repeats, as Redis does.
+pub fn random_key(ctx: &mut Ctx, db: usize) -> Option<Box<[u8]>> {
+    use rand::Rng;
+    let srv: &crate::Server = ctx.srv;
+    let store = &srv.store;
+    let now = ctx.now_ms;
+    loop {
+        let sizes: Vec<usize> = (0..store.shards_per_db())
+            .map(|s| store.lock_shard(db, s).len())
+            .collect();
+        let total: usize = sizes.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut r = ctx.conn.rng.gen_range(0..total);
+        let mut pick = 0;
+        for (s, &n) in sizes.iter().enumerate() {
+            if r < n {
+                pick = s;
+                break;
+            }
+            r -= n;
+        }
+        let mut shard = store.lock_shard(db, pick);
+        let Some(e) = shard.dict().random_entry(&mut ctx.conn.rng) else {
+            continue; // emptied since we counted
+        };
+        let key = e.key.clone();
+        if e.is_expired(now) {
+            reap_expired(&mut shard, &key);
+            continue;
+        }
+        return Some(key);
+    }
+}
+
+fn randomkey(ctx: &mut Ctx, _args: &Args) {
+    let db = ctx.conn.db;
+    match random_key(ctx, db) {
+        Some(k) => ctx.out.bulk(&k),
+        None => ctx.out.null(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FLUSHDB FLUSHALL SWAPDB
+// ---------------------------------------------------------------------------------------------
+
+/// FLUSHDB/FLUSHALL's optional SYNC|ASYNC; no option follows `lazyfree-lazy-user-flush`.
+fn parse_flush_async(ctx: &Ctx, args: &Args) -> Result<bool, &'static str> {
+    match args.len() {
+        1 => Ok(ctx.srv.config.get_bool("lazyfree-lazy-user-flush")),
+        2 if eq_ic(&args[1], "sync") => Ok(false),
+        2 if eq_ic(&args[1], "async") => Ok(true),
+        _ => Err(ERR_SYNTAX),
+    }
+}
+
+/// Empty `dbs` atomically; the old tables are freed after the locks are released (on a
+/// background thread for ASYNC). Returns the number of keys removed.
+pub fn flush_dbs(srv: &crate::Server, dbs: &[usize], asynchronous: bool) -> usize {
+    let mut g = srv.store.lock_dbs(dbs);
+    let mut old: Vec<Dict> = Vec::new();
+    let mut removed = 0;
+    for shard in g.guards_mut() {
+        if shard.is_empty() {
+            continue;
+        }
+        removed += shard.len();
+        old.push(shard.clear());
+    }
+    drop(g);
+    if asynchronous && !old.is_empty() {
+        std::thread::spawn(move || drop(old));
+    } else {
+        drop(old);
+    }
+    removed
+}
+
+fn flushdb(ctx: &mut Ctx, args: &Args) {
+    let asynchronous = match parse_flush_async(ctx, args) {
+        Ok(a) => a,
+        Err(e) => return ctx.error(e),
+    };
+    let n = flush_dbs(ctx.srv, &[ctx.conn.db], asynchronous);
+    ctx.dirty(n as u64);
+    ctx.out.ok();
+}
+
+fn flushall(ctx: &mut Ctx, args: &Args) {
+    let asynchronous = match parse_flush_async(ctx, args) {
+        Ok(a) => a,
+        Err(e) => return ctx.error(e),
+    };
+    let all: Vec<usize> = (0..ctx.srv.store.databases()).collect();
+    let n = flush_dbs(ctx.srv, &all, asynchronous);
+    ctx.dirty(n as u64);
+    ctx.out.ok();
+}
+
+fn swapdb(ctx: &mut Ctx, args: &Args) {
+    let a = parse_int32(&args[1]);
+    let Some(a) = a else {
+        return ctx.error("ERR invalid first DB index");
+    };
+    let Some(b) = parse_int32(&args[2]) else {
+        return ctx.error("ERR invalid second DB index");
+    };
+    let n = ctx.srv.store.databases() as i64;
+    if a < 0 || a >= n || b < 0 || b >= n {
+        return ctx.error(ERR_DB_RANGE);
+    }
+    let (a, b) = (a as usize, b as usize);
+    if a != b {
+        let mut g = ctx.srv.store.lock_dbs(&[a, b]);
+        g.swap_dbs(a, b);
+    }
+    ctx.dirty(1);
+    ctx.out.ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// SCAN
+// ---------------------------------------------------------------------------------------------
+
+/// Parse a SCAN-family cursor the way Redis's `strtoul`-based parser does: decimal, optional
+/// sign (a minus wraps), no leading space, nothing after the digits, no overflow. An empty
+/// string is cursor 0. Errors with "invalid cursor".
+pub fn parse_scan_cursor(arg: &[u8]) -> Result<u64, &'static str> {
+    const ERR: &str = "ERR invalid cursor";
+    if arg.is_empty() {
+        return Ok(0);
+    }
+    let (neg, digits) = match arg[0] {
+        b'-' => (true, &arg[1..]),
+        b'+' => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(ERR);
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add((d - b'0') as u64))
+            .ok_or(ERR)?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
+/// The options every SCAN-family command accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanOpts<'a> {
+    /// COUNT: how many elements to try to visit per call (a hint).
+    pub count: usize,
+    /// MATCH pattern; None when absent or exactly `*`.
+    pub pattern: Option<&'a [u8]>,
+    /// TYPE filter (SCAN only); an unknown type name matches nothing.
+    pub type_name: Option<&'a [u8]>,
+}
+
+impl<'a> ScanOpts<'a> {
+    /// Parse `args[from..]` (COUNT n, MATCH pat, and TYPE t when `allow_type`).
+    pub fn parse(args: &Args<'a>, from: usize, allow_type: bool) -> Result<Self, &'static str> {
+        let mut o = ScanOpts {
+            count: 10,
+            pattern: None,
+            type_name: None,
+        };
+        let mut i = from;
+        while i < args.len() {
+            let left = args.len() - i;
+            let a = args.get(i);
+            if eq_ic(a, "count") && left >= 2 {
+                let n = parse_i64(args.get(i + 1)).ok_or(ERR_NOT_INT)?;
+                if n < 1 {
+                    return Err(ERR_SYNTAX);
+                }
+                o.count = n as usize;
+            } else if eq_ic(a, "match") && left >= 2 {
+                let p = args.get(i + 1);
+                o.pattern = if p == b"*" { None } else { Some(p) };
+            } else if allow_type && eq_ic(a, "type") && left >= 2 {
+                o.type_name = Some(args.get(i + 1));
+            } else {
+                return Err(ERR_SYNTAX);
+            }
+            i += 2;
+        }
+        Ok(o)
+    }
+
+    #[inline]
+    pub fn matches(&self, item: &[u8]) -> bool {
+        self.pattern.is_none_or(|p| glob::matches(p, item, false))
+    }
+}
+
+/// The work limit of one SCAN call, shared by every table it walks: stop once `count`
+/// elements were visited, or after `count * 10` extra bucket steps over sparse tables.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanBudget {
+    pub count: usize,
+    pub sampled: usize,
+    pub steps_left: usize,
+}
+
+impl ScanBudget {
+    pub fn new(count: usize) -> ScanBudget {
+        ScanBudget {
+            count,
+            sampled: 0,
+            steps_left: count.saturating_mul(10),
+        }
+    }
+
+    pub fn exhausted(&self) -> bool {
+        self.sampled >= self.count || self.steps_left == 0
+    }
+}
+
+/// Walk `dict` from `cursor` bucket by bucket, calling `f` on every entry, until the table is
+/// done (returns 0) or the budget runs out (returns the cursor to resume from). This is the
+/// building block for SCAN, and for HSCAN/SSCAN/ZSCAN over hash-table encoded values.
+pub fn scan_dict(
+    dict: &Dict,
+    mut cursor: u64,
+    budget: &mut ScanBudget,
+    mut f: impl FnMut(&Entry),
+) -> u64 {
+    loop {
+        cursor = dict.scan(cursor, |e| {
+            budget.sampled += 1;
+            f(e)
+        });
+        if cursor == 0 || budget.sampled >= budget.count || budget.steps_left == 0 {
+            return cursor;
+        }
+        budget.steps_left -= 1;
+    }
+}
+
+/// Write the `[cursor, [items...]]` reply every SCAN-family command sends.
+pub fn reply_scan<T: AsRef<[u8]>>(ctx: &mut Ctx, cursor: u64, items: &[T]) {
+    ctx.out.array(2);
+    let mut buf = itoa::Buffer::new();
+    ctx.out.bulk(buf.format(cursor).as_bytes());
+    ctx.out.array(items.len());
+    for it in items {
+        ctx.out.bulk(it.as_ref());
+    }
+}
+
+/// One SCAN call over database `db`. The cursor packs the shard number into its low bits and
+/// that shard's dict cursor above them, so the iteration walks the shards in order and within
+/// each shard keeps Redis's guarantee (every key present for the whole scan is returned, even
+/// across resizes). Expired keys are never returned; they are deleted on the way.
+pub fn scan_keyspace(
+    ctx: &mut Ctx,
+    db: usize,
+    cursor: u64,
+    opts: &ScanOpts,
+) -> (u64, Vec<Box<[u8]>>) {
+    let srv: &crate::Server = ctx.srv;
+    let store = &srv.store;
+    let nshards = store.shards_per_db() as u64;
+    let bits = nshards.trailing_zeros();
+    let mask = nshards - 1;
+    let mut shard_no = cursor & mask;
+    let mut c = if bits >= 64 { 0 } else { cursor >> bits };
+    let now = ctx.now_ms;
+    let mut budget = ScanBudget::new(opts.count);
+    let mut out: Vec<Box<[u8]>> = Vec::new();
+    loop {
+        let mut shard = store.lock_shard(db, shard_no as usize);
+        let mut expired: Vec<Box<[u8]>> = Vec::new();
+        if !shard.is_empty() {
+            c = scan_dict(shard.dict(), c, &mut budget, |e| {
+                if !opts.matches(&e.key) {
+                    return;
+                }
+                if e.is_expired(now) {
+                    expired.push(e.key.clone());
+                    return;
+                }
+                if let Some(t) = opts.type_name {
+                    if !t.eq_ignore_ascii_case(e.value.type_name().as_bytes()) {
+                        return;
+                    }
+                }
+                out.push(e.key.clone());
+            });
+        } else {
+            c = 0;
+        }
+        for key in &expired {
+            reap_expired(&mut shard, key);
+        }
+        drop(shard);
+        if c == 0 {
+            shard_no += 1;
+            if shard_no == nshards {
+                return (0, out);
+            }
+        }
+        if budget.exhausted() {
+            return ((c << bits) | shard_no, out);
+        }
+    }
+}
+
+fn scan(ctx: &mut Ctx, args: &Args) {
+    let cursor = match parse_scan_cursor(&args[1]) {
+        Ok(c) => c,
+        Err(e) => return ctx.error(e),
+    };
+    let opts = match ScanOpts::parse(args, 2, true) {
+        Ok(o) => o,
+        Err(e) => return ctx.error(e),
+    };
+    let db = ctx.conn.db;
+    let (next, keys) = scan_keyspace(ctx, db, cursor, &opts);
+    reply_scan(ctx, next, &keys);
+}
+
+// ---------------------------------------------------------------------------------------------
+// OBJECT
+// ---------------------------------------------------------------------------------------------
+
+/// Look up OBJECT's key without touching its access clock; replies null when absent.
+fn object_lookup<R>(ctx: &mut Ctx, args: &Args, f: impl FnOnce(&Entry) -> R) -> Option<R> {
+    let key = &args[2];
+    let (h, mut shard) = ctx.lock(key);
+    let r = shard.get(h, key, ctx.now_ms).map(|e| f(e));
+    drop(shard);
+    ctx.hit(r.is_some());
+    if r.is_none() {
+        ctx.out.null();
+    }
+    r
+}
+
+fn object_encoding(ctx: &mut Ctx, args: &Args) {
+    if let Some(enc) = object_lookup(ctx, args, |e| e.value.encoding()) {
+        ctx.out.bulk(enc.as_bytes());
+    }
+}
+
+/// Redis shares the integers 0..10000 between keys (refcount reported as INT_MAX) unless a
+/// maxmemory LRU/LFU policy needs per-key access clocks.
+const SHARED_INTEGERS: i64 = 10_000;
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+fn object_refcount(ctx: &mut Ctx, args: &Args) {
+    let sharing = {
+        let cfg = &ctx.srv.config;
+        let policy = cfg.get("maxmemory-policy").unwrap_or_default();
+        cfg.get_i64("maxmemory") == 0 || !(policy.contains("lru") || policy.contains("lfu"))
+    };
+    let rc = object_lookup(ctx, args, |e| match &e.value {
+        tern_engine::Value::Str(tern_engine::RString::Int(n))
+            if sharing && (0..SHARED_INTEGERS).contains(n) =>
+        {
+            SHARED_REFCOUNT
+        }
+        _ => 1,
+    });
+    if let Some(rc) = rc {
+        ctx.out.int(rc);
+    }
+}
+
+fn object_idletime(ctx: &mut Ctx, args: &Args) {
+    let lfu = ctx.srv.config.hot.lfu_policy.load(Relaxed);
+    let Some(access) = object_lookup(ctx, args, |e| e.access) else {
+        return;
+    };
+    if lfu {
+        return ctx.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    }
+    ctx.out.int(tern_engine::clock::idle_seconds(access) as i64);
+}
+
+fn object_freq(ctx: &mut Ctx, args: &Args) {
+    let hot = &ctx.srv.config.hot;
+    let lfu = hot.lfu_policy.load(Relaxed);
+    let decay = hot.lfu_decay_time.load(Relaxed);
+    let Some(access) = object_lookup(ctx, args, |e| e.access) else {
+        return;
+    };
+    if !lfu {
+        return ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    }
+    ctx.out
+        .int(tern_engine::clock::lfu_decayed_counter(access, decay) as i64);
+}
+
+fn object_help(ctx: &mut Ctx, args: &Args) {
+    const LINES: &[&str] = &[
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+    ];
+    reply_help(ctx, &args[0], LINES);
+}
+
+/// Redis's help reply: a header naming the command, the lines, then HELP's own entry.
+pub fn reply_help(ctx: &mut Ctx, cmd: &[u8], lines: &[&str]) {
+    let name = String::from_utf8_lossy(cmd).to_ascii_uppercase();
+    ctx.out.array(lines.len() + 3);
+    ctx.out.simple(
+        format!("{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
+    );
+    for l in lines {
+        ctx.out.simple(l.as_bytes());
+    }
+    ctx.out.simple(b"HELP");
+    ctx.out.simple(b"    Print this help.");
 }

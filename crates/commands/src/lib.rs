@@ -5,6 +5,8 @@ pub mod clients;
 pub mod config;
 pub mod ctx;
 pub mod dispatch;
+pub mod glob;
+pub mod float;
 pub mod registry;
 pub mod server;
 pub mod stats;
@@ -14,6 +16,7 @@ pub mod client_cmd;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
+pub mod function;
 pub mod info;
 pub mod introspection;
 pub mod keys;
@@ -27,7 +30,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 8] {
+pub fn families() -> [&'static [CommandSpec]; 9] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -37,6 +40,7 @@ pub fn families() -> [&'static [CommandSpec]; 8] {
         client_cmd::COMMANDS,
         introspection::COMMANDS,
         debug::COMMANDS,
+        function::COMMANDS,
     ]
 }
 

@@ -13,8 +13,14 @@ pub struct CmdEntry {
 
 pub struct Registry {
     top: HashMap<String, CmdEntry>,
+    /// Lower-case name bytes -> entry, for the per-command lookup (fast hash, no UTF-8 check).
+    by_bytes: ahash::HashMap<Box<[u8]>, *const CmdEntry>,
     count: usize,
 }
+
+// SAFETY: `by_bytes` points into `top`, which is never modified after `build`.
+unsafe impl Send for Registry {}
+unsafe impl Sync for Registry {}
 
 impl Registry {
     pub fn build() -> Registry {
@@ -26,7 +32,8 @@ impl Registry {
                 top.insert(spec.name.to_string(), entry);
             }
         }
-        Registry { top, count: id }
+        let by_bytes = top.iter().map(|(k, v)| (k.as_bytes().into(), v as *const CmdEntry)).collect();
+        Registry { top, by_bytes, count: id }
     }
 
     /// Number of ids handed out (commands plus subcommands).
@@ -48,8 +55,9 @@ impl Registry {
         for (d, s) in buf.iter_mut().zip(name) {
             *d = s.to_ascii_lowercase();
         }
-        let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
-        self.top.get(lower)
+        let p = *self.by_bytes.get(&buf[..name.len()])?;
+        // SAFETY: see the Send/Sync note; entries live as long as the registry.
+        Some(unsafe { &*p })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &CmdEntry> {

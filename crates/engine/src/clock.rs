@@ -3,6 +3,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
 
+/// Whether an LFU maxmemory-policy is in force: decides what a new object's access field holds.
+pub static LFU_POLICY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn lfu_mode() -> bool {
+    LFU_POLICY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The access field of a newly created object: an LRU clock, or under LFU the initial counter.
+pub fn initial_access() -> u32 {
+    if lfu_mode() {
+        lfu_initial()
+    } else {
+        lru_clock()
+    }
+}
+
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

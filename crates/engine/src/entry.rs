@@ -16,7 +16,7 @@ impl Entry {
             key,
             value,
             expire_at: 0,
-            access: crate::clock::lru_clock(),
+            access: crate::clock::initial_access(),
         }
     }
 

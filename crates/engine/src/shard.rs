@@ -66,7 +66,10 @@ impl ShardData {
     ) -> Option<Value> {
         if let Some(e) = self.get(hash, key, now_ms) {
             let old = std::mem::replace(&mut e.value, value);
-            e.access = crate::clock::lru_clock();
+            // A new object under LRU; under LFU the counter carries over, as in Redis.
+            if !crate::clock::lfu_mode() {
+                e.access = crate::clock::lru_clock();
+            }
             if !keep_ttl && e.expire_at != 0 {
                 e.expire_at = 0;
                 self.volatile -= 1;

@@ -60,6 +60,28 @@ impl<'a> MultiGuard<'a> {
         }
     }
 
+    /// Exchange the contents of databases `a` and `b`, shard by shard (SWAPDB). Every shard
+    /// of both databases must be locked (`Store::lock_dbs`).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        let bits = self.store.shard_bits;
+        for s in 0..self.store.shards_per_db() {
+            let pa = self
+                .guards
+                .binary_search_by_key(&((a << bits) | s), |(i, _)| *i)
+                .expect("shard not locked");
+            let pb = self
+                .guards
+                .binary_search_by_key(&((b << bits) | s), |(i, _)| *i)
+                .expect("shard not locked");
+            let (lo, hi) = (pa.min(pb), pa.max(pb));
+            let (left, right) = self.guards.split_at_mut(hi);
+            left[lo].1.swap(&mut right[0].1);
+        }
+    }
+
     pub fn guards_mut(&mut self) -> impl Iterator<Item = &mut ShardData> + use<'_, 'a> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
     }
@@ -173,5 +195,35 @@ impl Store {
     /// All shards, for background walks such as active expiry.
     pub fn all_shards(&self) -> &[Mutex<ShardData>] {
         &self.shards
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn swap_dbs_exchanges_every_shard() {
+        let store = Store::new(4, 3);
+        let now = crate::clock::now_ms();
+        for i in 0..100 {
+            let k = format!("a{i}");
+            let (h, mut g) = store.lock(1, k.as_bytes());
+            g.set(h, k.as_bytes(), Value::from_bytes(b"x"), false, now);
+        }
+        let (h, mut g) = store.lock(3, b"only");
+        g.set(h, b"only", Value::from_bytes(b"y"), false, now);
+        g.set_expire(h, b"only", now + 10_000, now);
+        drop(g);
+        store.lock_dbs(&[1, 3]).swap_dbs(3, 1);
+        assert_eq!(store.db_len(1), 1);
+        assert_eq!(store.db_stats(1), (1, 1));
+        assert_eq!(store.db_len(3), 100);
+        let (h, mut g) = store.lock(3, b"a42");
+        assert!(g.get(h, b"a42", now).is_some());
+        drop(g);
+        store.lock_dbs(&[2]).swap_dbs(2, 2);
+        assert_eq!(store.db_len(2), 0);
     }
 }

@@ -145,69 +145,57 @@ impl RequestParser {
         Ok(Some(nl + 1))
     }
 
-    fn parse_multibulk(
-        &mut self,
-        buf: &[u8],
-        limits: &Limits,
-    ) -> Result<Option<usize>, ProtocolError> {
+    fn parse_multibulk(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, ProtocolError> {
         self.source = ArgSource::Input;
         if self.state.is_none() {
-            let Some(cr) = memchr(b'\r', buf) else {
-                if buf.len() > INLINE_MAX_SIZE {
-                    return Err(ProtocolError::new("too big mbulk count string"));
+            let (n, next) = match length_line(buf, 0) {
+                LengthLine::Incomplete => {
+                    if buf.len() > INLINE_MAX_SIZE {
+                        return Err(ProtocolError::new("too big mbulk count string"));
+                    }
+                    return Ok(None);
                 }
-                return Ok(None);
+                LengthLine::Invalid => return Err(ProtocolError::new("invalid multibulk length")),
+                LengthLine::Value(n, next) => (n, next),
             };
-            if cr + 1 >= buf.len() {
-                return Ok(None);
-            }
-            let n = parse_i64(&buf[1..cr]).filter(|&n| n <= i32::MAX as i64);
-            let Some(n) = n else {
+            if n > i32::MAX as i64 {
                 return Err(ProtocolError::new("invalid multibulk length"));
-            };
+            }
             if n > UNAUTH_MAX_MULTIBULK && limits.auth_required {
                 return Err(ProtocolError::new("unauthenticated multibulk length"));
             }
             if n <= 0 {
-                return Ok(Some(cr + 2));
+                return Ok(Some(next));
             }
             self.ranges.reserve((n as usize).min(1024));
-            self.state = Some(MultibulkState {
-                remaining: n as usize,
-                bulk_len: None,
-                pos: cr + 2,
-            });
+            self.state = Some(MultibulkState { remaining: n as usize, bulk_len: None, pos: next });
         }
         let st = self.state.as_mut().expect("multibulk state");
         while st.remaining > 0 {
             let len = match st.bulk_len {
                 Some(len) => len,
                 None => {
-                    let rest = &buf[st.pos.min(buf.len())..];
-                    let Some(cr) = memchr(b'\r', rest) else {
-                        if rest.len() > INLINE_MAX_SIZE {
+                    let at = st.pos.min(buf.len());
+                    let line = length_line(buf, at);
+                    if let LengthLine::Incomplete = line {
+                        if buf.len() - at > INLINE_MAX_SIZE {
                             return Err(self.fail("too big bulk count string"));
                         }
                         return Ok(None);
-                    };
-                    if cr + 1 >= rest.len() {
-                        return Ok(None);
                     }
-                    if rest[0] != b'$' {
-                        let got = rest[0] as char;
+                    if buf[at] != b'$' {
+                        let got = buf[at] as char;
                         self.state = None;
-                        return Err(ProtocolError(format!(
-                            "ERR Protocol error: expected '$', got '{got}'"
-                        )));
+                        return Err(ProtocolError(format!("ERR Protocol error: expected '$', got '{got}'")));
                     }
-                    let len = match parse_i64(&rest[1..cr]) {
-                        Some(l) if l >= 0 && l <= limits.max_bulk_len => l,
+                    let (len, next) = match line {
+                        LengthLine::Value(l, next) if l >= 0 && l <= limits.max_bulk_len => (l, next),
                         _ => return Err(self.fail("invalid bulk length")),
                     };
                     if len > UNAUTH_MAX_BULK && limits.auth_required {
                         return Err(self.fail("unauthenticated bulk length"));
                     }
-                    st.pos += cr + 2;
+                    st.pos = next;
                     st.bulk_len = Some(len as usize);
                     len as usize
                 }
@@ -236,23 +224,55 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
 
-/// Redis's `string2ll` for protocol lengths: optional '-', digits, no '+', no spaces.
-fn parse_i64(s: &[u8]) -> Option<i64> {
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
+enum LengthLine {
+    /// No `\r` followed by one more byte yet.
+    Incomplete,
+    /// The line is complete but is not a valid number (Redis's string2ll failed).
+    Invalid,
+    /// The number and the offset just past `\r\n`.
+    Value(i64, usize),
+}
+
+/// Parse a `*N\r\n` / `$N\r\n` header starting at `at` (the type byte) in one pass: find the
+/// `\r` and convert the digits on the way, with Redis's string2ll rules (optional '-', no '+',
+/// no leading zeros except "0", fits in i64).
+#[inline]
+fn length_line(buf: &[u8], at: usize) -> LengthLine {
+    let mut i = at + 1;
+    let mut neg = false;
+    if buf.get(i) == Some(&b'-') {
+        neg = true;
+        i += 1;
     }
+    let digits_start = i;
     let mut v: i64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
+    let mut ok = true;
+    while i < buf.len() {
+        let c = buf[i];
+        if c == b'\r' {
+            if i + 1 >= buf.len() {
+                return LengthLine::Incomplete;
+            }
+            let ndig = i - digits_start;
+            let leading_zero = ndig > 1 && buf[digits_start] == b'0';
+            if !ok || ndig == 0 || leading_zero || (neg && buf[digits_start] == b'0') {
+                return LengthLine::Invalid;
+            }
+            return LengthLine::Value(if neg { -v } else { v }, i + 2);
         }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+        if ok {
+            if c.is_ascii_digit() {
+                match v.checked_mul(10).and_then(|x| x.checked_add((c - b'0') as i64)) {
+                    Some(x) => v = x,
+                    None => ok = false,
+                }
+            } else {
+                ok = false;
+            }
+        }
+        i += 1;
     }
-    Some(if neg { -v } else { v })
+    LengthLine::Incomplete
 }
 
 /// A quoted argument that is not closed, or a closing quote followed by something else.
@@ -443,5 +463,11 @@ mod tests {
         let big = vec![b'a'; INLINE_MAX_SIZE + 1];
         assert_eq!(e(&big), "ERR Protocol error: too big inline request");
         assert_eq!(parse_all(b"*-10\r\n").unwrap(), vec![Vec::<Vec<u8>>::new()]);
+        assert_eq!(e(b"*01\r\n"), "ERR Protocol error: invalid multibulk length");
+        assert_eq!(e(b"*+1\r\n"), "ERR Protocol error: invalid multibulk length");
+        assert_eq!(e(b"*\r\n"), "ERR Protocol error: invalid multibulk length");
+        assert_eq!(e(b"*1\r\n$-0\r\n"), "ERR Protocol error: invalid bulk length");
+        assert_eq!(e(b"*1\r\n$99999999999999999999\r\n"), "ERR Protocol error: invalid bulk length");
+        assert_eq!(parse_all(b"*1\r\n$0\r\n\r\n").unwrap(), vec![vec![Vec::new()]]);
     }
 }

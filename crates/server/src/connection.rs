@@ -21,7 +21,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Reply::new();
     'conn: loop {
-        let want = parser.pending_bulk_need(inbuf.len()).max(READ_CHUNK / 4);
+        // Room for the pending bulk, but never more than doubling what actually arrived: a
+        // client announcing a huge argument cannot make us allocate it before sending it.
+        let need = parser.pending_bulk_need(inbuf.len());
+        let want = need.min(inbuf.len().max(READ_CHUNK)).max(READ_CHUNK / 4);
         if inbuf.capacity() - inbuf.len() < want {
             inbuf.reserve(want.max(READ_CHUNK));
         }
@@ -47,9 +50,8 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             break;
         }
         stats.net_input_bytes.add(n as u64);
-        handle
-            .last_interaction
-            .store(tern_engine::clock::now_ms(), Relaxed);
+        conn.start_batch();
+        handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
             max_bulk_len: srv.config.hot.proto_max_bulk_len.load(Relaxed),
             auth_required: !conn.authenticated,

@@ -53,37 +53,11 @@ pub fn parse_args(args: &[String]) -> Startup {
             rest = &rest[1..];
         }
     }
-    // `--name v1 v2 --other v` becomes config lines, each value quoted so spaces survive.
-    let mut text = String::new();
-    for a in rest {
-        if let Some(name) = a.strip_prefix("--") {
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(name);
-        } else {
-            text.push(' ');
-            text.push_str(&quote(a));
-        }
-    }
+    // `--name v1 v2 --other v` becomes config lines, with redis-server's exact rules.
+    let text = tern_commands::config::options_from_args(rest);
     if let Err(e) = config.load_text(&text, Path::new("(command line)"), 0) {
         eprintln!("{e}");
         return Startup::Exit(1);
     }
     Startup::Run(config)
-}
-
-fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

@@ -1,0 +1,47 @@
+# tern — developer and CI entry points.
+#   make test   the ONE command that runs every test (what CI runs via .ci/run)
+#   make bench  side-by-side benchmark against redis-server (never part of `make test`)
+#   make run    build and start tern-server on port 6379 (extra args: make run ARGS="--port 7000")
+#   make fuzz   run the RESP parser fuzz target (needs nightly + cargo-fuzz; FUZZ_SECONDS=600)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+FUZZ_SECONDS ?= 600
+
+.PHONY: test setup fmt clippy cargo-test build pytest bench run fuzz clean
+
+test: setup fmt clippy cargo-test pytest
+	@echo "make test: all suites passed"
+
+setup:
+	bash scripts/setup.sh
+
+fmt:
+	cargo fmt --all -- --check
+
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+cargo-test:
+	cargo test --workspace --release
+
+build:
+	cargo build --release --bin tern-server
+
+pytest: build
+	TERN_SERVER=$(CURDIR)/target/release/tern-server $(PY) -m pytest tests/python -q -ra $(PYTEST_ARGS)
+
+bench:
+	bash scripts/bench.sh
+
+run: build
+	./target/release/tern-server $(ARGS)
+
+fuzz:
+	cd fuzz && cargo +nightly fuzz run resp_parser -- -max_total_time=$(FUZZ_SECONDS)
+
+clean:
+	cargo clean

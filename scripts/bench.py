@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: Debian's redis-server vs tern-server, same workloads, one run.
+
+Called by scripts/bench.sh (which builds tern first). Standard library only.
+
+Layout on a 2-core machine:
+  * each server pinned to core 0 (`taskset -c 0`), tern with --threads 1;
+  * redis-benchmark pinned to core 1 (`taskset -c 1`);
+  * extra row: tern --threads 2 on cores 0,1 -- the load generator then shares core 1 with a
+    tern worker, so that row understates what 2 dedicated cores would give.
+
+Workloads (50 connections each):
+  a) SET and GET, 100-byte values, no pipelining
+  b) the same with -P 16
+  c) SET, 256-byte values, -P 30
+
+Numbers: redis-benchmark 7.0 with --csv prints rps and avg/min/p50/p95/p99/max but no p99.9.
+So we run it WITHOUT --csv (one run per workload, no second run) and parse its full report:
+the "Summary" block holds exactly the CSV fields (rps, avg, min, p50, p95, p99, max), and the
+"Latency by percentile distribution" block is the HDR histogram walked at percentile ticks
+(..., 99.805%, 99.902%, ...) with cumulative counts. p99.9 is the latency of the first tick whose
+cumulative count reaches 99.9% of the requests, i.e. the 99.902th percentile: exact to within
+one histogram tick, never below the true p99.9. `--precision 3` gives microsecond resolution.
+
+Server CPU: utime+stime of the server process (fields 14 and 15 of /proc/PID/stat, all threads,
+in clock ticks of `getconf CLK_TCK`) read before and after each run; "ops/CPU-s" is requests
+divided by the server's CPU seconds for that run.
+
+Environment: BENCH_REQUESTS (default 200000) requests per unpipelined run; pipelined runs use
+5x that. BENCH_KEYSPACE (default 100000) random keys (-r). BENCH_PORT_BASE (default 7590).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLK_TCK = int(subprocess.check_output(["getconf", "CLK_TCK"]).strip())
+N = int(os.environ.get("BENCH_REQUESTS", "200000"))
+KEYSPACE = int(os.environ.get("BENCH_KEYSPACE", "100000"))
+PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "7590"))
+CLIENTS = 50
+
+
+@dataclass
+class Workload:
+    name: str
+    test: str  # redis-benchmark -t
+    size: int
+    pipeline: int
+
+    @property
+    def requests(self) -> int:
+        return N if self.pipeline == 1 else N * 5
+
+
+WORKLOADS = [
+    Workload("a) SET 100B", "set", 100, 1),
+    Workload("a) GET 100B", "get", 100, 1),
+    Workload("b) SET 100B -P16", "set", 100, 16),
+    Workload("b) GET 100B -P16", "get", 100, 16),
+    Workload("c) SET 256B -P30", "set", 256, 30),
+]
+
+
+@dataclass
+class Result:
+    workload: str
+    server: str
+    rps: float = 0.0
+    p50: float = float("nan")
+    p99: float = float("nan")
+    p999: float = float("nan")
+    ops_per_cpu_s: float = float("nan")
+    note: str = ""
+
+
+@dataclass
+class Server:
+    label: str
+    argv: list[str]
+    cpus: str
+    port: int
+    proc: subprocess.Popen | None = None
+    dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="tern-bench-"))
+
+    def start(self) -> None:
+        log = open(os.path.join(self.dir, "server.log"), "wb")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", self.cpus, *self.argv, "--port", str(self.port), "--bind", "127.0.0.1"],
+            cwd=self.dir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                sys.exit(f"{self.label} exited at start; see {self.dir}/server.log")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.02)
+        sys.exit(f"{self.label} did not answer on port {self.port}")
+
+    def cpu_seconds(self) -> float:
+        """utime + stime (fields 14, 15 of /proc/PID/stat) of the server, in seconds."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(")") + 2 :].split()  # fields from #3 on
+        utime, stime = int(fields[14 - 3]), int(fields[15 - 3])
+        return (utime + stime) / CLK_TCK
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def pick_port(preferred: int) -> int:
+    """preferred if nothing listens there, else any free port."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+
+def parse_report(text: str, requests: int) -> tuple[float, float, float, float]:
+    """rps, p50, p99, p99.9 (ms) from redis-benchmark's full (non-CSV) report."""
+    m = re.search(r"throughput summary: ([\d.]+) requests per second", text)
+    rps = float(m.group(1)) if m else 0.0
+    m = re.search(
+        r"latency summary \(msec\):\s*\n\s*avg\s+min\s+p50\s+p95\s+p99\s+max\s*\n\s*([\d.\s]+)\n", text
+    )
+    p50 = p99 = float("nan")
+    if m:
+        avg, mn, p50, p95, p99, mx = (float(x) for x in m.group(1).split()[:6])
+    p999 = float("nan")
+    block = text.split("Latency by percentile distribution:", 1)
+    if len(block) == 2:
+        total = requests
+        counts = re.findall(
+            r"([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)",
+            block[1].split("Cumulative distribution", 1)[0],
+        )
+        if counts:
+            total = int(counts[-1][2])
+            for _pct, ms, cum in counts:
+                if int(cum) >= 0.999 * total:
+                    p999 = float(ms)
+                    break
+    return rps, p50, p99, p999
+
+
+def run_workload(server: Server, w: Workload) -> Result:
+    cmd = [
+        "taskset", "-c", "1", "redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port),
+        "-c", str(CLIENTS), "-n", str(w.requests), "-d", str(w.size), "-P", str(w.pipeline),
+        "-t", w.test, "-r", str(KEYSPACE), "--precision", "3",
+    ]
+    cpu0 = server.cpu_seconds()
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - t0
+    cpu = server.cpu_seconds() - cpu0
+    # progress lines are \r-separated; keep the final report
+    report = out.stdout.replace("\r", "\n")
+    rps, p50, p99, p999 = parse_report(report, w.requests)
+    res = Result(w.name, server.label, rps, p50, p99, p999)
+    res.ops_per_cpu_s = w.requests / cpu if cpu > 0 else float("nan")
+    if out.returncode != 0 or rps == 0:
+        res.note = f"redis-benchmark failed (rc={out.returncode}): {out.stderr.strip()[:200]}"
+    print(
+        f"  {w.name:<18} {server.label:<22} {rps:>12,.0f} ops/s  p50 {p50:.3f}  p99 {p99:.3f}  "
+        f"p99.9 {p999:.3f} ms  server CPU {cpu:.2f}s / wall {wall:.2f}s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return res
+
+
+def fmt(x: float, spec: str) -> str:
+    return "n/a" if x != x else format(x, spec)
+
+
+def main() -> None:
+    tern = os.environ.get("TERN_SERVER", str(ROOT / "target" / "release" / "tern-server"))
+    redis = shutil.which("redis-server")
+    if not redis or not shutil.which("redis-benchmark"):
+        sys.exit("redis-server / redis-benchmark missing: run scripts/setup.sh")
+    servers = [
+        Server("redis-server (core 0)", [redis, "--save", "", "--appendonly", "no"], "0", pick_port(PORT_BASE)),
+        Server("tern --threads 1 (core 0)", [tern, "--save", "", "--threads", "1"], "0", pick_port(PORT_BASE + 1)),
+        Server("tern --threads 2 (cores 0,1)*", [tern, "--save", "", "--threads", "2"], "0,1", pick_port(PORT_BASE + 2)),
+    ]
+    results: dict[tuple[str, str], Result] = {}
+    print(
+        f"requests: {N} unpipelined / {N * 5} pipelined, {CLIENTS} clients, keyspace {KEYSPACE}, "
+        f"CLK_TCK {CLK_TCK}, {os.cpu_count()} cpus",
+        file=sys.stderr,
+    )
+    for s in servers:
+        s.start()
+        try:
+            for w in WORKLOADS:
+                results[(w.name, s.label)] = run_workload(s, w)
+        finally:
+            s.stop()
+
+    ref = servers[0].label
+    lines = [
+        "| workload | server | ops/s | p50 ms | p99 ms | p99.9 ms | ops per server CPU-s | tern/redis ops/s | tern/redis ops/CPU-s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for w in WORKLOADS:
+        base = results[(w.name, ref)]
+        for s in servers:
+            r = results[(w.name, s.label)]
+            ratio = ratio_cpu = ""
+            if s.label != ref:
+                ratio = fmt(r.rps / base.rps if base.rps else float("nan"), ".2f")
+                ratio_cpu = fmt(r.ops_per_cpu_s / base.ops_per_cpu_s, ".2f")
+            lines.append(
+                f"| {w.name} | {s.label} | {r.rps:,.0f} | {fmt(r.p50, '.3f')} | {fmt(r.p99, '.3f')} | "
+                f"{fmt(r.p999, '.3f')} | {fmt(r.ops_per_cpu_s, ',.0f')} | {ratio} | {ratio_cpu} |"
+                + (f" {r.note}" if r.note else "")
+            )
+    lines.append("")
+    lines.append(
+        "\\* tern --threads 2 runs on cores 0,1 and shares core 1 with redis-benchmark. "
+        "p99.9 = latency at the first HDR percentile tick >= 99.9% (99.902%)."
+    )
+    table = "\n".join(lines)
+    print(table)
+    out_dir = ROOT / "bench-results"
+    out_dir.mkdir(exist_ok=True)
+    path = out_dir / time.strftime("bench-%Y%m%d-%H%M%S.md")
+    path.write_text(table + "\n")
+    print(f"\n(saved to {path.relative_to(ROOT)})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
