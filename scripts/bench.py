@@ -123,6 +123,12 @@ class Server:
         utime, stime = int(fields[14 - 3]), int(fields[15 - 3])
         return (utime + stime) / CLK_TCK
 
+    def dbsize(self) -> int:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(b"DBSIZE\r\n")
+            reply = s.recv(64)
+        return int(reply[1:].split(b"\r\n")[0]) if reply.startswith(b":") else -1
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
@@ -190,6 +196,9 @@ def run_workload(server: Server, w: Workload) -> Result:
     res.ops_per_cpu_s = w.requests / cpu if cpu > 0 else float("nan")
     if out.returncode != 0 or rps == 0:
         res.note = f"redis-benchmark failed (rc={out.returncode}): {out.stderr.strip()[:200]}"
+    elif w.test == "set" and server.dbsize() <= 0:
+        # redis-benchmark does not check replies: make sure the SETs really stored keys
+        res.note = "WARNING: DBSIZE is 0 after the SET run (errors instead of OK?)"
     print(
         f"  {w.name:<18} {server.label:<22} {rps:>12,.0f} ops/s  p50 {p50:.3f}  p99 {p99:.3f}  "
         f"p99.9 {p999:.3f} ms  server CPU {cpu:.2f}s / wall {wall:.2f}s",

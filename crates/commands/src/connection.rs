@@ -13,6 +13,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         name: "ping",
         arity: -1,
         flags: f::FAST | f::SENTINEL,
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         acl: CONN | acl::FAST,
         handler: Some(ping),
         group: "connection",
@@ -22,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "echo",
         arity: 2,
-        flags: f::FAST,
+        flags: f::LOADING | f::STALE | f::FAST,
         acl: CONN | acl::FAST,
         handler: Some(echo),
         group: "connection",

@@ -4,7 +4,6 @@
 //! is refused unless `enable-debug-command` allows it for this connection.
 
 use crate::args::{eq_ic, parse_f64, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX};
-use crate::clients::cflags;
 use crate::ctx::Ctx;
 use crate::table::{flags as f, CommandSpec};
 use std::sync::atomic::Ordering::Relaxed;
@@ -41,33 +40,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Is the peer address a loopback one (what `enable-debug-command local` allows)?
-fn is_local(ctx: &Ctx) -> bool {
-    let h = &ctx.conn.handle;
-    if h.has_flag(cflags::UNIX_SOCKET) {
-        return true;
-    }
-    let a = h.addr.as_str();
-    a.starts_with("127.") || a.starts_with("[::1]") || a.starts_with("::1:")
-}
-
-fn debug_allowed(ctx: &Ctx) -> bool {
-    match ctx.srv.config.get("enable-debug-command").as_deref() {
-        Some("yes") => true,
-        Some("local") => is_local(ctx),
-        _ => false,
-    }
-}
-
 fn debug(ctx: &mut Ctx, args: &Args) {
-    if !debug_allowed(ctx) {
-        ctx.error(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
-             you can run it from a local connection, otherwise you need to set this option in the \
-             configuration file, and then restart the server.",
-        );
-        return;
-    }
+    // Refused with `enable-debug-command` by the dispatcher (PROTECTED flag).
     let sub = args.str(1).to_ascii_lowercase();
     let argc = args.len();
     match (sub.as_str(), argc) {

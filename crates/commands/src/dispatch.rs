@@ -39,7 +39,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
 /// Find the command (and subcommand) and check arity and authentication, replying with
 /// Redis's error when that fails. The error carries the command when it was found, so the
 /// rejection counts in its `rejected_calls` as in Redis.
-fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Result<&'s CmdEntry, Option<&'s CmdEntry>> {
+fn resolve<'s>(
+    srv: &'s Server,
+    conn: &Conn,
+    out: &mut Reply,
+    args: &Args,
+) -> Result<&'s CmdEntry, Option<&'s CmdEntry>> {
     let Some(mut entry) = srv.commands.get(args.get(0)) else {
         let mut list = String::new();
         for a in args.iter().skip(1) {
@@ -89,7 +94,31 @@ fn resolve<'s>(srv: &'s Server, conn: &Conn, out: &mut Reply, args: &Args) -> Re
         out.error("NOAUTH Authentication required.");
         return Err(Some(entry));
     }
+    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
+        let name = entry.spec.name;
+        out.error(&format!(
+            "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in the \
+             configuration file, and then restart the server.",
+            name.to_ascii_uppercase()
+        ));
+        return Err(Some(entry));
+    }
     Ok(entry)
+}
+
+/// PROTECTED commands (DEBUG, MODULE) run only when `enable-<name>-command` is `yes`, or
+/// `local` and the client is on a loopback address or unix socket.
+fn protected_allowed(srv: &Server, conn: &Conn, name: &str) -> bool {
+    match srv.config.get(&format!("enable-{name}-command")).as_deref() {
+        Some("yes") => true,
+        Some("local") => {
+            let h = &conn.handle;
+            let a = h.addr.as_str();
+            h.has_flag(cflags::UNIX_SOCKET) || a.starts_with("127.") || a.starts_with("[::1]")
+        }
+        _ => false,
+    }
 }
 
 fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: &CmdEntry) {
@@ -132,7 +161,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     }
     let f = entry.spec.flags;
     if f & flags::SKIP_SLOWLOG == 0 {
-        slowlog_push(srv, conn, args, dur_us);
+        slowlog_push(srv, conn, args, entry, dur_us);
     }
     let ms = dur_us / 1000;
     if ms > 0 {
@@ -146,7 +175,8 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         );
     }
     if srv.has_monitors() && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0 && !conn.is_monitor() {
-        srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args));
+        let hidden = redacted_args(&entry.fullname, args);
+        srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
     }
 }
 
@@ -177,11 +207,57 @@ fn record_errors(
 const SLOWLOG_MAX_ARGC: usize = 32;
 const SLOWLOG_MAX_STRING: usize = 128;
 
-fn slowlog_push(srv: &Server, conn: &Conn, args: &Args, dur_us: u64) {
+/// Argument positions Redis shows as `(redacted)` in MONITOR and the slow log: passwords of
+/// AUTH, HELLO AUTH and MIGRATE AUTH/AUTH2, and values of sensitive configs in CONFIG SET.
+pub fn redacted_args(fullname: &str, args: &Args) -> Vec<usize> {
+    let mut out = Vec::new();
+    match fullname {
+        "auth" => out.extend(1..args.len()),
+        "hello" => {
+            let mut i = 2;
+            while i < args.len() {
+                if args.get(i).eq_ignore_ascii_case(b"AUTH") && i + 2 < args.len() {
+                    out.extend([i + 1, i + 2]);
+                    i += 3;
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        "migrate" => {
+            for i in 6..args.len() {
+                let a = args.get(i);
+                if a.eq_ignore_ascii_case(b"AUTH") {
+                    out.push(i + 1);
+                } else if a.eq_ignore_ascii_case(b"AUTH2") {
+                    out.extend([i + 1, i + 2]);
+                }
+            }
+            out.retain(|&i| i < args.len());
+        }
+        "config|set" => {
+            let mut i = 2;
+            while i + 1 < args.len() {
+                let name = String::from_utf8_lossy(args.get(i));
+                if crate::config::find(&name).is_some_and(|p| p.sensitive()) {
+                    out.push(i + 1);
+                }
+                i += 2;
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+const REDACTED: &[u8] = b"(redacted)";
+
+fn slowlog_push(srv: &Server, conn: &Conn, args: &Args, entry: &CmdEntry, dur_us: u64) {
     let threshold = srv.config.hot.slowlog_slower_than.load(Relaxed);
     if threshold < 0 || dur_us < threshold as u64 {
         return;
     }
+    let hidden = redacted_args(&entry.fullname, args);
     let n = args.len().min(SLOWLOG_MAX_ARGC);
     let mut a = Vec::with_capacity(n);
     for i in 0..n {
@@ -191,7 +267,11 @@ fn slowlog_push(srv: &Server, conn: &Conn, args: &Args, dur_us: u64) {
             );
             break;
         }
-        let s = args.get(i);
+        let s = if hidden.contains(&i) {
+            REDACTED
+        } else {
+            args.get(i)
+        };
         if s.len() > SLOWLOG_MAX_STRING {
             let mut v = s[..SLOWLOG_MAX_STRING].to_vec();
             v.extend_from_slice(
@@ -245,7 +325,7 @@ pub fn repr(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// `+<secs>.<usecs> [db addr] "arg" "arg"...` as MONITOR shows a command.
-pub fn monitor_line(db: usize, peer: &str, args: &Args) -> Vec<u8> {
+pub fn monitor_line(db: usize, peer: &str, args: &Args, hidden: &[usize]) -> Vec<u8> {
     let us = tern_engine::clock::now_us();
     let mut out = format!(
         "+{}.{:06} [{} {}]",
@@ -255,9 +335,9 @@ pub fn monitor_line(db: usize, peer: &str, args: &Args) -> Vec<u8> {
         peer
     )
     .into_bytes();
-    for a in args.iter() {
+    for (i, a) in args.iter().enumerate() {
         out.push(b' ');
-        repr(&mut out, a);
+        repr(&mut out, if hidden.contains(&i) { REDACTED } else { a });
     }
     out.extend_from_slice(b"\r\n");
     out

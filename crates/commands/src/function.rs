@@ -27,7 +27,8 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
 }];
 
 fn flush(ctx: &mut Ctx, args: &Args) {
-    if args.len() > 3 || (args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC")) {
+    if args.len() > 3 || (args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC"))
+    {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
     ctx.out.ok();

@@ -423,8 +423,10 @@ fn reply_info(out: &mut Reply, e: &CmdEntry) {
     for n in &names {
         out.simple(n.as_bytes());
     }
-    // Command tips are not part of the table yet.
-    out.set(0);
+    out.set(spec.tips.len());
+    for t in spec.tips {
+        out.simple(t.as_bytes());
+    }
     reply_key_specs(out, spec);
     let subs = subs_in_order(e);
     if subs.is_empty() {
@@ -1072,17 +1074,6 @@ fn latency_doctor(ctx: &mut Ctx, _args: &Args) {
     ctx.out.verbatim(r.as_bytes());
 }
 
-/// Upper bound (µs) of bucket `i` of `stats::Histogram` (16 sub-buckets per power of two).
-fn bucket_upper(i: usize) -> u64 {
-    const SUB: usize = 16;
-    if i < SUB {
-        return i as u64;
-    }
-    let shift = (i / SUB - 1) as u32;
-    let sub = (i % SUB) as u64;
-    (((SUB as u64) | sub) << shift) + (1u64 << shift) - 1
-}
-
 /// One command's merged latency buckets, or None when it has no samples.
 fn merged_histogram(ctx: &Ctx, id: usize) -> Option<Vec<u64>> {
     let mut acc = vec![0u64; Histogram::slots()];
@@ -1106,7 +1097,7 @@ fn reply_cdf(out: &mut Reply, counts: &[u64]) {
         let cum: u64 = counts
             .iter()
             .enumerate()
-            .filter(|(i, _)| bucket_upper(*i) <= limit)
+            .filter(|(i, _)| Histogram::upper_bound(*i) <= limit)
             .map(|(_, c)| c)
             .sum();
         let cum = if cum >= total || limit >= 1 << 40 {
@@ -1231,7 +1222,7 @@ mod tests {
     fn bucket_bounds_are_increasing() {
         let mut last = 0;
         for i in 1..Histogram::slots().min(600) {
-            let u = bucket_upper(i);
+            let u = Histogram::upper_bound(i);
             assert!(u > last, "{i}");
             last = u;
         }

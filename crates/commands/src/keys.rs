@@ -22,6 +22,7 @@ const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "del",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
         arity: -2,
         flags: f::WRITE,
         acl: KS | acl::WRITE | acl::SLOW,
@@ -33,6 +34,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unlink",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
         arity: -2,
         flags: f::WRITE | f::FAST,
         acl: KS | acl::WRITE | acl::FAST,
@@ -45,6 +47,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "exists",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
         arity: -2,
         flags: f::READONLY | f::FAST,
         acl: KS | acl::READ | acl::FAST,
@@ -189,6 +192,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "keys",
+        tips: &["request_policy:all_shards", "nondeterministic_output_order"],
         arity: 2,
         flags: f::READONLY,
         acl: KS | acl::READ | acl::SLOW | acl::DANGEROUS,
@@ -199,6 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "scan",
+        tips: &["nondeterministic_output", "request_policy:special", "response_policy:special"],
         arity: -2,
         flags: f::READONLY,
         acl: KS | acl::READ | acl::SLOW,
@@ -210,6 +215,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "randomkey",
+        tips: &["request_policy:all_shards", "response_policy:special", "nondeterministic_output"],
         arity: 1,
         flags: f::READONLY,
         acl: KS | acl::READ | acl::SLOW,
@@ -219,6 +225,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "dbsize",
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
         arity: 1,
         flags: f::READONLY | f::FAST,
         acl: KS | acl::READ | acl::FAST,
@@ -228,6 +235,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "flushdb",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         arity: -1,
         flags: f::WRITE,
         acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
@@ -238,6 +246,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "flushall",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         arity: -1,
         flags: f::WRITE,
         acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
@@ -284,6 +293,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "touch",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
         arity: -2,
         flags: f::READONLY | f::FAST,
         acl: KS | acl::READ | acl::FAST,

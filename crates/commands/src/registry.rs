@@ -32,8 +32,15 @@ impl Registry {
                 top.insert(spec.name.to_string(), entry);
             }
         }
-        let by_bytes = top.iter().map(|(k, v)| (k.as_bytes().into(), v as *const CmdEntry)).collect();
-        Registry { top, by_bytes, count: id }
+        let by_bytes = top
+            .iter()
+            .map(|(k, v)| (k.as_bytes().into(), v as *const CmdEntry))
+            .collect();
+        Registry {
+            top,
+            by_bytes,
+            count: id,
+        }
     }
 
     /// Number of ids handed out (commands plus subcommands).

@@ -154,7 +154,7 @@ impl Server {
     }
 
     pub fn request_shutdown(&self) {
-        let _ = self.shutdown.send(true);
+        self.shutdown.send_replace(true);
     }
 }
 

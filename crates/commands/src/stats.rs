@@ -52,7 +52,8 @@ impl Histogram {
         ((shift + 1) as usize) * SUB + sub
     }
 
-    fn upper_bound(i: usize) -> u64 {
+    /// Largest value (µs) that falls in bucket `i`.
+    pub fn upper_bound(i: usize) -> u64 {
         if i < SUB {
             return i as u64;
         }

@@ -29,7 +29,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: key1!(k::RO | k::ACCESS),
         handler: Some(get),
         group: "string",
-        summary: "Returns the string value of a key.",
+        summary: "Reads the string stored at a key.",
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -40,7 +40,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: key1!(k::RW | k::ACCESS | k::UPDATE | k::VARIABLE_FLAGS),
         handler: Some(set),
         group: "string",
-        summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+        summary: "Stores a string at a key, replacing any value of any type, with optional conditions and expiry.",
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -86,7 +86,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: &[KeySpec::range(1, -1, 1, k::RO | k::ACCESS)],
         handler: Some(mget),
         group: "string",
-        complexity: "O(N) where N is the number of keys to retrieve.",
+        complexity: "O(N), N being how many keys are read.",
         summary: "Returns the string values of several keys at once.",
         ..CommandSpec::DEFAULT
     },
@@ -99,7 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: Some(mset),
         group: "string",
         since: "1.0.1",
-        complexity: "O(N) where N is the number of keys to set.",
+        complexity: "O(N), N being how many keys are written.",
         summary: "Sets the string values of several keys in one atomic step.",
         ..CommandSpec::DEFAULT
     },
@@ -112,7 +112,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: Some(msetnx),
         group: "string",
         since: "1.0.1",
-        complexity: "O(N) where N is the number of keys to set.",
+        complexity: "O(N), N being how many keys are written.",
         summary: "Sets several keys atomically, but only if none of them exists yet.",
         ..CommandSpec::DEFAULT
     },
@@ -160,7 +160,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: Some(append),
         group: "string",
         since: "2.0.0",
-        complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
+        complexity: "O(1) amortized for small appends: the buffer grows geometrically, so earlier contents are rarely copied.",
         summary: "Adds bytes to the end of a string value, creating the key when missing.",
         ..CommandSpec::DEFAULT
     },
@@ -241,7 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: Some(getrange),
         group: "string",
         since: "2.4.0",
-        complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
+        complexity: "O(N), N being the length of the returned part; effectively O(1) for short results.",
         summary: "Returns the part of a string value between two offsets.",
         ..CommandSpec::DEFAULT
     },
@@ -254,7 +254,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: Some(setrange),
         group: "string",
         since: "2.2.0",
-        complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+        complexity: "O(1) plus O(M) to copy the M bytes written (and any zero padding the string grows by).",
         summary: "Writes bytes into a string value at an offset, padding with zero bytes as needed.",
         ..CommandSpec::DEFAULT
     },
@@ -266,7 +266,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: key1!(k::RO | k::ACCESS),
         handler: Some(getrange),
         group: "string",
-        complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
+        complexity: "O(N), N being the length of the returned part; effectively O(1) for short results.",
         summary: "Returns the part of a string value between two offsets (old name of GETRANGE).",
         ..CommandSpec::DEFAULT
     },
@@ -279,7 +279,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: Some(lcs),
         group: "string",
         since: "7.0.0",
-        complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+        complexity: "O(N*M), N and M being the lengths of the two strings.",
         summary: "Finds the longest common subsequence of two string values.",
         ..CommandSpec::DEFAULT
     },

@@ -229,6 +229,8 @@ pub struct CommandSpec {
     pub since: &'static str,
     pub complexity: &'static str,
     pub summary: &'static str,
+    /// Hints for clients and proxies (`nondeterministic_output`, `request_policy:all_shards`...).
+    pub tips: &'static [&'static str],
 }
 
 /// The defaults every entry starts from (`..CommandSpec::DEFAULT`).
@@ -245,6 +247,7 @@ impl CommandSpec {
         since: "1.0.0",
         complexity: "O(1)",
         summary: "",
+        tips: &[],
     };
 
     /// The legacy (first key, last key, step) triple COMMAND INFO reports, derived from the

@@ -145,7 +145,11 @@ impl RequestParser {
         Ok(Some(nl + 1))
     }
 
-    fn parse_multibulk(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, ProtocolError> {
+    fn parse_multibulk(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<usize>, ProtocolError> {
         self.source = ArgSource::Input;
         if self.state.is_none() {
             let (n, next) = match length_line(buf, 0) {
@@ -168,7 +172,11 @@ impl RequestParser {
                 return Ok(Some(next));
             }
             self.ranges.reserve((n as usize).min(1024));
-            self.state = Some(MultibulkState { remaining: n as usize, bulk_len: None, pos: next });
+            self.state = Some(MultibulkState {
+                remaining: n as usize,
+                bulk_len: None,
+                pos: next,
+            });
         }
         let st = self.state.as_mut().expect("multibulk state");
         while st.remaining > 0 {
@@ -186,10 +194,14 @@ impl RequestParser {
                     if buf[at] != b'$' {
                         let got = buf[at] as char;
                         self.state = None;
-                        return Err(ProtocolError(format!("ERR Protocol error: expected '$', got '{got}'")));
+                        return Err(ProtocolError(format!(
+                            "ERR Protocol error: expected '$', got '{got}'"
+                        )));
                     }
                     let (len, next) = match line {
-                        LengthLine::Value(l, next) if l >= 0 && l <= limits.max_bulk_len => (l, next),
+                        LengthLine::Value(l, next) if l >= 0 && l <= limits.max_bulk_len => {
+                            (l, next)
+                        }
                         _ => return Err(self.fail("invalid bulk length")),
                     };
                     if len > UNAUTH_MAX_BULK && limits.auth_required {
@@ -262,7 +274,10 @@ fn length_line(buf: &[u8], at: usize) -> LengthLine {
         }
         if ok {
             if c.is_ascii_digit() {
-                match v.checked_mul(10).and_then(|x| x.checked_add((c - b'0') as i64)) {
+                match v
+                    .checked_mul(10)
+                    .and_then(|x| x.checked_add((c - b'0') as i64))
+                {
                     Some(x) => v = x,
                     None => ok = false,
                 }
@@ -463,11 +478,26 @@ mod tests {
         let big = vec![b'a'; INLINE_MAX_SIZE + 1];
         assert_eq!(e(&big), "ERR Protocol error: too big inline request");
         assert_eq!(parse_all(b"*-10\r\n").unwrap(), vec![Vec::<Vec<u8>>::new()]);
-        assert_eq!(e(b"*01\r\n"), "ERR Protocol error: invalid multibulk length");
-        assert_eq!(e(b"*+1\r\n"), "ERR Protocol error: invalid multibulk length");
+        assert_eq!(
+            e(b"*01\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            e(b"*+1\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
         assert_eq!(e(b"*\r\n"), "ERR Protocol error: invalid multibulk length");
-        assert_eq!(e(b"*1\r\n$-0\r\n"), "ERR Protocol error: invalid bulk length");
-        assert_eq!(e(b"*1\r\n$99999999999999999999\r\n"), "ERR Protocol error: invalid bulk length");
-        assert_eq!(parse_all(b"*1\r\n$0\r\n\r\n").unwrap(), vec![vec![Vec::new()]]);
+        assert_eq!(
+            e(b"*1\r\n$-0\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$99999999999999999999\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$0\r\n\r\n").unwrap(),
+            vec![vec![Vec::new()]]
+        );
     }
 }

@@ -66,6 +66,8 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                         ArgSource::Inline => parser.inline_buf(),
                     };
                     let args = Args::new(base, parser.ranges());
+                    // CLIENT LIST's qbuf counts the unprocessed input, this command included.
+                    handle.qbuf.store(inbuf.len() - pos, Relaxed);
                     dispatch::execute(&srv, &mut conn, &mut out, &args);
                     pos += used;
                     if conn.close_after_reply || handle.is_killed() {

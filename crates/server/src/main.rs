@@ -23,7 +23,7 @@ struct Worker {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let config = match startup::parse_args(&args) {
-        startup::Startup::Run(c) => c,
+        startup::Startup::Run(c) => *c,
         startup::Startup::Exit(code) => std::process::exit(code),
     };
     if let Err(e) = log::init(

@@ -4,7 +4,7 @@ use std::path::Path;
 use tern_commands::config::Config;
 
 pub enum Startup {
-    Run(Config),
+    Run(Box<Config>),
     Exit(i32),
 }
 
@@ -59,5 +59,5 @@ pub fn parse_args(args: &[String]) -> Startup {
         eprintln!("{e}");
         return Startup::Exit(1);
     }
-    Startup::Run(config)
+    Startup::Run(Box::new(config))
 }
