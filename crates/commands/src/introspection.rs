@@ -572,7 +572,7 @@ fn command_list(ctx: &mut Ctx, args: &Args) {
                 // No modules are ever loaded.
                 Filter::Module => false,
                 Filter::AclCat(cat) => *cat != 0 && effective_acl(c.spec) & cat != 0,
-                Filter::Pattern(p) => glob_match(p, c.fullname.as_bytes(), true),
+                Filter::Pattern(p) => crate::glob::matches(p, c.fullname.as_bytes(), true),
             };
             if keep {
                 names.push(c.fullname.clone());
@@ -709,117 +709,6 @@ fn command_help(ctx: &mut Ctx, _args: &Args) {
             "    Return the key names of a complete command line and how each is accessed.",
         ],
     );
-}
-
-/// Redis's glob matching (`*`, `?`, `[...]` with ranges and `^`, `\` escapes).
-pub fn glob_match(pat: &[u8], s: &[u8], nocase: bool) -> bool {
-    glob_at(pat, s, nocase, 0)
-}
-
-fn glob_at(mut p: &[u8], mut s: &[u8], nocase: bool, depth: u32) -> bool {
-    let eq = |a: u8, b: u8| {
-        if nocase {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    };
-    if depth > 1000 {
-        return false;
-    }
-    while !p.is_empty() && !s.is_empty() {
-        match p[0] {
-            b'*' => {
-                while p.len() > 1 && p[1] == b'*' {
-                    p = &p[1..];
-                }
-                if p.len() == 1 {
-                    return true;
-                }
-                for start in 0..=s.len() {
-                    if glob_at(&p[1..], &s[start..], nocase, depth + 1) {
-                        return true;
-                    }
-                }
-                return false;
-            }
-            b'?' => {
-                s = &s[1..];
-                p = &p[1..];
-            }
-            b'[' => {
-                let mut i = 1;
-                let negate = p.get(1) == Some(&b'^');
-                if negate {
-                    i += 1;
-                }
-                let mut matched = false;
-                loop {
-                    if i >= p.len() {
-                        // Unterminated class: the last character closes it.
-                        i = p.len() - 1;
-                        break;
-                    }
-                    if p[i] == b'\\' && i + 1 < p.len() {
-                        i += 1;
-                        if p[i] == s[0] {
-                            matched = true;
-                        }
-                    } else if p[i] == b']' {
-                        break;
-                    } else if i + 2 < p.len() && p[i + 1] == b'-' {
-                        let (mut lo, mut hi) = (p[i], p[i + 2]);
-                        if lo > hi {
-                            std::mem::swap(&mut lo, &mut hi);
-                        }
-                        let c = s[0];
-                        if nocase {
-                            let (lo, hi, c) = (
-                                lo.to_ascii_lowercase(),
-                                hi.to_ascii_lowercase(),
-                                c.to_ascii_lowercase(),
-                            );
-                            if c >= lo && c <= hi {
-                                matched = true;
-                            }
-                        } else if c >= lo && c <= hi {
-                            matched = true;
-                        }
-                        i += 2;
-                    } else if eq(p[i], s[0]) {
-                        matched = true;
-                    }
-                    i += 1;
-                }
-                if negate {
-                    matched = !matched;
-                }
-                if !matched {
-                    return false;
-                }
-                s = &s[1..];
-                p = &p[(i + 1).min(p.len())..];
-            }
-            b'\\' if p.len() >= 2 => {
-                if !eq(p[1], s[0]) {
-                    return false;
-                }
-                s = &s[1..];
-                p = &p[2..];
-            }
-            c => {
-                if !eq(c, s[0]) {
-                    return false;
-                }
-                s = &s[1..];
-                p = &p[1..];
-            }
-        }
-    }
-    while p.first() == Some(&b'*') {
-        p = &p[1..];
-    }
-    p.is_empty() && s.is_empty()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1192,17 +1081,22 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_match(b"config*", b"config|get", true));
-        assert!(glob_match(b"config|*re*", b"config|resetstat", true));
-        assert!(glob_match(b"cl*help", b"client|help", true));
-        assert!(!glob_match(b"set", b"setex", true));
-        assert!(glob_match(b"h[ae]llo", b"hello", false));
-        assert!(!glob_match(b"h[^e]llo", b"hello", false));
-        assert!(glob_match(b"h[a-c]llo", b"hbllo", false));
-        assert!(glob_match(b"h\\*llo", b"h*llo", false));
-        assert!(glob_match(b"*", b"", false));
-        assert!(glob_match(b"GET", b"get", true));
-        assert!(!glob_match(b"GET", b"get", false));
+        assert!(crate::glob::matches(b"config*", b"config|get", true));
+        assert!(crate::glob::matches(
+            b"config|*re*",
+            b"config|resetstat",
+            true
+        ));
+        assert!(crate::glob::matches(b"cl*help", b"client|help", true));
+        assert!(!crate::glob::matches(b"set", b"setex", true));
+        assert!(crate::glob::matches(b"h[ae]llo", b"hello", false));
+        assert!(!crate::glob::matches(b"h[^e]llo", b"hello", false));
+        assert!(crate::glob::matches(b"h[a-c]llo", b"hbllo", false));
+        assert!(crate::glob::matches(b"h\\*llo", b"h*llo", false));
+        // As in Redis, "*" does not match the empty string (KEYS special-cases a lone "*").
+        assert!(!crate::glob::matches(b"*", b"", false));
+        assert!(crate::glob::matches(b"GET", b"get", true));
+        assert!(!crate::glob::matches(b"GET", b"get", false));
     }
 
     #[test]

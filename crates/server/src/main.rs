@@ -153,8 +153,7 @@ fn protected_mode_denies(srv: &Server, stream: &tokio::net::TcpStream) -> bool {
 }
 
 /// Bind every `bind` address (a leading `-` marks one whose failure is tolerated).
-fn bind_all(srv: &Server, port: u16) -> Result<Vec<std::net::TcpListener>, String> {
-    let binds = srv.config.get("bind").unwrap_or_default();
+fn bind_all(srv: &Server, binds: &str, port: u16) -> Result<Vec<std::net::TcpListener>, String> {
     let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
     let mut out = Vec::new();
     for spec in binds.split_whitespace() {
@@ -206,40 +205,116 @@ fn bind_all(srv: &Server, port: u16) -> Result<Vec<std::net::TcpListener>, Strin
     Ok(out)
 }
 
-async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
-    let port = srv.config.get_i64("port") as u16;
-    let listeners = match bind_all(&srv, port) {
-        Ok(l) => l,
-        Err(e) => {
-            warning!("{e}");
-            return 1;
+/// The listening sockets and their accept tasks; CONFIG SET port/bind swaps them at run time.
+struct Listeners {
+    runtime: tokio::runtime::Handle,
+    workers: Arc<Vec<Worker>>,
+    /// Accept tasks and the (bind, port) they serve.
+    current: parking_lot::Mutex<(Vec<tokio::task::JoinHandle<()>>, String, u16)>,
+}
+
+impl Listeners {
+    /// Listen on every address of `binds` at `port`. Like Redis, the old sockets are closed
+    /// first (a new address may overlap an old one); if the new ones cannot all be bound, the
+    /// old ones are restored and the error returned.
+    fn rebind(&self, srv: &Server, binds: &str, port: u16) -> Result<(), String> {
+        let mut cur = self.current.lock();
+        for t in cur.0.drain(..) {
+            t.abort();
+            // The task owns its listener; wait until it is dropped so the port is free.
+            while !t.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
-    };
-    srv.tcp_port.store(port as u64, Relaxed);
-    let workers = Arc::new(workers);
-    for l in listeners {
-        let l = tokio::net::TcpListener::from_std(l).expect("listener");
-        let workers = workers.clone();
-        tokio::spawn(async move {
-            loop {
-                match l.accept().await {
-                    Ok((s, _)) => {
-                        let Ok(std) = s.into_std() else { continue };
-                        // Least-loaded worker: connections stay on the thread that gets them.
-                        let w = workers
-                            .iter()
-                            .min_by_key(|w| w.load.load(Relaxed))
-                            .expect("at least one worker");
-                        let _ = w.tx.send(std);
-                    }
-                    Err(e) => {
-                        warning!("Accepting client connection: {e}");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
+        let (old_binds, old_port) = (cur.1.clone(), cur.2);
+        let result = bind_all(srv, binds, port);
+        let (listeners, used) = match result {
+            Ok(l) => (l, (binds.to_string(), port)),
+            Err(e) => {
+                if old_port != 0 {
+                    match bind_all(srv, &old_binds, old_port) {
+                        Ok(l) => self.spawn_all(&mut cur.0, l),
+                        Err(e2) => warning!("Failed to restore the old listeners: {e2}"),
                     }
                 }
+                return Err(e);
             }
-        });
+        };
+        self.spawn_all(&mut cur.0, listeners);
+        (cur.1, cur.2) = used;
+        srv.tcp_port.store(port as u64, Relaxed);
+        Ok(())
     }
+
+    fn spawn_all(
+        &self,
+        tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+        listeners: Vec<std::net::TcpListener>,
+    ) {
+        let _guard = self.runtime.enter();
+        for l in listeners {
+            match tokio::net::TcpListener::from_std(l) {
+                Ok(l) => tasks.push(self.runtime.spawn(accept_on(l, self.workers.clone()))),
+                Err(e) => warning!("Listener setup failed: {e}"),
+            }
+        }
+    }
+}
+
+async fn accept_on(l: tokio::net::TcpListener, workers: Arc<Vec<Worker>>) {
+    loop {
+        match l.accept().await {
+            Ok((s, _)) => {
+                let Ok(std) = s.into_std() else { continue };
+                // Least-loaded worker: connections stay on the thread that gets them.
+                let w = workers
+                    .iter()
+                    .min_by_key(|w| w.load.load(Relaxed))
+                    .expect("at least one worker");
+                let _ = w.tx.send(std);
+            }
+            Err(e) => {
+                warning!("Accepting client connection: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
+    let listeners = Arc::new(Listeners {
+        runtime: tokio::runtime::Handle::current(),
+        workers: Arc::new(workers),
+        current: parking_lot::Mutex::new((Vec::new(), String::new(), 0)),
+    });
+    let port = srv.config.get_i64("port") as u16;
+    if let Err(e) = listeners.rebind(&srv, &srv.config.get("bind").unwrap_or_default(), port) {
+        warning!("{e}");
+        return 1;
+    }
+    // CONFIG SET port / bind: listen on the new address before answering OK.
+    let (l2, s2) = (listeners.clone(), Arc::downgrade(&srv));
+    srv.config.set_apply_hook(
+        "port",
+        Box::new(move |v| {
+            let srv = s2.upgrade().ok_or("shutting down")?;
+            let port: u16 = v
+                .parse()
+                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())?;
+            l2.rebind(&srv, &srv.config.get("bind").unwrap_or_default(), port)
+                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())
+        }),
+    );
+    let (l3, s3) = (listeners.clone(), Arc::downgrade(&srv));
+    srv.config.set_apply_hook(
+        "bind",
+        Box::new(move |v| {
+            let srv = s3.upgrade().ok_or("shutting down")?;
+            let port = srv.tcp_port.load(Relaxed) as u16;
+            l3.rebind(&srv, v, port)
+                .map_err(|_| "Failed to bind to specified addresses.".to_string())
+        }),
+    );
     notice!("Ready to accept connections tcp");
     let mut shutdown = srv.shutdown.subscribe();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -186,3 +186,51 @@ fn unauthenticated_clients_get_noauth_and_tight_limits() {
         b"-ERR Protocol error: unauthenticated multibulk length\r\n"
     );
 }
+
+#[test]
+fn config_set_port_and_bind_relisten() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    let new_port = common::free_port();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("port")
+        .arg(new_port)
+        .query(&mut c)
+        .unwrap();
+    let mut moved = redis::Client::open(format!("redis://127.0.0.1:{new_port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let pong: String = redis::cmd("PING").query(&mut moved).unwrap();
+    assert_eq!(pong, "PONG");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err(),
+        "old port still open"
+    );
+    // A port that is taken fails and leaves the server where it was.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+    let err = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("port")
+        .arg(taken_port)
+        .query::<()>(&mut moved)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("Unable to listen on this port"),
+        "{err}"
+    );
+    let port: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("port")
+        .query(&mut moved)
+        .unwrap();
+    assert_eq!(port, vec!["port".to_string(), new_port.to_string()]);
+    let mut again = redis::Client::open(format!("redis://127.0.0.1:{new_port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let pong: String = redis::cmd("PING").query(&mut again).unwrap();
+    assert_eq!(pong, "PONG");
+}
