@@ -1706,7 +1706,7 @@ impl Config {
             let v = self.get(p.name).unwrap_or_default();
             let res = match hooks.get(p.name) {
                 Some(h) => h(&v),
-                None => self.builtin_apply(p.name, &v),
+                None => Ok(()),
             };
             if let Err(e) = res {
                 self.restore(&params, &old);
@@ -1717,45 +1717,6 @@ impl Config {
                 }
                 return Err(SetError::failed(p.name, &e));
             }
-        }
-        Ok(())
-    }
-
-    /// Checks Redis's apply step does for parameters whose real effect lives elsewhere, used
-    /// until the owner registers a hook: a new port or bind list must be listenable.
-    fn builtin_apply(&self, name: &str, v: &str) -> Result<(), String> {
-        let (binds, port) = match name {
-            "port" => (self.get("bind").unwrap_or_default(), v.parse().unwrap_or(0)),
-            "bind" => (v.to_string(), self.get_i64("port") as u16),
-            _ => return Ok(()),
-        };
-        if port == 0 {
-            return Ok(());
-        }
-        let msg = if name == "port" {
-            "Unable to listen on this port. Check server logs."
-        } else {
-            "Failed to bind to specified addresses."
-        };
-        let mut bound = 0;
-        for spec in binds.split_whitespace() {
-            let (optional, addr) = match spec.strip_prefix('-') {
-                Some(a) => (true, a),
-                None => (false, spec),
-            };
-            let host = match addr {
-                "*" => "0.0.0.0",
-                "::*" => "::",
-                a => a,
-            };
-            match std::net::TcpListener::bind((host, port)) {
-                Ok(_) => bound += 1,
-                Err(_) if optional => {}
-                Err(_) => return Err(msg.into()),
-            }
-        }
-        if bound == 0 && !binds.is_empty() {
-            return Err(msg.into());
         }
         Ok(())
     }

@@ -60,17 +60,7 @@ pub fn lfu_initial() -> u32 {
 
 /// Apply LFU decay and a logarithmic increment, as Redis does on access.
 pub fn lfu_touch(access: u32, log_factor: u64, decay_time: u64, rng: &mut impl rand::Rng) -> u32 {
-    let ldt = access >> 8;
-    let mut counter = (access & 0xff) as u64;
-    let now = lfu_minutes();
-    let elapsed = if now >= ldt {
-        now - ldt
-    } else {
-        65535 - ldt + now
-    } as u64;
-    if let Some(periods) = elapsed.checked_div(decay_time) {
-        counter = counter.saturating_sub(periods);
-    }
+    let mut counter = lfu_decayed_counter(access, decay_time);
     if counter < 255 {
         let base = counter.saturating_sub(5) as f64;
         let p = 1.0 / (base * log_factor as f64 + 1.0);
@@ -78,7 +68,7 @@ pub fn lfu_touch(access: u32, log_factor: u64, decay_time: u64, rng: &mut impl r
             counter += 1;
         }
     }
-    (now << 8) | counter as u32
+    (lfu_minutes() << 8) | counter as u32
 }
 
 /// The LFU counter after decay, without recording an access (OBJECT FREQ).
