@@ -672,5 +672,4 @@ fn shutdown_save_fails_and_nosave_exits() {
         assert!(Instant::now() < deadline, "server still running: {stat}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err());
 }
