@@ -11,11 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn cmd(c: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    let mut q = redis::cmd(args[0]);
-    for a in &args[1..] {
-        q.arg(*a);
-    }
-    q.query(c)
+    common::cmd(args).query(c)
 }
 
 fn err_text(r: redis::RedisResult<Value>) -> String {

@@ -7,11 +7,7 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 fn q<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
+    common::cmd(args).query(c)
 }
 
 fn err_text(r: redis::RedisResult<Value>) -> String {

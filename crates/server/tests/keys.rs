@@ -2,18 +2,10 @@
 //! the expiry family (lazy and active), KEYS/SCAN/RANDOMKEY, database-wide commands, OBJECT,
 //! plus a differential run against redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{cmd, Server};
 use redis::{Connection, FromRedisValue, Value};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
 
 /// Run a command that must succeed, converting its reply.
 fn q<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {

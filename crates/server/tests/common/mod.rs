@@ -126,6 +126,15 @@ pub fn raw_roundtrip(s: &mut TcpStream, req: &[u8], expect_len: usize) -> Vec<u8
     out
 }
 
+/// A command built from string arguments: `cmd(&["SET", "k", "v"])`.
+pub fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
 /// Run the same command on both servers and return both replies (as redis::Value).
 pub fn both(
     a: &mut redis::Connection,
@@ -135,9 +144,6 @@ pub fn both(
     redis::RedisResult<redis::Value>,
     redis::RedisResult<redis::Value>,
 ) {
-    let mut c = redis::cmd(args[0]);
-    for x in &args[1..] {
-        c.arg(*x);
-    }
+    let c = cmd(args);
     (c.query(a), c.query(b))
 }
