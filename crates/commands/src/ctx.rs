@@ -126,9 +126,10 @@ impl<'a> Ctx<'a> {
             let dt = hot
                 .lfu_decay_time
                 .load(std::sync::atomic::Ordering::Relaxed);
-            e.access = tern_engine::clock::lfu_touch(e.access, lf, dt, &mut self.conn.rng);
+            e.access =
+                tern_engine::clock::lfu_touch(e.access, lf, dt, self.now_ms, &mut self.conn.rng);
         } else {
-            e.access = tern_engine::clock::lru_clock();
+            e.access = tern_engine::clock::lru_clock_at(self.now_ms);
         }
     }
 

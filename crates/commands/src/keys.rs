@@ -423,15 +423,6 @@ fn free_effort(e: &Entry) -> usize {
     1 + e.value.heap_size() / 4096
 }
 
-/// A fresh access clock for a newly created entry, in the format the current policy uses.
-fn fresh_access(ctx: &Ctx) -> u32 {
-    if ctx.srv.config.hot.lfu_policy.load(Relaxed) {
-        tern_engine::clock::lfu_initial()
-    } else {
-        tern_engine::clock::lru_clock()
-    }
-}
-
 /// Remove a key that turned out to be expired, counting it as Redis's `expired_keys`.
 fn reap_expired(shard: &mut ShardData, key: &[u8]) {
     if shard.remove(key_hash(key), key).is_some() {
@@ -658,9 +649,8 @@ fn copy(ctx: &mut Ctx, args: &Args) {
         }
         overwritten = dshard.remove(hd, dst);
     }
-    let mut entry = Entry::new(dst.into(), value);
+    let mut entry = Entry::new_at(dst.into(), value, now);
     entry.expire_at = expire_at;
-    entry.access = fresh_access(ctx);
     g.shard(dst_db, hd).insert_entry(hd, entry, now);
     drop(g);
     drop(overwritten);

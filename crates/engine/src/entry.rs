@@ -12,11 +12,16 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(key: Box<[u8]>, value: Value) -> Entry {
+        Self::new_at(key, value, crate::clock::now_ms())
+    }
+
+    /// A new entry created at `now_ms` (the command's time: no extra clock read).
+    pub fn new_at(key: Box<[u8]>, value: Value, now_ms: u64) -> Entry {
         Entry {
             key,
             value,
             expire_at: 0,
-            access: crate::clock::initial_access(),
+            access: crate::clock::initial_access_at(now_ms),
         }
     }
 

@@ -68,7 +68,7 @@ impl ShardData {
             let old = std::mem::replace(&mut e.value, value);
             // A new object under LRU; under LFU the counter carries over, as in Redis.
             if !crate::clock::lfu_mode() {
-                e.access = crate::clock::lru_clock();
+                e.access = crate::clock::lru_clock_at(now_ms);
             }
             if !keep_ttl && e.expire_at != 0 {
                 e.expire_at = 0;
@@ -76,7 +76,8 @@ impl ShardData {
             }
             return Some(old);
         }
-        self.dict.insert_new(hash, Entry::new(key.into(), value));
+        self.dict
+            .insert_new(hash, Entry::new_at(key.into(), value, now_ms));
         None
     }
 
