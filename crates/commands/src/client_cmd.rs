@@ -12,6 +12,7 @@ use std::sync::Arc;
 const CONN: u64 = acl::CONNECTION;
 const BASE: u32 = f::NOSCRIPT | f::LOADING | f::STALE | f::SENTINEL;
 
+/// A CLIENT subcommand: connection group and ACL category.
 const fn sub(
     name: &'static str,
     arity: i32,
@@ -21,18 +22,17 @@ const fn sub(
     complexity: &'static str,
     summary: &'static str,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::subcommand(
         name,
         arity,
         flags,
-        acl: CONN,
-        handler: Some(handler),
-        group: "connection",
+        CONN,
+        "connection",
+        handler,
         since,
         complexity,
         summary,
-        ..CommandSpec::DEFAULT
-    }
+    )
 }
 
 const O_N_CLIENTS: &str = "O(N) where N is the number of client connections";

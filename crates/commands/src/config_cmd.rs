@@ -12,6 +12,7 @@ const ADMIN_ACL: u64 = acl::ADMIN | acl::SLOW | acl::DANGEROUS;
 const ADMIN_FLAGS: u32 = f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE;
 const O_N_PARAMS: &str = "O(N) when N is the number of configuration parameters provided";
 
+/// A CONFIG subcommand (server group).
 #[allow(clippy::too_many_arguments)]
 const fn sub(
     name: &'static str,
@@ -23,18 +24,9 @@ const fn sub(
     complexity: &'static str,
     summary: &'static str,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        acl,
-        handler: Some(handler),
-        group: "server",
-        since,
-        complexity,
-        summary,
-        ..CommandSpec::DEFAULT
-    }
+    CommandSpec::subcommand(
+        name, arity, flags, acl, "server", handler, since, complexity, summary,
+    )
 }
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {

@@ -250,6 +250,33 @@ impl CommandSpec {
         tips: &[],
     };
 
+    /// A keyless subcommand entry: the fields container families set, the rest from DEFAULT.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn subcommand(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        acl: u64,
+        group: &'static str,
+        handler: Handler,
+        since: &'static str,
+        complexity: &'static str,
+        summary: &'static str,
+    ) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            acl,
+            handler: Some(handler),
+            group,
+            since,
+            complexity,
+            summary,
+            ..CommandSpec::DEFAULT
+        }
+    }
+
     /// The legacy (first key, last key, step) triple COMMAND INFO reports, derived from the
     /// key specs the way Redis derives it: only index/range specs, merged if contiguous.
     pub fn legacy_range(&self) -> (i32, i32, i32) {
