@@ -1790,7 +1790,9 @@ impl Config {
             "lazyfree-lazy-user-flush" => h.lazyfree_lazy_user_flush.store(yes, Relaxed),
             "lazyfree-lazy-expire" => h.lazyfree_lazy_expire.store(yes, Relaxed),
             "lazyfree-lazy-server-del" => h.lazyfree_lazy_server_del.store(yes, Relaxed),
-            _ => {}
+            _ => {
+                tern_engine::limits::set(name, n());
+            }
         }
     }
 

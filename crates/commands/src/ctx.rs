@@ -39,6 +39,12 @@ pub struct Conn {
     /// When the previous command ended (or the batch began): the next command's start time,
     /// so timing a command costs one clock read.
     pub mark: std::time::Instant,
+    /// Set by a blocking handler that found nothing to serve; the connection then waits.
+    pub pending_block: Option<crate::blocking::BlockSpec>,
+    /// True while this command runs again on behalf of a waiting client (see `blocking`).
+    pub serving_blocked: bool,
+    /// Inside MULTI/EXEC or a script a blocking command must not block: it times out at once.
+    pub deny_blocking: bool,
 }
 
 impl Conn {
@@ -61,6 +67,9 @@ impl Conn {
             stats,
             now_ms: tern_engine::clock::now_ms(),
             mark: std::time::Instant::now(),
+            pending_block: None,
+            serving_blocked: false,
+            deny_blocking: false,
         }
     }
 
@@ -135,5 +144,31 @@ impl<'a> Ctx<'a> {
 
     pub fn error(&mut self, msg: &str) {
         self.out.error(msg);
+    }
+
+    /// Ask to wait for one of `spec.keys` (see `blocking`). Where blocking is not allowed
+    /// (MULTI/EXEC, scripts) the client gets the timeout reply at once, as in Redis.
+    pub fn block(&mut self, spec: crate::blocking::BlockSpec) {
+        if self.conn.deny_blocking && !self.conn.serving_blocked {
+            match spec.timeout_reply {
+                crate::blocking::TimeoutReply::NullArray => self.out.null_array(),
+                crate::blocking::TimeoutReply::NullBulk => self.out.null(),
+            }
+            return;
+        }
+        self.conn.pending_block = Some(spec);
+    }
+
+    /// True while this command runs again for a client that was waiting on a key.
+    pub fn serving_blocked(&self) -> bool {
+        self.conn.serving_blocked
+    }
+
+    /// A keyspace event (`class` from `notify`, Redis's event name). Delivery to subscribers
+    /// lands with pub/sub (issue #4); handlers report their events now so that nothing has to
+    /// be retrofitted.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        let _ = (class, event, key);
     }
 }

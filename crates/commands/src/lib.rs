@@ -1,12 +1,14 @@
 //! tern's commands: the declarative table (`table`), one module per command family, and the
 //! dispatcher that runs them against the engine.
 pub mod args;
+pub mod blocking;
 pub mod clients;
 pub mod config;
 pub mod ctx;
 pub mod dispatch;
 pub mod float;
 pub mod glob;
+pub mod notify;
 pub mod registry;
 pub mod server;
 pub mod stats;
@@ -23,6 +25,16 @@ pub mod keys;
 pub mod memory;
 pub mod strings;
 
+pub mod bitops;
+pub mod geo;
+pub mod hashes;
+pub mod hll;
+pub mod lists;
+pub mod sets;
+pub mod sort;
+pub mod streams;
+pub mod zsets;
+
 pub use args::Args;
 pub use ctx::{Conn, Ctx};
 pub use server::Server;
@@ -30,7 +42,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 9] {
+pub fn families() -> [&'static [CommandSpec]; 18] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -41,6 +53,15 @@ pub fn families() -> [&'static [CommandSpec]; 9] {
         introspection::COMMANDS,
         debug::COMMANDS,
         function::COMMANDS,
+        hashes::COMMANDS,
+        lists::COMMANDS,
+        sets::COMMANDS,
+        zsets::COMMANDS,
+        streams::COMMANDS,
+        bitops::COMMANDS,
+        hll::COMMANDS,
+        geo::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 

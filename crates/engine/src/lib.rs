@@ -4,12 +4,16 @@ pub mod dict;
 pub mod entry;
 pub mod expire;
 pub mod hash;
+pub mod limits;
+pub mod listpack;
 pub mod shard;
 pub mod store;
+pub mod types;
 pub mod value;
 
 pub use entry::Entry;
 pub use hash::key_hash;
 pub use shard::ShardData;
 pub use store::{MultiGuard, ShardGuard, Store};
+pub use types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{RString, Value};

@@ -1,6 +1,8 @@
 //! Stored values. One enum per Redis type; each type keeps compact encodings for small sizes
 //! and reports Redis's encoding names.
 
+use crate::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+
 /// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_LIMIT: usize = 44;
 
@@ -17,6 +19,11 @@ pub enum RString {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(RString),
+    List(ListValue),
+    Hash(HashValue),
+    Set(SetValue),
+    ZSet(ZSetValue),
+    Stream(Box<StreamValue>),
 }
 
 /// Parse a canonical integer the way Redis's `string2ll` does: no leading zeros, no '+',
@@ -145,6 +152,11 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -152,12 +164,22 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(v) => v.encoding(),
+            Value::Hash(v) => v.encoding(),
+            Value::Set(v) => v.encoding(),
+            Value::ZSet(v) => v.encoding(),
+            Value::Stream(v) => v.encoding(),
         }
     }
 
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::List(v) => v.heap_size(),
+            Value::Hash(v) => v.heap_size(),
+            Value::Set(v) => v.heap_size(),
+            Value::ZSet(v) => v.heap_size(),
+            Value::Stream(v) => v.heap_size(),
         }
     }
 }

@@ -1,0 +1,4 @@
+//! Hash commands (HSET, HGET, ...).
+use crate::table::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,4 @@
+//! Set commands.
+use crate::table::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

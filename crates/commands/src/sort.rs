@@ -1,0 +1,4 @@
+//! SORT and SORT_RO.
+use crate::table::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

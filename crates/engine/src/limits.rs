@@ -1,0 +1,44 @@
+//! Encoding thresholds (`hash-max-listpack-entries` …): set by CONFIG, read by the value types
+//! when they decide whether a collection stays compact. Atomics, so CONFIG SET takes effect on
+//! the next write without locking anything.
+
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+
+macro_rules! limits {
+    ($($name:ident = $default:expr, $config:literal;)*) => {
+        $(pub static $name: AtomicI64 = AtomicI64::new($default);)*
+
+        /// Mirror a config parameter into its atomic; false if the name is not a threshold.
+        pub fn set(config_name: &str, value: i64) -> bool {
+            match config_name {
+                $($config => { $name.store(value, Relaxed); true })*
+                _ => false,
+            }
+        }
+    };
+}
+
+limits! {
+    HASH_MAX_LISTPACK_ENTRIES = 128, "hash-max-listpack-entries";
+    HASH_MAX_LISTPACK_VALUE = 64, "hash-max-listpack-value";
+    SET_MAX_INTSET_ENTRIES = 512, "set-max-intset-entries";
+    SET_MAX_LISTPACK_ENTRIES = 128, "set-max-listpack-entries";
+    SET_MAX_LISTPACK_VALUE = 64, "set-max-listpack-value";
+    ZSET_MAX_LISTPACK_ENTRIES = 128, "zset-max-listpack-entries";
+    ZSET_MAX_LISTPACK_VALUE = 64, "zset-max-listpack-value";
+    LIST_MAX_LISTPACK_SIZE = -2, "list-max-listpack-size";
+    LIST_COMPRESS_DEPTH = 0, "list-compress-depth";
+    STREAM_NODE_MAX_BYTES = 4096, "stream-node-max-bytes";
+    STREAM_NODE_MAX_ENTRIES = 100, "stream-node-max-entries";
+}
+
+/// Read a threshold (as usize for the non-negative ones).
+#[inline]
+pub fn get(l: &AtomicI64) -> i64 {
+    l.load(Relaxed)
+}
+
+#[inline]
+pub fn get_usize(l: &AtomicI64) -> usize {
+    l.load(Relaxed).max(0) as usize
+}

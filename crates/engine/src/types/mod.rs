@@ -1,0 +1,12 @@
+//! The collection types, one module each, with their compact and full encodings.
+pub mod hash;
+pub mod list;
+pub mod set;
+pub mod stream;
+pub mod zset;
+
+pub use hash::HashValue;
+pub use list::ListValue;
+pub use set::SetValue;
+pub use stream::StreamValue;
+pub use zset::ZSetValue;
