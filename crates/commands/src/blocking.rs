@@ -9,6 +9,16 @@
 //! that finds the key of the wrong type must call `ctx.block` again (Redis keeps such clients
 //! blocked) instead of replying WRONGTYPE.
 
+use crate::args::OwnedArgs;
+use crate::clients::{cflags, ClientHandle};
+use crate::ctx::Conn;
+use crate::server::Server;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use tern_resp::Reply;
+
 /// What a timed-out client receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutReply {
@@ -31,6 +41,292 @@ pub struct BlockSpec {
     /// Wake with the command's own reply when a key is deleted or changes type (XREADGROUP),
     /// instead of waiting on.
     pub unblock_on_nokey: bool,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The command ran again and produced this reply (in the waiter's protocol).
+    Reply(Vec<u8>),
+    Timeout,
+    /// CLIENT UNBLOCK ... ERROR.
+    Error(String),
+    /// The client went away.
+    Cancelled,
+}
+
+#[derive(Debug)]
+enum State {
+    Waiting,
+    /// A writer is running the command for this client right now.
+    Serving,
+    Done(Outcome),
+}
+
+/// One blocked client: what it waits for and how to run its command again.
+pub struct Waiter {
+    pub client_id: u64,
+    pub db: usize,
+    keys: Vec<Vec<u8>>,
+    args: OwnedArgs,
+    resp: u8,
+    pub deadline_ms: u64,
+    pub timeout_reply: TimeoutReply,
+    on_nokey: bool,
+    handle: Arc<ClientHandle>,
+    state: Mutex<State>,
+    wake: tokio::sync::Notify,
+}
+
+impl Waiter {
+    /// Wait for the outcome (the caller also watches the deadline and the socket).
+    pub async fn notified(&self) {
+        self.wake.notified().await
+    }
+
+    /// The outcome if the wait is over.
+    pub fn outcome(&self) -> Option<Outcome> {
+        match &*self.state.lock() {
+            State::Done(o) => Some(o.clone()),
+            _ => None,
+        }
+    }
+
+    /// End the wait with `o` unless a writer got there first; true if this call ended it.
+    fn finish_if_waiting(&self, o: Outcome) -> bool {
+        let mut st = self.state.lock();
+        if matches!(*st, State::Waiting) {
+            *st = State::Done(o);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queues {
+    by_key: HashMap<(usize, Vec<u8>), VecDeque<Arc<Waiter>>>,
+    by_client: HashMap<u64, Arc<Waiter>>,
+}
+
+/// Every blocked client, by key (FIFO per key) and by client id.
+#[derive(Default)]
+pub struct Blocking {
+    blocked: AtomicUsize,
+    queues: Mutex<Queues>,
+}
+
+impl Blocking {
+    /// Any client blocked at all? (The writers' fast path: one atomic load.)
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.blocked.load(SeqCst) > 0
+    }
+
+    /// (blocked clients, distinct keys waited on, keys with an unblock-on-delete waiter).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let q = self.queues.lock();
+        let nokey = q
+            .by_key
+            .values()
+            .filter(|w| w.iter().any(|w| w.on_nokey))
+            .count();
+        (q.by_client.len(), q.by_key.len(), nokey)
+    }
+
+    fn register(&self, w: &Arc<Waiter>) {
+        let mut q = self.queues.lock();
+        for k in &w.keys {
+            q.by_key
+                .entry((w.db, k.clone()))
+                .or_default()
+                .push_back(w.clone());
+        }
+        q.by_client.insert(w.client_id, w.clone());
+        self.blocked.fetch_add(1, SeqCst);
+        w.handle.set_flag(cflags::BLOCKED, true);
+    }
+
+    fn unregister(&self, w: &Arc<Waiter>) {
+        let mut q = self.queues.lock();
+        if q.by_client.remove(&w.client_id).is_none() {
+            return;
+        }
+        for k in &w.keys {
+            let slot = (w.db, k.clone());
+            if let Some(list) = q.by_key.get_mut(&slot) {
+                list.retain(|x| !Arc::ptr_eq(x, w));
+                if list.is_empty() {
+                    q.by_key.remove(&slot);
+                }
+            }
+        }
+        self.blocked.fetch_sub(1, SeqCst);
+        w.handle.set_flag(cflags::BLOCKED, false);
+    }
+
+    /// Waiters on `(db, key)` in arrival order.
+    fn waiters_on(&self, db: usize, key: &[u8]) -> Vec<Arc<Waiter>> {
+        let q = self.queues.lock();
+        q.by_key
+            .get(&(db, key.to_vec()))
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every key someone waits on (FLUSHALL, SWAPDB, MOVE: whole databases change at once).
+    fn all_keys(&self) -> Vec<(usize, Vec<u8>)> {
+        self.queues.lock().by_key.keys().cloned().collect()
+    }
+
+    /// CLIENT UNBLOCK: end `id`'s wait with a timeout or an error; false if it is not blocked.
+    pub fn unblock(&self, id: u64, error: bool) -> bool {
+        let Some(w) = self.queues.lock().by_client.get(&id).cloned() else {
+            return false;
+        };
+        let o = if error {
+            Outcome::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into())
+        } else {
+            Outcome::Timeout
+        };
+        if !w.finish_if_waiting(o) {
+            return false;
+        }
+        self.unregister(&w);
+        w.wake.notify_one();
+        true
+    }
+}
+
+/// Start waiting: register the client on its keys, then try once more, so a push that ran
+/// between the command's first attempt and the registration is not missed.
+pub fn start_wait(
+    srv: &Arc<Server>,
+    conn: &Conn,
+    resp: u8,
+    spec: BlockSpec,
+    args: Vec<Vec<u8>>,
+) -> Arc<Waiter> {
+    let mut keys = spec.keys;
+    keys.sort();
+    keys.dedup();
+    let w = Arc::new(Waiter {
+        client_id: conn.handle.id,
+        db: conn.db,
+        keys,
+        args: OwnedArgs::new(spec.rewritten_args.unwrap_or(args)),
+        resp,
+        deadline_ms: spec.deadline_ms,
+        timeout_reply: spec.timeout_reply,
+        on_nokey: spec.unblock_on_nokey,
+        handle: conn.handle.clone(),
+        state: Mutex::new(State::Waiting),
+        wake: tokio::sync::Notify::new(),
+    });
+    srv.blocking.register(&w);
+    let mut ready = VecDeque::new();
+    try_serve(srv, conn, &w, &mut ready);
+    serve_queue(srv, conn, ready);
+    w
+}
+
+/// The client stopped waiting on its own side (deadline passed, connection closed). Returns
+/// the outcome to deliver: `own` if the wait was still open, or what a writer delivered first.
+pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
+    if w.finish_if_waiting(own.clone()) {
+        srv.blocking.unregister(w);
+        return own;
+    }
+    loop {
+        if let Some(o) = w.outcome() {
+            return o;
+        }
+        // A writer is running the command for us this very moment: wait for its result.
+        std::thread::yield_now();
+    }
+}
+
+/// Write the reply for a finished wait into the client's output.
+pub fn write_outcome(out: &mut Reply, w: &Waiter, o: Outcome) {
+    match o {
+        Outcome::Reply(bytes) => out.raw(&bytes),
+        Outcome::Timeout => match w.timeout_reply {
+            TimeoutReply::NullArray => out.null_array(),
+            TimeoutReply::NullBulk => out.null(),
+        },
+        Outcome::Error(e) => out.error(&e),
+        Outcome::Cancelled => {}
+    }
+}
+
+/// After a write command: queue the keys it wrote for the blocked clients to look at. Called
+/// only when someone is blocked.
+pub fn note_written_keys(
+    srv: &Server,
+    db: usize,
+    spec: &crate::table::CommandSpec,
+    args: &crate::Args,
+    ready: &mut VecDeque<(usize, Vec<u8>)>,
+) {
+    match spec.name {
+        // These change whole databases (or another database than the client's).
+        "flushall" | "flushdb" | "swapdb" | "move" | "copy" | "restore" | "exec" => {
+            ready.extend(srv.blocking.all_keys());
+        }
+        _ => {
+            for (pos, _) in spec.key_positions(args) {
+                ready.push_back((db, args.get(pos).to_vec()));
+            }
+        }
+    }
+}
+
+/// Serve the blocked clients waiting on the queued keys, in arrival order per key. Commands run
+/// for them may write further keys (BLMOVE pushes to its destination), which join the queue.
+pub fn serve_queue(srv: &Arc<Server>, conn: &Conn, mut ready: VecDeque<(usize, Vec<u8>)>) {
+    // Terminates: every served waiter leaves the registry, and only served commands queue keys.
+    while let Some((db, key)) = ready.pop_front() {
+        if !srv.blocking.any() {
+            return;
+        }
+        for w in srv.blocking.waiters_on(db, &key) {
+            try_serve(srv, conn, &w, &mut ready);
+        }
+    }
+}
+
+/// Run `w`'s command again on this thread. Served: the reply goes to the waiter, which is
+/// woken. Not served (it asked to block again): it keeps its place.
+fn try_serve(
+    srv: &Arc<Server>,
+    conn: &Conn,
+    w: &Arc<Waiter>,
+    ready: &mut VecDeque<(usize, Vec<u8>)>,
+) {
+    {
+        let mut st = w.state.lock();
+        if !matches!(*st, State::Waiting) {
+            return;
+        }
+        *st = State::Serving;
+    }
+    let mut tmp = Conn::new(w.handle.clone(), false, conn.stats.clone());
+    tmp.db = w.db;
+    tmp.serving_blocked = true;
+    tmp.now_ms = tern_engine::clock::now_ms();
+    let mut out = Reply::new();
+    out.resp = w.resp;
+    crate::dispatch::execute(srv, &mut tmp, &mut out, &w.args.args());
+    ready.extend(tmp.ready_keys.drain(..));
+    let served = tmp.pending_block.take().is_none();
+    if served {
+        *w.state.lock() = State::Done(Outcome::Reply(out.buf));
+        srv.blocking.unregister(w);
+        w.wake.notify_one();
+    } else {
+        *w.state.lock() = State::Waiting;
+    }
 }
 
 /// A blocking timeout in seconds (decimals allowed), as Redis's getTimeoutFromObjectOrReply

@@ -145,12 +145,37 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
             "O(1)",
             "Sets the connection name.",
         ),
+        sub(
+            "unblock",
+            -3,
+            BASE | f::ADMIN,
+            unblock,
+            "5.0.0",
+            "O(log N) where N is the number of client connections",
+            "Unblocks a client blocked by a blocking command from a different connection.",
+        ),
     ],
     ..CommandSpec::DEFAULT
 }];
 
 fn id(ctx: &mut Ctx, _args: &Args) {
     ctx.out.int(ctx.conn.handle.id as i64);
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: end another client's blocking wait.
+fn unblock(ctx: &mut Ctx, args: &Args) {
+    let Some(id) = parse_i64(&args[2]) else {
+        return ctx.error("ERR value is not an integer or out of range");
+    };
+    let error = match args.len() {
+        3 => false,
+        4 if eq_ic(&args[3], "timeout") => false,
+        4 if eq_ic(&args[3], "error") => true,
+        4 => return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        _ => return ctx.error(ERR_SYNTAX),
+    };
+    let done = id >= 0 && ctx.srv.blocking.unblock(id as u64, error);
+    ctx.out.int(done as i64);
 }
 
 fn getname(ctx: &mut Ctx, _args: &Args) {

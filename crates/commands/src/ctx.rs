@@ -45,6 +45,8 @@ pub struct Conn {
     pub serving_blocked: bool,
     /// Inside MULTI/EXEC or a script a blocking command must not block: it times out at once.
     pub deny_blocking: bool,
+    /// Keys written while clients were blocked, to be looked at after this command.
+    pub ready_keys: std::collections::VecDeque<(usize, Vec<u8>)>,
 }
 
 impl Conn {
@@ -70,6 +72,7 @@ impl Conn {
             pending_block: None,
             serving_blocked: false,
             deny_blocking: false,
+            ready_keys: Default::default(),
         }
     }
 

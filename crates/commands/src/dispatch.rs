@@ -23,8 +23,26 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
     out.errors = 0;
     match resolve(srv, conn, out, args) {
-        Ok(entry) => run(srv, conn, out, args, entry),
+        Ok(entry) => {
+            run(srv, conn, out, args, entry);
+            if entry.spec.flags & flags::WRITE != 0
+                && conn.pending_block.is_none()
+                && srv.blocking.any()
+            {
+                crate::blocking::note_written_keys(
+                    srv,
+                    conn.db,
+                    entry.spec,
+                    args,
+                    &mut conn.ready_keys,
+                );
+            }
+        }
         Err(known) => record_errors(srv, conn, out, known, true),
+    }
+    if !conn.serving_blocked && !conn.ready_keys.is_empty() {
+        let ready = std::mem::take(&mut conn.ready_keys);
+        crate::blocking::serve_queue(srv, conn, ready);
     }
     match conn.reply_mode {
         ReplyMode::Off => out.buf.truncate(mark),

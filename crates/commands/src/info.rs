@@ -285,6 +285,7 @@ fn server_section(srv: &Server, out: &mut String) {
 
 fn clients_section(srv: &Server, out: &mut String) {
     let clients = srv.clients.all();
+    let (_, blocking_keys, nokey_keys) = srv.blocking.counts();
     let mut blocked = 0;
     let mut tracking = 0;
     let mut replicas = 0;
@@ -313,8 +314,8 @@ fn clients_section(srv: &Server, out: &mut String) {
          blocked_clients:{blocked}\r\n\
          tracking_clients:{tracking}\r\n\
          clients_in_timeout_table:{blocked}\r\n\
-         total_blocking_keys:0\r\n\
-         total_blocking_keys_on_nokey:0\r\n",
+         total_blocking_keys:{blocking_keys}\r\n\
+         total_blocking_keys_on_nokey:{nokey_keys}\r\n",
         clients.len() - replicas,
         srv.config.hot.maxclients.load(Relaxed),
     );

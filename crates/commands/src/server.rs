@@ -59,6 +59,8 @@ pub struct Server {
     /// Set by SHUTDOWN / signals; the listener and workers watch it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     pub stat_expired_time_cap: AtomicU64,
+    /// Clients waiting in BLPOP, BZPOPMIN, XREAD BLOCK, ...
+    pub blocking: crate::blocking::Blocking,
 }
 
 impl Server {
@@ -99,6 +101,7 @@ impl Server {
             threads,
             shutdown: tokio::sync::watch::channel(false).0,
             stat_expired_time_cap: AtomicU64::new(0),
+            blocking: Default::default(),
         }
     }
 

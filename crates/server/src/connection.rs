@@ -4,6 +4,7 @@
 use bytes::{Buf, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use tern_commands::blocking::{self, Outcome, Waiter};
 use tern_commands::clients::ClientHandle;
 use tern_commands::dispatch;
 use tern_commands::{Args, Conn, Server};
@@ -20,36 +21,41 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     let mut parser = RequestParser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Reply::new();
+    // Input left unprocessed when a blocking command paused the pipeline.
+    let mut resume = false;
     'conn: loop {
-        // Room for the pending bulk, but never more than doubling what actually arrived: a
-        // client announcing a huge argument cannot make us allocate it before sending it.
-        let need = parser.pending_bulk_need(inbuf.len());
-        let want = need.min(inbuf.len().max(READ_CHUNK)).max(READ_CHUNK / 4);
-        if inbuf.capacity() - inbuf.len() < want {
-            inbuf.reserve(want.max(READ_CHUNK));
-        }
-        let n = match conn.monitor_rx.as_mut() {
-            None => stream.read_buf(&mut inbuf).await,
-            Some(rx) => {
-                tokio::select! {
-                    r = stream.read_buf(&mut inbuf) => r,
-                    line = rx.recv() => {
-                        if let Some(line) = line {
-                            if stream.write_all(&line).await.is_err() { break 'conn; }
+        if !resume {
+            // Room for the pending bulk, but never more than doubling what actually arrived: a
+            // client announcing a huge argument cannot make us allocate it before sending it.
+            let need = parser.pending_bulk_need(inbuf.len());
+            let want = need.min(inbuf.len().max(READ_CHUNK)).max(READ_CHUNK / 4);
+            if inbuf.capacity() - inbuf.len() < want {
+                inbuf.reserve(want.max(READ_CHUNK));
+            }
+            let n = match conn.monitor_rx.as_mut() {
+                None => stream.read_buf(&mut inbuf).await,
+                Some(rx) => {
+                    tokio::select! {
+                        r = stream.read_buf(&mut inbuf) => r,
+                        line = rx.recv() => {
+                            if let Some(line) = line {
+                                if stream.write_all(&line).await.is_err() { break 'conn; }
+                            }
+                            continue 'conn;
                         }
-                        continue 'conn;
                     }
                 }
+            };
+            let n = match n {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if handle.is_killed() {
+                break;
             }
-        };
-        let n = match n {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if handle.is_killed() {
-            break;
+            stats.net_input_bytes.add(n as u64);
         }
-        stats.net_input_bytes.add(n as u64);
+        resume = false;
         conn.start_batch();
         handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
@@ -58,6 +64,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         };
         let mut pos = 0;
         let mut fatal = false;
+        let mut blocked = None;
         loop {
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
@@ -70,6 +77,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                     handle.qbuf.store(inbuf.len() - pos, Relaxed);
                     dispatch::execute(&srv, &mut conn, &mut out, &args);
                     pos += used;
+                    if let Some(spec) = conn.pending_block.take() {
+                        blocked = Some((spec, args.to_vecs()));
+                        break;
+                    }
                     if conn.close_after_reply || handle.is_killed() {
                         fatal = true;
                         break;
@@ -96,6 +107,24 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             );
             break;
         }
+        if let Some((spec, args)) = blocked {
+            // Earlier replies of the pipeline go out before the wait, as in Redis.
+            if !out.buf.is_empty() {
+                stats.net_output_bytes.add(out.buf.len() as u64);
+                if stream.write_all(&out.buf).await.is_err() {
+                    break;
+                }
+                out.buf.clear();
+            }
+            let w = blocking::start_wait(&srv, &conn, out.resp, spec, args);
+            let outcome = wait_blocked(&srv, &w, &mut stream, &mut inbuf).await;
+            if outcome == Outcome::Cancelled {
+                break;
+            }
+            blocking::write_outcome(&mut out, &w, outcome);
+            conn.start_batch();
+            resume = true;
+        }
         if !out.buf.is_empty() {
             stats.net_output_bytes.add(out.buf.len() as u64);
             if stream.write_all(&out.buf).await.is_err() {
@@ -120,4 +149,43 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     handle.detach_socket();
     srv.clients.unregister(handle.id);
     let _ = stream.shutdown().await;
+}
+
+/// Wait until a writer serves the blocked command, its deadline passes, CLIENT UNBLOCK ends
+/// it, or the client goes away. Input that arrives meanwhile is kept for afterwards.
+async fn wait_blocked(
+    srv: &Arc<Server>,
+    w: &Arc<Waiter>,
+    stream: &mut TcpStream,
+    inbuf: &mut BytesMut,
+) -> Outcome {
+    let deadline = (w.deadline_ms != 0).then(|| {
+        let now = tern_engine::clock::now_ms();
+        tokio::time::Instant::now()
+            + std::time::Duration::from_millis(w.deadline_ms.saturating_sub(now))
+    });
+    let mut shutdown = srv.shutdown.subscribe();
+    loop {
+        if let Some(o) = w.outcome() {
+            return o;
+        }
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
+            inbuf.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            _ = w.notified() => {}
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            } => return blocking::end_wait(srv, w, Outcome::Timeout),
+            r = stream.read_buf(inbuf) => {
+                if matches!(r, Ok(0) | Err(_)) {
+                    return blocking::end_wait(srv, w, Outcome::Cancelled);
+                }
+            }
+            _ = shutdown.changed() => return blocking::end_wait(srv, w, Outcome::Cancelled),
+        }
+    }
 }
