@@ -47,6 +47,11 @@ pub struct Conn {
     pub deny_blocking: bool,
     /// Keys written while clients were blocked, to be looked at after this command.
     pub ready_keys: std::collections::VecDeque<(usize, Vec<u8>)>,
+    /// Set by a handler that found its input huge: the connection runs the command again on a
+    /// background thread (see `Ctx::offload`).
+    pub pending_offload: bool,
+    /// True while running on a background thread (never offload twice).
+    pub offloaded: bool,
 }
 
 impl Conn {
@@ -73,6 +78,8 @@ impl Conn {
             serving_blocked: false,
             deny_blocking: false,
             ready_keys: Default::default(),
+            pending_offload: false,
+            offloaded: false,
         }
     }
 
@@ -160,6 +167,21 @@ impl<'a> Ctx<'a> {
             return;
         }
         self.conn.pending_block = Some(spec);
+    }
+
+    /// Called by a handler about to do a lot of work (a ZINTERSTORE over huge sets): returns
+    /// true when the command will instead run again on a background thread, so that the
+    /// connection's worker thread keeps serving its other clients meanwhile. The handler must
+    /// then return at once, having replied nothing and changed nothing. Returns false where
+    /// the command cannot move (already moved, serving a blocked client, inside MULTI or a
+    /// script), and the handler just goes on.
+    pub fn offload(&mut self) -> bool {
+        let c = &mut *self.conn;
+        if c.offloaded || c.serving_blocked || c.deny_blocking {
+            return false;
+        }
+        c.pending_offload = true;
+        true
     }
 
     /// True while this command runs again for a client that was waiting on a key.

@@ -166,6 +166,15 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     if dur_us >= 1000 {
         conn.now_ms = tern_engine::clock::now_ms();
     }
+    let f = entry.spec.flags;
+    if conn.pending_block.is_some() || conn.pending_offload {
+        // The command runs again later (served, or on a background thread): count it then.
+        if !conn.serving_blocked && srv.has_monitors() && f & flags::SKIP_MONITOR == 0 {
+            let hidden = redacted_args(&entry.fullname, args);
+            srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
+        }
+        return;
+    }
     let st = &conn.stats.cmds[entry.id];
     st.calls.add(1);
     st.usec.add(dur_us);
@@ -177,7 +186,6 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     if out.errors > 0 {
         record_errors(srv, conn, out, Some(entry), false);
     }
-    let f = entry.spec.flags;
     if f & flags::SKIP_SLOWLOG == 0 {
         slowlog_push(srv, conn, args, entry, dur_us);
     }
@@ -192,7 +200,12 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
             ms,
         );
     }
-    if srv.has_monitors() && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0 && !conn.is_monitor() {
+    let rerun = conn.serving_blocked || conn.offloaded;
+    if srv.has_monitors()
+        && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0
+        && !conn.is_monitor()
+        && !rerun
+    {
         let hidden = redacted_args(&entry.fullname, args);
         srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
     }

@@ -407,20 +407,8 @@ fn parse_db(ctx: &Ctx, arg: &[u8], not_int: &'static str) -> Result<usize, &'sta
     Ok(n as usize)
 }
 
-/// Drop freed values away from the command path: big batches go to a short-lived thread so
-/// neither the shard locks nor the connection's thread pay for deallocation.
-fn free_later<T: Send + 'static>(items: Vec<T>, weight: usize) {
-    const INLINE_LIMIT: usize = 64;
-    if weight > INLINE_LIMIT {
-        std::thread::spawn(move || drop(items));
-    } else {
-        drop(items);
-    }
-}
-
-/// Rough deallocation cost of an entry (allocations it owns).
 fn free_effort(e: &Entry) -> usize {
-    1 + e.value.heap_size() / 4096
+    e.value.free_effort()
 }
 
 /// Remove a key that turned out to be expired, counting it as Redis's `expired_keys`.
@@ -456,7 +444,9 @@ fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<Entry> {
 fn del(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
     let n = removed.len();
-    drop(removed);
+    // Freeing never changes a reply, so huge values go to the background even for DEL.
+    let weight = removed.iter().map(free_effort).sum();
+    crate::background::drop_later(removed, weight);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
 }
@@ -465,7 +455,7 @@ fn unlink(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
     let n = removed.len();
     let weight = removed.iter().map(free_effort).sum();
-    free_later(removed, weight);
+    crate::background::drop_later(removed, weight);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
 }
@@ -833,6 +823,9 @@ fn keys(ctx: &mut Ctx, args: &Args) {
     let pattern = &args[1];
     let all = pattern == b"*";
     let db = ctx.conn.db;
+    if ctx.srv.store.db_len(db) > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        return;
+    }
     let now = ctx.now_ms;
     let srv: &crate::Server = ctx.srv;
     // One consistent snapshot: a key renamed across shards mid-walk is seen exactly once.
@@ -930,11 +923,10 @@ pub fn flush_dbs(srv: &crate::Server, dbs: &[usize], asynchronous: bool) -> usiz
         old.push(shard.clear());
     }
     drop(g);
-    if asynchronous && !old.is_empty() {
-        std::thread::spawn(move || drop(old));
-    } else {
-        drop(old);
-    }
+    // A big table is always freed away from the client's thread; ASYNC only changes when
+    // the memory comes back, which no reply depends on.
+    let effort = if asynchronous { usize::MAX } else { removed };
+    crate::background::drop_later(old, effort);
     removed
 }
 

@@ -1,6 +1,7 @@
 //! tern's commands: the declarative table (`table`), one module per command family, and the
 //! dispatcher that runs them against the engine.
 pub mod args;
+pub mod background;
 pub mod blocking;
 pub mod clients;
 pub mod config;

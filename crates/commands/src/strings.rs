@@ -344,7 +344,9 @@ fn store_value(
     match shard.get(h, key, now) {
         Some(e) => {
             ctx.touch(e);
-            e.value = value;
+            let old = std::mem::replace(&mut e.value, value);
+            let effort = old.free_effort();
+            crate::background::drop_later(old, effort);
             if !keep_ttl && e.expire_at != 0 {
                 shard.set_expire(h, key, 0, now);
             }

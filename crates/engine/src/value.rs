@@ -172,6 +172,20 @@ impl Value {
         }
     }
 
+    /// Roughly how many allocations freeing this value takes (Redis's lazyfreeGetFreeEffort):
+    /// decides whether it is freed in the background.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            _ if self.heap_size() < 64 * 1024 => 1,
+            Value::List(v) => v.len() / 64 + 1,
+            Value::Hash(v) => v.len(),
+            Value::Set(v) => v.len(),
+            Value::ZSet(v) => v.len(),
+            Value::Stream(v) => v.len() / 64 + 1,
+        }
+    }
+
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),

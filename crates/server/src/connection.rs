@@ -4,6 +4,7 @@
 use bytes::{Buf, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use tern_commands::args::OwnedArgs;
 use tern_commands::blocking::{self, Outcome, Waiter};
 use tern_commands::clients::ClientHandle;
 use tern_commands::dispatch;
@@ -65,6 +66,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         let mut pos = 0;
         let mut fatal = false;
         let mut blocked = None;
+        let mut offload = None;
         loop {
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
@@ -79,6 +81,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                     pos += used;
                     if let Some(spec) = conn.pending_block.take() {
                         blocked = Some((spec, args.to_vecs()));
+                        break;
+                    }
+                    if conn.pending_offload {
+                        offload = Some(OwnedArgs::new(args.iter()));
                         break;
                     }
                     if conn.close_after_reply || handle.is_killed() {
@@ -106,6 +112,13 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                 handle.addr
             );
             break;
+        }
+        if let Some(args) = offload {
+            conn.pending_offload = false;
+            let (c, o) = run_offloaded(&srv, conn, out, args).await;
+            conn = c;
+            out = o;
+            resume = true;
         }
         if let Some((spec, args)) = blocked {
             // Earlier replies of the pipeline go out before the wait, as in Redis.
@@ -188,4 +201,26 @@ async fn wait_blocked(
             _ = shutdown.changed() => return blocking::end_wait(srv, w, Outcome::Cancelled),
         }
     }
+}
+
+/// Run one command on a background thread (its handler asked, its input being huge): this
+/// worker thread goes on serving its other connections meanwhile.
+async fn run_offloaded(
+    srv: &Arc<Server>,
+    mut conn: Conn,
+    mut out: Reply,
+    args: OwnedArgs,
+) -> (Conn, Reply) {
+    let srv = srv.clone();
+    tern_commands::background::run(move || {
+        // Count on the background thread's own statistics, not the worker's.
+        let worker_stats = std::mem::replace(&mut conn.stats, srv.stats.local());
+        conn.offloaded = true;
+        conn.mark = std::time::Instant::now();
+        dispatch::execute(&srv, &mut conn, &mut out, &args.args());
+        conn.offloaded = false;
+        conn.stats = worker_stats;
+        (conn, out)
+    })
+    .await
 }
