@@ -362,6 +362,11 @@ fn reply_key_specs(out: &mut Reply, spec: &CommandSpec) {
                 out.bulk(b"startfrom");
                 out.int(startfrom as i64);
             }
+            BeginSearch::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
         }
         out.bulk(b"find_keys");
         out.map(2);
@@ -396,6 +401,11 @@ fn reply_key_specs(out: &mut Reply, spec: &CommandSpec) {
                 out.int(firstkey as i64);
                 out.bulk(b"keystep");
                 out.int(step as i64);
+            }
+            FindKeys::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
             }
         }
     }

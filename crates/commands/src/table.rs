@@ -145,19 +145,26 @@ pub enum BeginSearch {
         keyword: &'static str,
         startfrom: i32,
     },
+    /// Only the command itself knows (its `getkeys`).
+    Unknown,
 }
 
 /// How keys are found from the beginning.
 #[derive(Debug, Clone, Copy)]
 pub enum FindKeys {
     /// `lastkey` relative to the begin index (-1 = last arg), every `step` args, `limit` as Redis.
-    Range { lastkey: i32, step: i32, limit: i32 },
+    Range {
+        lastkey: i32,
+        step: i32,
+        limit: i32,
+    },
     /// A count argument at `keynumidx` (relative), keys from `firstkey` (relative), every `step`.
     Keynum {
         keynumidx: i32,
         firstkey: i32,
         step: i32,
     },
+    Unknown,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -231,6 +238,9 @@ pub struct CommandSpec {
     pub summary: &'static str,
     /// Hints for clients and proxies (`nondeterministic_output`, `request_policy:all_shards`...).
     pub tips: &'static [&'static str],
+    /// Key finder for commands whose specs cannot say where the keys are (SORT's STORE):
+    /// replaces the specs for GETKEYS and lock planning, as Redis's getkeys_proc does.
+    pub getkeys: Option<fn(&Args) -> Vec<(usize, u32)>>,
 }
 
 /// The defaults every entry starts from (`..CommandSpec::DEFAULT`).
@@ -248,6 +258,7 @@ impl CommandSpec {
         complexity: "O(1)",
         summary: "",
         tips: &[],
+        getkeys: None,
     };
 
     /// A keyless subcommand entry: the fields container families set, the rest from DEFAULT.
@@ -325,6 +336,9 @@ impl CommandSpec {
     /// Argument indexes of the keys in `args`, with each key's spec flags. Arguments that do not
     /// fit the spec (too few, bad keynum) end the search quietly; arity checks run first.
     pub fn key_positions(&self, args: &Args) -> Vec<(usize, u32)> {
+        if let Some(find) = self.getkeys {
+            return find(args);
+        }
         let argc = args.len() as i32;
         let mut out = Vec::new();
         for ks in self.keys {
@@ -344,6 +358,7 @@ impl CommandSpec {
                         None => continue,
                     }
                 }
+                BeginSearch::Unknown => continue,
             };
             if begin >= argc {
                 continue;
@@ -389,6 +404,7 @@ impl CommandSpec {
                         i += step.max(1);
                     }
                 }
+                FindKeys::Unknown => {}
             }
         }
         out
