@@ -7,6 +7,9 @@ use crate::Args;
 
 pub type Handler = fn(&mut Ctx, &Args);
 
+/// A command's own key finder: (argument index, key-spec flags) of each key.
+pub type GetKeys = fn(&Args) -> Vec<(usize, u32)>;
+
 /// Command flags (Redis's CMD_* names, as COMMAND INFO reports them).
 pub mod flags {
     pub const WRITE: u32 = 1 << 0;
@@ -240,7 +243,7 @@ pub struct CommandSpec {
     pub tips: &'static [&'static str],
     /// Key finder for commands whose specs cannot say where the keys are (SORT's STORE):
     /// replaces the specs for GETKEYS and lock planning, as Redis's getkeys_proc does.
-    pub getkeys: Option<fn(&Args) -> Vec<(usize, u32)>>,
+    pub getkeys: Option<GetKeys>,
 }
 
 /// The defaults every entry starts from (`..CommandSpec::DEFAULT`).
