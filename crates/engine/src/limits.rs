@@ -42,3 +42,17 @@ pub fn get(l: &AtomicI64) -> i64 {
 pub fn get_usize(l: &AtomicI64) -> usize {
     l.load(Relaxed).max(0) as usize
 }
+
+/// Elements at least this large get a quicklist node of their own ("plain" nodes);
+/// DEBUG QUICKLIST-PACKED-THRESHOLD changes it (0 restores the 1 GB default).
+pub static QUICKLIST_PACKED_THRESHOLD: AtomicI64 = AtomicI64::new(1 << 30);
+
+/// Redis's quicklistisSetPackedThreshold: false when `sz` is too close to 4 GB.
+pub fn set_packed_threshold(sz: u64) -> bool {
+    if sz > (1u64 << 32) - (1 << 20) {
+        return false;
+    }
+    let sz = if sz == 0 { 1 << 30 } else { sz };
+    QUICKLIST_PACKED_THRESHOLD.store(sz as i64, Relaxed);
+    true
+}
