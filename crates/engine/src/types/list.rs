@@ -189,6 +189,7 @@ impl Quicklist {
                 self.nodes.insert(n + 1, tail);
                 self.nodes.insert(n + 1, mid);
             }
+            self.tidy(n + 1, fill);
         }
         self.count += 1;
     }
@@ -516,37 +517,12 @@ impl ListValue {
                 lp.replace(off, s);
             }
             ListValue::Quicklist(q) => {
-                let fl = fill();
+                // In place, as Redis does for any element below the plain-node threshold,
+                // even when the node grows past its limit.
                 let (n, idx) = q.locate(i);
                 let node = &mut q.nodes[n];
                 let off = node.seek(idx as i64).expect("index in node");
                 node.replace(off, s);
-                let (sz, _) = node_limits(fl);
-                let over = if sz != usize::MAX {
-                    node.bytes_len() > sz
-                } else {
-                    node.bytes_len() > SIZE_SAFETY_LIMIT
-                };
-                if over && node.len() > 1 {
-                    // Give the grown element a node of its own (and its neighbours a chance
-                    // to merge with theirs).
-                    let off = node.seek(idx as i64).expect("index in node");
-                    let mut rest = node.split_off(off);
-                    let after = rest.next(rest.first().expect("element")).map(|o| rest.split_off(o));
-                    let mut at = n + 1;
-                    if q.nodes[n].is_empty() {
-                        q.nodes.remove(n);
-                        at = n;
-                    }
-                    q.nodes.insert(at, rest);
-                    if let Some(a) = after {
-                        q.nodes.insert(at + 1, a);
-                        q.tidy(at + 1, fl);
-                    }
-                    if at > 0 {
-                        q.tidy(at - 1, fl);
-                    }
-                }
             }
         }
     }
@@ -582,7 +558,6 @@ impl ListValue {
         };
         let rev = count < 0;
         let mut removed = 0;
-        let fl = fill();
         let nodes: &mut [Listpack] = match self {
             ListValue::Listpack(lp) => std::slice::from_mut(lp),
             ListValue::Quicklist(q) => q.nodes.make_contiguous(),
@@ -628,7 +603,6 @@ impl ListValue {
         if let ListValue::Quicklist(q) = self {
             q.count -= removed;
             q.nodes.retain(|n| !n.is_empty());
-            let _ = fl;
         }
         removed
     }
