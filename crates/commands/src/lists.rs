@@ -1,5 +1,7 @@
 //! List commands, blocking pops included.
-use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE};
+use crate::args::{
+    eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
+};
 use crate::blocking::{parse_timeout_secs, BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
 use crate::notify;
@@ -675,7 +677,13 @@ enum MoveResult {
 }
 
 /// LMOVE's core: pop from `src` (head when `from_front`), push onto `dst`, reply the element.
-fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from_front: bool, to_front: bool) -> MoveResult {
+fn move_generic(
+    ctx: &mut Ctx,
+    src: &[u8],
+    dst: &[u8],
+    from_front: bool,
+    to_front: bool,
+) -> MoveResult {
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let (hs, hd) = (key_hash(src), key_hash(dst));
@@ -717,7 +725,10 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from_front: bool, to_fron
         as_list(e).pop(from_front).expect("non-empty source")
     };
     if dst_exists || src == dst {
-        let e = g.shard(db, hd).get(hd, dst, now).expect("destination checked");
+        let e = g
+            .shard(db, hd)
+            .get(hd, dst, now)
+            .expect("destination checked");
         as_list(e).push_all(std::iter::once(value.as_slice()), to_front);
     } else {
         let mut l = ListValue::new();

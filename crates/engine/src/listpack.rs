@@ -599,7 +599,8 @@ impl Listpack {
         }
         let end = self.buf.len() - 1;
         let mut tail = Listpack::with_capacity(HDR + 1 + end - off);
-        tail.buf.splice(HDR..HDR, self.buf[off..end].iter().copied());
+        tail.buf
+            .splice(HDR..HDR, self.buf[off..end].iter().copied());
         tail.set_header(total - kept);
         self.buf.drain(off..end);
         self.set_header(kept);

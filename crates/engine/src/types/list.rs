@@ -6,7 +6,7 @@
 //! once, so a long list costs its listpack bytes plus 24 bytes of deque slot per node.
 //! `list-compress-depth` (LZF of inner nodes) is not implemented: nodes stay uncompressed.
 use crate::limits;
-use crate::listpack::{LpEntry, Listpack};
+use crate::listpack::{Listpack, LpEntry};
 use std::collections::VecDeque;
 
 /// Redis's per-insert overestimate of an entry's encoding overhead in a node.
@@ -479,7 +479,11 @@ impl ListValue {
     /// `f` returns false.
     pub fn scan(&self, rev: bool, mut f: impl FnMut(usize, LpEntry<'_>) -> bool) {
         let len = self.len();
-        let mut p = if rev { self.last_pos() } else { self.first_pos() };
+        let mut p = if rev {
+            self.last_pos()
+        } else {
+            self.first_pos()
+        };
         let mut k = 0;
         while let Some(cur) = p {
             let idx = if rev { len - 1 - k } else { k };
@@ -700,7 +704,9 @@ mod tests {
                 let mut m: VecDeque<Vec<u8>> = VecDeque::new();
                 let mut seed = 12345u64 + fill as u64;
                 let mut rnd = |n: u64| {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     (seed >> 33) % n
                 };
                 for step in 0..3000 {
@@ -743,7 +749,11 @@ mod tests {
                         7 => {
                             let c = rnd(5) as i64 - 2;
                             let n = l.remove(&v, c);
-                            let mut left = if c == 0 { usize::MAX } else { c.unsigned_abs() as usize };
+                            let mut left = if c == 0 {
+                                usize::MAX
+                            } else {
+                                c.unsigned_abs() as usize
+                            };
                             let mut removed = 0;
                             if c >= 0 {
                                 let mut i = 0;
@@ -774,7 +784,8 @@ mod tests {
                             let s = rnd(m.len() as u64) as usize;
                             let k = rnd((m.len() - s) as u64 + 1) as usize;
                             l.trim(s, k);
-                            let kept: VecDeque<Vec<u8>> = m.iter().skip(s).take(k).cloned().collect();
+                            let kept: VecDeque<Vec<u8>> =
+                                m.iter().skip(s).take(k).cloned().collect();
                             m = kept;
                             l.try_shrink();
                         }
@@ -802,7 +813,11 @@ mod tests {
                 panic!("quicklist expected")
             };
             for n in q.nodes.iter().take(q.nodes.len() - 1) {
-                assert!(n.bytes_len() > 8000 && n.heap_size() <= 8192, "{}", n.bytes_len());
+                assert!(
+                    n.bytes_len() > 8000 && n.heap_size() <= 8192,
+                    "{}",
+                    n.bytes_len()
+                );
             }
         });
     }
