@@ -1,4 +1,1170 @@
 //! List commands, blocking pops included.
-use crate::table::CommandSpec;
+use crate::args::{
+    eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
+};
+use crate::blocking::{parse_timeout_secs, BlockSpec, TimeoutReply};
+use crate::ctx::Ctx;
+use crate::notify;
+use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use tern_engine::listpack::LpEntry;
+use tern_engine::{key_hash, ListValue, ShardData, Value};
+use tern_resp::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+const LST: u64 = acl::LIST;
+const ERR_INDEX_RANGE: &str = "ERR index out of range";
+const ERR_POSITIVE: &str = "ERR value is out of range, must be positive";
+
+macro_rules! key1 {
+    ($flags:expr) => {
+        &[KeySpec::single(1, $flags)]
+    };
+}
+
+const SRC_DST: &[KeySpec] = &[
+    KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
+    KeySpec::single(2, k::RW | k::INSERT),
+];
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "lpush",
+        arity: -3,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: LST | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::INSERT),
+        handler: Some(lpush),
+        group: "list",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        summary: "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rpush",
+        arity: -3,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: LST | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::INSERT),
+        handler: Some(rpush),
+        group: "list",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        summary: "Appends one or more elements to a list. Creates the key if it doesn't exist.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lpushx",
+        arity: -3,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: LST | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::INSERT),
+        handler: Some(lpushx),
+        group: "list",
+        since: "2.2.0",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        summary: "Prepends one or more elements to a list only when the list exists.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rpushx",
+        arity: -3,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: LST | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::INSERT),
+        handler: Some(rpushx),
+        group: "list",
+        since: "2.2.0",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
+        summary: "Appends an element to a list only when the list exists.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lpop",
+        arity: -2,
+        flags: f::WRITE | f::FAST,
+        acl: LST | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::ACCESS | k::DELETE),
+        handler: Some(lpop),
+        group: "list",
+        complexity: "O(N) where N is the number of elements returned",
+        summary: "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rpop",
+        arity: -2,
+        flags: f::WRITE | f::FAST,
+        acl: LST | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::ACCESS | k::DELETE),
+        handler: Some(rpop),
+        group: "list",
+        complexity: "O(N) where N is the number of elements returned",
+        summary: "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "llen",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: LST | acl::READ | acl::FAST,
+        keys: key1!(k::RO),
+        handler: Some(llen),
+        group: "list",
+        summary: "Returns the length of a list.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lrange",
+        arity: 4,
+        flags: f::READONLY,
+        acl: LST | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(lrange),
+        group: "list",
+        complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
+        summary: "Returns a range of elements from a list.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lindex",
+        arity: 3,
+        flags: f::READONLY,
+        acl: LST | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(lindex),
+        group: "list",
+        complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
+        summary: "Returns an element from a list by its index.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lset",
+        arity: 4,
+        flags: f::WRITE | f::DENYOOM,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: key1!(k::RW | k::UPDATE),
+        handler: Some(lset),
+        group: "list",
+        complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
+        summary: "Sets the value of an element in a list by its index.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "linsert",
+        arity: 5,
+        flags: f::WRITE | f::DENYOOM,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: key1!(k::RW | k::INSERT),
+        handler: Some(linsert),
+        group: "list",
+        since: "2.2.0",
+        complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
+        summary: "Inserts an element before or after another element in a list.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lrem",
+        arity: 4,
+        flags: f::WRITE,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: key1!(k::RW | k::DELETE),
+        handler: Some(lrem),
+        group: "list",
+        complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
+        summary: "Removes elements from a list. Deletes the list if the last element was removed.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "ltrim",
+        arity: 4,
+        flags: f::WRITE,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: key1!(k::RW | k::DELETE),
+        handler: Some(ltrim),
+        group: "list",
+        complexity: "O(N) where N is the number of elements to be removed by the operation.",
+        summary: "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lpos",
+        arity: -3,
+        flags: f::READONLY,
+        acl: LST | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(lpos),
+        group: "list",
+        since: "6.0.6",
+        complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
+        summary: "Returns the index of matching elements in a list.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lmove",
+        arity: 5,
+        flags: f::WRITE | f::DENYOOM,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: SRC_DST,
+        handler: Some(lmove),
+        group: "list",
+        since: "6.2.0",
+        summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rpoplpush",
+        arity: 3,
+        flags: f::WRITE | f::DENYOOM,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: SRC_DST,
+        handler: Some(rpoplpush),
+        group: "list",
+        since: "1.2.0",
+        summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lmpop",
+        arity: -4,
+        flags: f::WRITE,
+        acl: LST | acl::WRITE | acl::SLOW,
+        keys: &[KeySpec::keynum(1, 0, 1, 1, k::RW | k::ACCESS | k::DELETE)],
+        handler: Some(lmpop),
+        group: "list",
+        since: "7.0.0",
+        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+        summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "blpop",
+        arity: -3,
+        flags: f::WRITE | f::BLOCKING,
+        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
+        keys: &[KeySpec::range(1, -2, 1, k::RW | k::ACCESS | k::DELETE)],
+        handler: Some(blpop),
+        group: "list",
+        since: "2.0.0",
+        complexity: "O(N) where N is the number of provided keys.",
+        summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "brpop",
+        arity: -3,
+        flags: f::WRITE | f::BLOCKING,
+        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
+        keys: &[KeySpec::range(1, -2, 1, k::RW | k::ACCESS | k::DELETE)],
+        handler: Some(brpop),
+        group: "list",
+        since: "2.0.0",
+        complexity: "O(N) where N is the number of provided keys.",
+        summary: "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "blmove",
+        arity: 6,
+        flags: f::WRITE | f::DENYOOM | f::BLOCKING,
+        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
+        keys: SRC_DST,
+        handler: Some(blmove),
+        group: "list",
+        since: "6.2.0",
+        summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "brpoplpush",
+        arity: 4,
+        flags: f::WRITE | f::DENYOOM | f::BLOCKING,
+        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
+        keys: SRC_DST,
+        handler: Some(brpoplpush),
+        group: "list",
+        since: "2.2.0",
+        summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "blmpop",
+        arity: -5,
+        flags: f::WRITE | f::BLOCKING,
+        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
+        keys: &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::DELETE)],
+        handler: Some(blmpop),
+        group: "list",
+        since: "7.0.0",
+        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+        summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn reply_entry(out: &mut Reply, e: LpEntry<'_>) {
+    match e {
+        LpEntry::Str(s) => out.bulk(s),
+        LpEntry::Int(n) => out.bulk_int(n),
+    }
+}
+
+/// The list under `key`: Ok(None) when absent, Err(()) when the key holds another type.
+fn list_of<'s>(
+    shard: &'s mut ShardData,
+    h: u64,
+    key: &[u8],
+    now: u64,
+) -> Result<Option<&'s mut tern_engine::Entry>, ()> {
+    match shard.get(h, key, now) {
+        None => Ok(None),
+        Some(e) if matches!(e.value, Value::List(_)) => Ok(Some(e)),
+        Some(_) => Err(()),
+    }
+}
+
+fn as_list(e: &mut tern_engine::Entry) -> &mut ListValue {
+    match &mut e.value {
+        Value::List(l) => l,
+        _ => unreachable!("checked by list_of"),
+    }
+}
+
+/// A C `long` argument (getLongFromObjectOrReply).
+fn long_arg(ctx: &mut Ctx, a: &[u8]) -> Option<i64> {
+    let v = parse_i64(a);
+    if v.is_none() {
+        ctx.error(ERR_NOT_INT);
+    }
+    v
+}
+
+/// LEFT / RIGHT: true for LEFT (the head).
+fn parse_side(a: &[u8]) -> Option<bool> {
+    if eq_ic(a, "left") {
+        Some(true)
+    } else if eq_ic(a, "right") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn pop_event(front: bool) -> &'static str {
+    if front {
+        "lpop"
+    } else {
+        "rpop"
+    }
+}
+
+fn push_event(front: bool) -> &'static str {
+    if front {
+        "lpush"
+    } else {
+        "rpush"
+    }
+}
+
+// ---- pushes ----
+
+fn lpush(ctx: &mut Ctx, args: &Args) {
+    push_generic(ctx, args, true, false);
+}
+
+fn rpush(ctx: &mut Ctx, args: &Args) {
+    push_generic(ctx, args, false, false);
+}
+
+fn lpushx(ctx: &mut Ctx, args: &Args) {
+    push_generic(ctx, args, true, true);
+}
+
+fn rpushx(ctx: &mut Ctx, args: &Args) {
+    push_generic(ctx, args, false, true);
+}
+
+fn push_generic(ctx: &mut Ctx, args: &Args, front: bool, xx: bool) {
+    let key = &args[1];
+    let items = (2..args.len()).map(|i| args.get(i));
+    let n = args.len() - 2;
+    let (h, mut shard) = ctx.lock(key);
+    let now = ctx.now_ms;
+    let len = match list_of(&mut shard, h, key, now) {
+        Err(()) => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(Some(e)) => {
+            ctx.touch(e);
+            let l = as_list(e);
+            l.push_all(items, front);
+            l.len()
+        }
+        Ok(None) => {
+            if xx {
+                drop(shard);
+                return ctx.out.int(0);
+            }
+            let mut l = ListValue::new();
+            l.push_all(items, front);
+            let len = l.len();
+            shard.set(h, key, Value::List(l), false, now);
+            len
+        }
+    };
+    drop(shard);
+    ctx.dirty(n as u64);
+    ctx.out.int(len as i64);
+    ctx.notify(notify::LIST, push_event(front), key);
+}
+
+// ---- pops ----
+
+fn lpop(ctx: &mut Ctx, args: &Args) {
+    pop_generic(ctx, args, true);
+}
+
+fn rpop(ctx: &mut Ctx, args: &Args) {
+    pop_generic(ctx, args, false);
+}
+
+/// Reply with (and remove) up to `count` elements from one end of `l`: a bulk when `count` is
+/// None, else an array. Returns how many were removed.
+fn pop_reply(out: &mut Reply, l: &mut ListValue, front: bool, count: Option<usize>) -> usize {
+    match count {
+        None => {
+            let v = l.pop(front).expect("non-empty list");
+            out.bulk(&v);
+            l.try_shrink();
+            1
+        }
+        Some(c) => {
+            let len = l.len();
+            let n = c.min(len);
+            out.array(n);
+            if front {
+                l.for_range(0, n, |e| reply_entry(out, e));
+                l.trim(n, len - n);
+            } else {
+                l.for_range_rev(len - 1, n, |e| reply_entry(out, e));
+                l.trim(0, len - n);
+            }
+            l.try_shrink();
+            n
+        }
+    }
+}
+
+/// After elements left the list at `key`: delete it when empty. Returns whether it was deleted.
+fn remove_if_empty(shard: &mut ShardData, h: u64, key: &[u8], now: u64) -> bool {
+    let empty = matches!(shard.get(h, key, now), Some(e) if matches!(&e.value, Value::List(l) if l.is_empty()));
+    if empty {
+        shard.remove(h, key);
+    }
+    empty
+}
+
+fn notify_popped(ctx: &Ctx, key: &[u8], front: bool, deleted: bool) {
+    ctx.notify(notify::LIST, pop_event(front), key);
+    if deleted {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+}
+
+fn pop_generic(ctx: &mut Ctx, args: &Args, front: bool) {
+    if args.len() > 3 {
+        let msg = format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.cmd.name
+        );
+        return ctx.error(&msg);
+    }
+    let count = if args.len() == 3 {
+        match parse_i64(&args[2]).filter(|n| *n >= 0) {
+            Some(n) => Some(n as usize),
+            None => return ctx.error(ERR_POSITIVE),
+        }
+    } else {
+        None
+    };
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    let now = ctx.now_ms;
+    let e = match list_of(&mut shard, h, key, now) {
+        Err(()) => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            return if count.is_some() {
+                ctx.out.null_array()
+            } else {
+                ctx.out.null()
+            };
+        }
+        Ok(Some(e)) => e,
+    };
+    ctx.touch(e);
+    if count == Some(0) {
+        drop(shard);
+        return ctx.out.array(0);
+    }
+    let n = pop_reply(ctx.out, as_list(e), front, count);
+    let deleted = remove_if_empty(&mut shard, h, key, now);
+    drop(shard);
+    ctx.dirty(n as u64);
+    notify_popped(ctx, key, front, deleted);
+}
+
+/// Try to pop from the first non-empty list among `keys` (BLPOP/BRPOP/LMPOP/BLMPOP). Replies
+/// `[key, element]` (count None) or `[key, [elements]]`. Returns Ok(true) when something was
+/// popped, Ok(false) when every key was absent, Err(()) after a WRONGTYPE (replied unless
+/// `skip_wrong`, in which case such keys are passed over).
+fn pop_first_of(
+    ctx: &mut Ctx,
+    keys: &[&[u8]],
+    front: bool,
+    count: Option<usize>,
+    skip_wrong: bool,
+) -> Result<bool, ()> {
+    let now = ctx.now_ms;
+    for &key in keys {
+        let (h, mut shard) = ctx.lock(key);
+        let e = match list_of(&mut shard, h, key, now) {
+            Err(()) if skip_wrong => continue,
+            Err(()) => {
+                drop(shard);
+                ctx.error(ERR_WRONGTYPE);
+                return Err(());
+            }
+            Ok(None) => continue,
+            Ok(Some(e)) => e,
+        };
+        ctx.touch(e);
+        let l = as_list(e);
+        if l.is_empty() {
+            continue;
+        }
+        ctx.out.array(2);
+        ctx.out.bulk(key);
+        let n = match count {
+            None => {
+                let v = l.pop(front).expect("non-empty list");
+                ctx.out.bulk(&v);
+                l.try_shrink();
+                1
+            }
+            Some(c) => pop_reply(ctx.out, l, front, Some(c)),
+        };
+        let deleted = remove_if_empty(&mut shard, h, key, now);
+        drop(shard);
+        ctx.dirty(n as u64);
+        notify_popped(ctx, key, front, deleted);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+fn blpop(ctx: &mut Ctx, args: &Args) {
+    bpop(ctx, args, true);
+}
+
+fn brpop(ctx: &mut Ctx, args: &Args) {
+    bpop(ctx, args, false);
+}
+
+fn bpop(ctx: &mut Ctx, args: &Args, front: bool) {
+    let last = args.len() - 1;
+    let deadline = match parse_timeout_secs(&args[last], ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    let keys: Vec<&[u8]> = (1..last).map(|i| args.get(i)).collect();
+    let serving = ctx.serving_blocked();
+    match pop_first_of(ctx, &keys, front, None, serving) {
+        Ok(true) | Err(()) => {}
+        Ok(false) => ctx.block(BlockSpec {
+            keys: keys.iter().map(|k| k.to_vec()).collect(),
+            deadline_ms: deadline,
+            timeout_reply: TimeoutReply::NullArray,
+            rewritten_args: None,
+            unblock_on_nokey: false,
+        }),
+    }
+}
+
+/// Parse `numkeys key... LEFT|RIGHT [COUNT n]` starting at `numkeys_idx`.
+fn parse_mpop<'a>(
+    ctx: &mut Ctx,
+    args: &Args<'a>,
+    numkeys_idx: usize,
+) -> Option<(Vec<&'a [u8]>, bool, usize)> {
+    let numkeys = match parse_i64(&args[numkeys_idx]).filter(|n| *n >= 1) {
+        Some(n) => n as usize,
+        None => {
+            ctx.error("ERR numkeys should be greater than 0");
+            return None;
+        }
+    };
+    let where_idx = numkeys_idx.saturating_add(numkeys).saturating_add(1);
+    if where_idx >= args.len() {
+        ctx.error(ERR_SYNTAX);
+        return None;
+    }
+    let Some(front) = parse_side(&args[where_idx]) else {
+        ctx.error(ERR_SYNTAX);
+        return None;
+    };
+    let mut count: Option<usize> = None;
+    let mut j = where_idx + 1;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if count.is_none() && eq_ic(&args[j], "count") && more > 0 {
+            j += 1;
+            match parse_i64(&args[j]).filter(|n| *n >= 1) {
+                Some(n) => count = Some(n as usize),
+                None => {
+                    ctx.error("ERR count should be greater than 0");
+                    return None;
+                }
+            }
+        } else {
+            ctx.error(ERR_SYNTAX);
+            return None;
+        }
+        j += 1;
+    }
+    let keys = (numkeys_idx + 1..where_idx).map(|i| args.get(i)).collect();
+    Some((keys, front, count.unwrap_or(1)))
+}
+
+fn lmpop(ctx: &mut Ctx, args: &Args) {
+    let Some((keys, front, count)) = parse_mpop(ctx, args, 1) else {
+        return;
+    };
+    if let Ok(false) = pop_first_of(ctx, &keys, front, Some(count), false) {
+        ctx.out.null_array();
+    }
+}
+
+fn blmpop(ctx: &mut Ctx, args: &Args) {
+    let Some((keys, front, count)) = parse_mpop(ctx, args, 2) else {
+        return;
+    };
+    let deadline = match parse_timeout_secs(&args[1], ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    let serving = ctx.serving_blocked();
+    if let Ok(false) = pop_first_of(ctx, &keys, front, Some(count), serving) {
+        ctx.block(BlockSpec {
+            keys: keys.iter().map(|k| k.to_vec()).collect(),
+            deadline_ms: deadline,
+            timeout_reply: TimeoutReply::NullArray,
+            rewritten_args: None,
+            unblock_on_nokey: false,
+        });
+    }
+}
+
+// ---- moves ----
+
+enum MoveResult {
+    Moved,
+    /// The source does not exist (or, when serving a blocked client, holds another type).
+    NoSource,
+    /// A reply (WRONGTYPE) has been written.
+    Replied,
+}
+
+/// LMOVE's core: pop from `src` (head when `from_front`), push onto `dst`, reply the element.
+fn move_generic(
+    ctx: &mut Ctx,
+    src: &[u8],
+    dst: &[u8],
+    from_front: bool,
+    to_front: bool,
+) -> MoveResult {
+    let db = ctx.conn.db;
+    let now = ctx.now_ms;
+    let (hs, hd) = (key_hash(src), key_hash(dst));
+    let srv: &crate::Server = ctx.srv;
+    let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
+    // Source: must exist and be a list.
+    match list_of(g.shard(db, hs), hs, src, now) {
+        Err(()) => {
+            if ctx.serving_blocked() {
+                return MoveResult::NoSource;
+            }
+            drop(g);
+            ctx.error(ERR_WRONGTYPE);
+            return MoveResult::Replied;
+        }
+        Ok(None) => return MoveResult::NoSource,
+        Ok(Some(e)) => {
+            if as_list(e).is_empty() {
+                return MoveResult::NoSource;
+            }
+            ctx.touch(e);
+        }
+    }
+    // Destination: absent or a list.
+    let dst_exists = match list_of(g.shard(db, hd), hd, dst, now) {
+        Err(()) => {
+            drop(g);
+            ctx.error(ERR_WRONGTYPE);
+            return MoveResult::Replied;
+        }
+        Ok(None) => false,
+        Ok(Some(e)) => {
+            ctx.touch(e);
+            true
+        }
+    };
+    let value = {
+        let e = g.shard(db, hs).get(hs, src, now).expect("source checked");
+        as_list(e).pop(from_front).expect("non-empty source")
+    };
+    if dst_exists || src == dst {
+        let e = g
+            .shard(db, hd)
+            .get(hd, dst, now)
+            .expect("destination checked");
+        as_list(e).push_all(std::iter::once(value.as_slice()), to_front);
+    } else {
+        let mut l = ListValue::new();
+        l.push_all(std::iter::once(value.as_slice()), to_front);
+        g.shard(db, hd).set(hd, dst, Value::List(l), false, now);
+    }
+    // The source after the pop: delete when empty, else maybe back to a listpack.
+    let deleted = {
+        let sh = g.shard(db, hs);
+        let e = sh.get(hs, src, now).expect("source present");
+        let l = as_list(e);
+        if l.is_empty() {
+            sh.remove(hs, src);
+            true
+        } else {
+            l.try_shrink();
+            false
+        }
+    };
+    drop(g);
+    ctx.out.bulk(&value);
+    ctx.dirty(1);
+    ctx.notify(notify::LIST, push_event(to_front), dst);
+    notify_popped(ctx, src, from_front, deleted);
+    MoveResult::Moved
+}
+
+fn lmove(ctx: &mut Ctx, args: &Args) {
+    let (Some(from), Some(to)) = (parse_side(&args[3]), parse_side(&args[4])) else {
+        return ctx.error(ERR_SYNTAX);
+    };
+    if let MoveResult::NoSource = move_generic(ctx, &args[1], &args[2], from, to) {
+        ctx.out.null();
+    }
+}
+
+fn rpoplpush(ctx: &mut Ctx, args: &Args) {
+    if let MoveResult::NoSource = move_generic(ctx, &args[1], &args[2], false, true) {
+        ctx.out.null();
+    }
+}
+
+fn blmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool, timeout: &[u8]) {
+    let deadline = match parse_timeout_secs(timeout, ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    if let MoveResult::NoSource = move_generic(ctx, src, dst, from, to) {
+        ctx.block(BlockSpec {
+            keys: vec![src.to_vec()],
+            deadline_ms: deadline,
+            timeout_reply: TimeoutReply::NullBulk,
+            rewritten_args: None,
+            unblock_on_nokey: false,
+        });
+    }
+}
+
+fn blmove(ctx: &mut Ctx, args: &Args) {
+    let (Some(from), Some(to)) = (parse_side(&args[3]), parse_side(&args[4])) else {
+        return ctx.error(ERR_SYNTAX);
+    };
+    blmove_generic(ctx, &args[1], &args[2], from, to, &args[5]);
+}
+
+fn brpoplpush(ctx: &mut Ctx, args: &Args) {
+    blmove_generic(ctx, &args[1], &args[2], false, true, &args[3]);
+}
+
+// ---- reads ----
+
+fn llen(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    match list_of(&mut shard, h, key, ctx.now_ms) {
+        Err(()) => {
+            drop(shard);
+            ctx.hit(true);
+            ctx.error(ERR_WRONGTYPE)
+        }
+        Ok(None) => {
+            drop(shard);
+            ctx.hit(false);
+            ctx.out.int(0)
+        }
+        Ok(Some(e)) => {
+            ctx.touch(e);
+            let n = as_list(e).len();
+            drop(shard);
+            ctx.hit(true);
+            ctx.out.int(n as i64)
+        }
+    }
+}
+
+/// Redis's range normalisation: Some((start, len)) or None for an empty range.
+fn norm_range(start: i64, end: i64, llen: usize) -> Option<(usize, usize)> {
+    let llen = llen as i64;
+    let mut start = if start < 0 { llen + start } else { start };
+    let mut end = if end < 0 { llen + end } else { end };
+    if start < 0 {
+        start = 0;
+    }
+    if start > end || start >= llen {
+        return None;
+    }
+    if end >= llen {
+        end = llen - 1;
+    }
+    Some((start as usize, (end - start + 1) as usize))
+}
+
+fn lrange(ctx: &mut Ctx, args: &Args) {
+    let Some(start) = long_arg(ctx, &args[2]) else {
+        return;
+    };
+    let Some(end) = long_arg(ctx, &args[3]) else {
+        return;
+    };
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    match list_of(&mut shard, h, key, ctx.now_ms) {
+        Err(()) => {
+            drop(shard);
+            ctx.hit(true);
+            ctx.error(ERR_WRONGTYPE)
+        }
+        Ok(None) => {
+            drop(shard);
+            ctx.hit(false);
+            ctx.out.array(0)
+        }
+        Ok(Some(e)) => {
+            ctx.touch(e);
+            let l = as_list(e);
+            match norm_range(start, end, l.len()) {
+                None => ctx.out.array(0),
+                Some((s, n)) => {
+                    let out = &mut *ctx.out;
+                    out.array(n);
+                    l.for_range(s, n, |e| reply_entry(out, e));
+                }
+            }
+            drop(shard);
+            ctx.hit(true);
+        }
+    }
+}
+
+fn lindex(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
+        Err(()) => {
+            drop(shard);
+            ctx.hit(true);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            ctx.hit(false);
+            return ctx.out.null();
+        }
+        Ok(Some(e)) => e,
+    };
+    let Some(index) = parse_i64(&args[2]) else {
+        drop(shard);
+        ctx.hit(true);
+        return ctx.error(ERR_NOT_INT);
+    };
+    ctx.touch(e);
+    let l = as_list(e);
+    match l.norm_index(index) {
+        Some(i) => reply_entry(ctx.out, l.get(i)),
+        None => ctx.out.null(),
+    }
+    drop(shard);
+    ctx.hit(true);
+}
+
+fn lpos(ctx: &mut Ctx, args: &Args) {
+    let ele = &args[2];
+    let mut rank: i64 = 1;
+    let mut count: Option<usize> = None;
+    let mut maxlen: usize = 0;
+    let mut j = 3;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let opt = &args[j];
+        if eq_ic(opt, "rank") && more > 0 {
+            j += 1;
+            let Some(r) = long_arg(ctx, &args[j]) else {
+                return;
+            };
+            if r == i64::MIN {
+                return ctx.error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+            }
+            if r == 0 {
+                return ctx.error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+            }
+            rank = r;
+        } else if eq_ic(opt, "count") && more > 0 {
+            j += 1;
+            match parse_i64(&args[j]).filter(|n| *n >= 0) {
+                Some(n) => count = Some(n as usize),
+                None => return ctx.error("ERR COUNT can't be negative"),
+            }
+        } else if eq_ic(opt, "maxlen") && more > 0 {
+            j += 1;
+            match parse_i64(&args[j]).filter(|n| *n >= 0) {
+                Some(n) => maxlen = n as usize,
+                None => return ctx.error("ERR MAXLEN can't be negative"),
+            }
+        } else {
+            return ctx.error(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    let rev = rank < 0;
+    let rank = rank.unsigned_abs() as usize;
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
+        Err(()) => {
+            drop(shard);
+            ctx.hit(true);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            ctx.hit(false);
+            return if count.is_some() {
+                ctx.out.array(0)
+            } else {
+                ctx.out.null()
+            };
+        }
+        Ok(Some(e)) => e,
+    };
+    ctx.touch(e);
+    let l = as_list(e);
+    let mut matches = 0usize;
+    let mut found: Vec<usize> = Vec::new();
+    let mut scanned = 0usize;
+    l.scan(rev, |idx, e| {
+        if maxlen != 0 && scanned >= maxlen {
+            return false;
+        }
+        scanned += 1;
+        if e.eq_bytes(ele) {
+            matches += 1;
+            if matches >= rank {
+                found.push(idx);
+                match count {
+                    None => return false,
+                    Some(c) => {
+                        if c != 0 && found.len() >= c {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    });
+    drop(shard);
+    ctx.hit(true);
+    match count {
+        Some(_) => {
+            ctx.out.array(found.len());
+            for i in found {
+                ctx.out.int(i as i64);
+            }
+        }
+        None => match found.first() {
+            Some(&i) => ctx.out.int(i as i64),
+            None => ctx.out.null(),
+        },
+    }
+}
+
+// ---- in-place writes ----
+
+fn lset(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let val = &args[3];
+    let (h, mut shard) = ctx.lock(key);
+    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
+        Err(()) => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            return ctx.error(ERR_NO_SUCH_KEY);
+        }
+        Ok(Some(e)) => e,
+    };
+    ctx.touch(e);
+    let Some(index) = parse_i64(&args[2]) else {
+        drop(shard);
+        return ctx.error(ERR_NOT_INT);
+    };
+    let l = as_list(e);
+    l.try_grow(val.len(), 1);
+    match l.norm_index(index) {
+        Some(i) => {
+            l.set(i, val);
+            l.try_shrink();
+            drop(shard);
+            ctx.out.ok();
+            ctx.dirty(1);
+            ctx.notify(notify::LIST, "lset", key);
+        }
+        None => {
+            drop(shard);
+            ctx.error(ERR_INDEX_RANGE);
+        }
+    }
+}
+
+fn linsert(ctx: &mut Ctx, args: &Args) {
+    let after = if eq_ic(&args[2], "after") {
+        true
+    } else if eq_ic(&args[2], "before") {
+        false
+    } else {
+        return ctx.error(ERR_SYNTAX);
+    };
+    let key = &args[1];
+    let (pivot, val) = (&args[3], &args[4]);
+    let (h, mut shard) = ctx.lock(key);
+    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
+        Err(()) => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            return ctx.out.int(0);
+        }
+        Ok(Some(e)) => e,
+    };
+    ctx.touch(e);
+    let l = as_list(e);
+    l.try_grow(val.len(), 1);
+    if !l.insert(pivot, val, after) {
+        drop(shard);
+        return ctx.out.int(-1);
+    }
+    let len = l.len();
+    drop(shard);
+    ctx.dirty(1);
+    ctx.notify(notify::LIST, "linsert", key);
+    ctx.out.int(len as i64);
+}
+
+fn lrem(ctx: &mut Ctx, args: &Args) {
+    let Some(count) = long_arg(ctx, &args[2]) else {
+        return;
+    };
+    let key = &args[1];
+    let now = ctx.now_ms;
+    let (h, mut shard) = ctx.lock(key);
+    let e = match list_of(&mut shard, h, key, now) {
+        Err(()) => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            return ctx.out.int(0);
+        }
+        Ok(Some(e)) => e,
+    };
+    ctx.touch(e);
+    let l = as_list(e);
+    let removed = l.remove(&args[3], count);
+    let deleted = if l.is_empty() {
+        shard.remove(h, key);
+        true
+    } else {
+        if removed > 0 {
+            l.try_shrink();
+        }
+        false
+    };
+    drop(shard);
+    ctx.dirty(removed as u64);
+    if removed > 0 {
+        ctx.notify(notify::LIST, "lrem", key);
+    }
+    if deleted {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+    ctx.out.int(removed as i64);
+}
+
+fn ltrim(ctx: &mut Ctx, args: &Args) {
+    let Some(start) = long_arg(ctx, &args[2]) else {
+        return;
+    };
+    let Some(end) = long_arg(ctx, &args[3]) else {
+        return;
+    };
+    let key = &args[1];
+    let now = ctx.now_ms;
+    let (h, mut shard) = ctx.lock(key);
+    let e = match list_of(&mut shard, h, key, now) {
+        Err(()) => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Ok(None) => {
+            drop(shard);
+            return ctx.out.ok();
+        }
+        Ok(Some(e)) => e,
+    };
+    ctx.touch(e);
+    let l = as_list(e);
+    let len = l.len();
+    let (s, n) = norm_range(start, end, len).unwrap_or((0, 0));
+    l.trim(s, n);
+    let deleted = if l.is_empty() {
+        shard.remove(h, key);
+        true
+    } else {
+        l.try_shrink();
+        false
+    };
+    drop(shard);
+    ctx.dirty((len - n) as u64);
+    ctx.notify(notify::LIST, "ltrim", key);
+    if deleted {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+    ctx.out.ok();
+}

@@ -570,6 +570,52 @@ impl Listpack {
         let c = u16::from_le_bytes([b[4], b[5]]);
         c == COUNT_UNKNOWN || c as usize == count
     }
+
+    // --- Added for list nodes (quicklist): capacity control, splitting and joining. ---
+
+    /// An empty listpack with room for `cap` bytes (a quicklist node about to be filled).
+    pub fn with_capacity(cap: usize) -> Listpack {
+        let mut lp = Listpack {
+            buf: Vec::with_capacity(cap.max(HDR + 1)),
+        };
+        lp.buf.extend_from_slice(Listpack::new().as_bytes());
+        lp
+    }
+
+    /// Release spare capacity.
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
+    /// Move the entries from `off` (an entry offset or `end_offset()`) to the end into a new
+    /// listpack; `self` keeps the entries before `off`.
+    pub fn split_off(&mut self, off: usize) -> Listpack {
+        let total = self.len();
+        let mut kept = 0;
+        let mut o = HDR;
+        while o < off {
+            o += self.entry_size(o);
+            kept += 1;
+        }
+        let end = self.buf.len() - 1;
+        let mut tail = Listpack::with_capacity(HDR + 1 + end - off);
+        tail.buf
+            .splice(HDR..HDR, self.buf[off..end].iter().copied());
+        tail.set_header(total - kept);
+        self.buf.drain(off..end);
+        self.set_header(kept);
+        self.buf.shrink_to_fit();
+        tail
+    }
+
+    /// Append all entries of `other` after this listpack's entries.
+    pub fn append(&mut self, other: &Listpack) {
+        let count = self.len() + other.len();
+        let at = self.buf.len() - 1;
+        let src = &other.buf[HDR..other.buf.len() - 1];
+        self.buf.splice(at..at, src.iter().copied());
+        self.set_header(count);
+    }
 }
 
 pub struct Iter<'a> {
