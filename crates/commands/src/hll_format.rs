@@ -216,30 +216,35 @@ fn push_zeros(s: &mut Vec<u8>, len: usize) {
     }
 }
 
-/// Walk a sparse opcode stream, calling `run(first_register, len, value)` for VAL opcodes
-/// until a VAL run would pass the last register. Returns the register count reached.
-fn walk_sparse(s: &[u8], mut run: impl FnMut(usize, usize, u8)) -> usize {
+/// Walk a sparse opcode stream, calling `run(first_register, len, value)` for VAL opcodes.
+/// Err when an opcode would run past the last register (patched Redis checks every opcode
+/// kind for that) or when the opcodes do not cover exactly all registers.
+fn walk_sparse(s: &[u8], mut run: impl FnMut(usize, usize, u8)) -> Result<(), Corrupted> {
     let mut p = HDR;
     let mut idx = 0usize;
     while p < s.len() {
         let b = s[p];
-        if is_zero(b) {
-            idx += zero_len(b);
-            p += 1;
+        let (len, oplen) = if is_zero(b) {
+            (zero_len(b), 1)
         } else if is_xzero(b) {
-            idx += xzero_len(s, p);
-            p += 2;
+            (xzero_len(s, p), 2)
         } else {
-            let len = val_len(b);
-            if len + idx > REGISTERS {
-                break;
-            }
-            run(idx, len, val_value(b));
-            idx += len;
-            p += 1;
+            (val_len(b), 1)
+        };
+        if len + idx > REGISTERS {
+            return Err(Corrupted);
         }
+        if is_val(b) {
+            run(idx, len, val_value(b));
+        }
+        idx += len;
+        p += oplen;
     }
-    idx
+    if idx == REGISTERS {
+        Ok(())
+    } else {
+        Err(Corrupted)
+    }
 }
 
 /// Convert a sparse HLL to dense in place (the header, cached cardinality included, is kept).
@@ -252,14 +257,11 @@ pub fn sparse_to_dense(s: &mut Vec<u8>) -> Result<(), Corrupted> {
     dense[..HDR].copy_from_slice(&s[..HDR]);
     dense[4] = DENSE;
     let regs = &mut dense[HDR..];
-    let idx = walk_sparse(s, |first, len, val| {
+    walk_sparse(s, |first, len, val| {
         for i in first..first + len {
             dense_put(regs, i, val);
         }
-    });
-    if idx != REGISTERS {
-        return Err(Corrupted);
-    }
+    })?;
     *s = dense;
     Ok(())
 }
@@ -420,17 +422,13 @@ pub fn merge(max: &mut [u8], s: &[u8]) -> Result<(), Corrupted> {
         }
         return Ok(());
     }
-    let idx = walk_sparse(s, |first, len, val| {
+    walk_sparse(s, |first, len, val| {
         for m in &mut max[first..first + len] {
             if val > *m {
                 *m = val;
             }
         }
-    });
-    if idx != REGISTERS {
-        return Err(Corrupted);
-    }
-    Ok(())
+    })
 }
 
 // ------------------------------------------------------------------------------------------
@@ -445,30 +443,13 @@ fn dense_histo(regs: &[u8], h: &mut Histo) {
     }
 }
 
-/// Sparse histogram; false when the opcodes do not cover exactly all registers.
+/// Sparse histogram; false when the stream is corrupted.
 fn sparse_histo(s: &[u8], h: &mut Histo) -> bool {
-    let mut p = HDR;
-    let mut idx = 0usize;
-    while p < s.len() {
-        let b = s[p];
-        if is_zero(b) {
-            let n = zero_len(b);
-            idx += n;
-            h[0] += n as i64;
-            p += 1;
-        } else if is_xzero(b) {
-            let n = xzero_len(s, p);
-            idx += n;
-            h[0] += n as i64;
-            p += 2;
-        } else {
-            let n = val_len(b);
-            idx += n;
-            h[val_value(b) as usize] += n as i64;
-            p += 1;
-        }
+    walk_sparse(s, |_, len, val| h[val as usize] += len as i64).is_ok() && {
+        let nonzero: i64 = h[1..].iter().sum();
+        h[0] = REGISTERS as i64 - nonzero;
+        true
     }
-    idx == REGISTERS
 }
 
 fn sigma(mut x: f64) -> f64 {
