@@ -146,7 +146,13 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
             }
         }
         None => {
-            shard.set(h, key, Value::Str(RString::Raw(fmt::new_sparse())), false, now);
+            shard.set(
+                h,
+                key,
+                Value::Str(RString::Raw(fmt::new_sparse())),
+                false,
+                now,
+            );
             updated += 1;
         }
     }
@@ -274,7 +280,13 @@ fn pfmerge(ctx: &mut Ctx, args: &Args) {
     match shard.get(h, key, now) {
         Some(e) => ctx.touch(e),
         None => {
-            shard.set(h, key, Value::Str(RString::Raw(fmt::new_sparse())), false, now);
+            shard.set(
+                h,
+                key,
+                Value::Str(RString::Raw(fmt::new_sparse())),
+                false,
+                now,
+            );
         }
     }
     let e = shard.get(h, key, now).expect("key just checked");

@@ -500,7 +500,7 @@ fn estimate(h: &Histo) -> u64 {
     let e = ALPHA_INF * m * m / z;
     // llround of a value it cannot represent yields LLONG_MIN, which Redis then reads back as
     // an unsigned number.
-    if !e.is_finite() || e.abs() >= 9.223_372_036_854_775_807e18 {
+    if !e.is_finite() || e.abs() >= (1u64 << 63) as f64 {
         return i64::MIN as u64;
     }
     e.round() as i64 as u64
