@@ -30,6 +30,7 @@ pub mod bitops;
 pub mod geo;
 pub mod hashes;
 pub mod hll;
+pub mod hll_format;
 pub mod lists;
 pub mod sets;
 pub mod sort;
