@@ -445,7 +445,8 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
     let Some(incr) = LongDouble::parse(&args[3]) else {
         return ctx.error(ERR_NOT_FLOAT);
     };
-    if !incr.to_f64().is_finite() {
+    // Adding zero keeps a finite long double as it is and fails for infinities.
+    if incr.checked_add(&LongDouble::from_i64(0)).is_none() {
         return ctx.error("ERR value is NaN or Infinity");
     }
     let key = &args[1];
