@@ -11,10 +11,6 @@
 
 use crate::limits;
 use crate::listpack::{Listpack, LpEntry};
-use indexmap::set::MutableValues;
-use indexmap::IndexSet;
-use std::borrow::Borrow;
-use std::hash::{Hash, Hasher};
 
 /// Redis refuses to grow a listpack past 1 GiB (`lpSafeToAdd`); the hash converts instead.
 const LISTPACK_SAFETY_SIZE: usize = 1 << 30;
@@ -183,7 +179,7 @@ impl HashValue {
     pub fn iter(&self) -> Pairs<'_> {
         match self {
             HashValue::Listpack(lp) => Pairs::Lp(lp.iter()),
-            HashValue::Table(t) => Pairs::Table(t.set.iter()),
+            HashValue::Table(t) => Pairs::Table(t.pairs.iter()),
         }
     }
 
@@ -225,7 +221,7 @@ impl HashValue {
 /// Iterator over a hash's (field, value) pairs.
 pub enum Pairs<'a> {
     Lp(crate::listpack::Iter<'a>),
-    Table(indexmap::set::Iter<'a, Pair>),
+    Table(std::slice::Iter<'a, Pair>),
 }
 
 impl<'a> Iterator for Pairs<'a> {
@@ -275,8 +271,7 @@ impl<'a> Indexed<'a> {
     }
 }
 
-/// A field and its value in one allocation: `varint(field length) field value`. Hashed and
-/// compared by the field alone, so the table can be searched with a plain `&[u8]`.
+/// A field and its value in one allocation: `varint(field length) field value`.
 #[derive(Clone)]
 pub struct Pair(Box<[u8]>);
 
@@ -333,26 +328,6 @@ impl Pair {
     }
 }
 
-impl Borrow<[u8]> for Pair {
-    fn borrow(&self) -> &[u8] {
-        self.field()
-    }
-}
-
-impl Hash for Pair {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.field().hash(state)
-    }
-}
-
-impl PartialEq for Pair {
-    fn eq(&self, other: &Pair) -> bool {
-        self.field() == other.field()
-    }
-}
-
-impl Eq for Pair {}
-
 impl std::fmt::Debug for Pair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (k, v) = self.split();
@@ -365,19 +340,22 @@ impl std::fmt::Debug for Pair {
     }
 }
 
-/// The `hashtable` encoding: an insertion-ordered set of [`Pair`]s. Positions give O(1)
-/// random picks (HRANDFIELD) and a stable scan cursor (HSCAN); removal swaps the last pair
-/// into the hole.
+/// The `hashtable` encoding: the pairs in a dense vector, plus an index from field hash to
+/// position (a SwissTable of `u32` positions, so 5 bytes a slot). Positions give O(1) random
+/// picks (HRANDFIELD) and a stable scan cursor (HSCAN); removal moves the last pair into the
+/// hole. Hashes are not stored: growing the index rehashes the fields.
 #[derive(Clone, Default)]
 pub struct HashTable {
-    set: IndexSet<Pair, ahash::RandomState>,
+    pairs: Vec<Pair>,
+    index: hashbrown::HashTable<u32>,
+    state: ahash::RandomState,
     /// Bytes held by the pairs' allocations (for memory accounting).
     bytes: usize,
 }
 
 impl std::fmt::Debug for HashTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.set.iter()).finish()
+        f.debug_set().entries(self.pairs.iter()).finish()
     }
 }
 
@@ -385,7 +363,7 @@ impl PartialEq for HashTable {
     fn eq(&self, other: &HashTable) -> bool {
         self.len() == other.len()
             && self
-                .set
+                .pairs
                 .iter()
                 .all(|p| other.get(p.field()) == Some(p.value()))
     }
@@ -394,67 +372,108 @@ impl PartialEq for HashTable {
 impl HashTable {
     pub fn with_capacity(n: usize) -> HashTable {
         HashTable {
-            set: IndexSet::with_capacity_and_hasher(n, ahash::RandomState::new()),
+            pairs: Vec::with_capacity(n),
+            index: hashbrown::HashTable::with_capacity(n),
+            state: ahash::RandomState::new(),
             bytes: 0,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.set.len()
+        self.pairs.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.pairs.is_empty()
     }
 
     pub fn heap_size(&self) -> usize {
-        // Entries (hash + pair pointer) plus the index table (one usize and a control byte
-        // per slot), plus the pairs themselves.
-        let cap = self.set.capacity();
-        cap * (std::mem::size_of::<usize>() + std::mem::size_of::<Pair>())
-            + cap * (std::mem::size_of::<usize>() + 1)
+        self.pairs.capacity() * std::mem::size_of::<Pair>()
+            + self.index.allocation_size()
             + self.bytes
     }
 
+    #[inline]
+    fn hash(&self, field: &[u8]) -> u64 {
+        self.state.hash_one(field)
+    }
+
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        let pairs = &self.pairs;
+        self.index
+            .find(self.hash(field), |&i| pairs[i as usize].field() == field)
+            .map(|&i| i as usize)
+    }
+
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.set.get(field).map(Pair::value)
+        self.position(field).map(|i| self.pairs[i].value())
     }
 
     pub fn contains(&self, field: &[u8]) -> bool {
-        self.set.contains(field)
+        self.position(field).is_some()
     }
 
     /// Set `field` to `value`; true when the field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
         let pair = Pair::new(field, value);
         self.bytes += pair.0.len();
-        if let Some((_, old)) = self.set.get_full_mut2(field) {
-            self.bytes -= old.0.len();
-            *old = pair;
+        if let Some(i) = self.position(field) {
+            self.bytes -= self.pairs[i].0.len();
+            self.pairs[i] = pair;
             return false;
         }
-        self.set.insert(pair);
+        let pos = u32::try_from(self.pairs.len()).expect("hash with more than 2^32 fields");
+        let h = self.hash(field);
+        let (pairs, state) = (&self.pairs, &self.state);
+        self.index
+            .insert_unique(h, pos, |&i| state.hash_one(pairs[i as usize].field()));
+        self.pairs.push(pair);
         true
     }
 
     /// Remove `field`; true when it was there. The last pair moves into its place.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        match self.set.swap_remove_full(field) {
-            Some((_, p)) => {
-                self.bytes -= p.0.len();
-                let cap = self.set.capacity();
-                if cap > 64 && self.set.len() * 8 < cap {
-                    self.set.shrink_to(self.set.len() * 2);
-                }
-                true
-            }
-            None => false,
+        let h = self.hash(field);
+        let pairs = &self.pairs;
+        let Ok(entry) = self
+            .index
+            .find_entry(h, |&i| pairs[i as usize].field() == field)
+        else {
+            return false;
+        };
+        let (pos, _) = entry.remove();
+        let pos = pos as usize;
+        let last = self.pairs.len() - 1;
+        if pos != last {
+            // Point the moved pair's slot at its new position.
+            let lh = self.hash(self.pairs[last].field());
+            let slot = self
+                .index
+                .find_mut(lh, |&i| i as usize == last)
+                .expect("every pair is indexed");
+            *slot = pos as u32;
         }
+        let gone = self.pairs.swap_remove(pos);
+        self.bytes -= gone.0.len();
+        let cap = self.pairs.capacity();
+        if cap > 64 && self.pairs.len() * 8 < cap {
+            let n = self.pairs.len();
+            self.pairs.shrink_to(n * 2);
+            let (pairs, state) = (&self.pairs, &self.state);
+            self.index
+                .shrink_to(n, |&i| state.hash_one(pairs[i as usize].field()));
+        }
+        true
     }
 
     /// The pair at position `i`.
     pub fn pair_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.set.get_index(i).map(Pair::split)
+        self.pairs.get(i).map(Pair::split)
+    }
+
+    /// The pairs in position order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.pairs.iter().map(Pair::split)
     }
 
     /// One step of an HSCAN: visit up to `count` pairs, from position `cursor - 1` downwards
@@ -477,7 +496,7 @@ impl HashTable {
         let mut visited = 0;
         while pos > 0 && visited < count {
             pos -= 1;
-            let (k, v) = self.pair_at(pos).expect("position in range");
+            let (k, v) = self.pairs[pos].split();
             f(k, v);
             visited += 1;
         }
@@ -574,6 +593,46 @@ mod tests {
         for i in 0..(100 - removed) {
             assert!(seen.contains(format!("{i}").as_bytes()), "{i} missed");
         }
+    }
+
+    #[test]
+    fn table_matches_a_model() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut t = HashTable::with_capacity(0);
+        let mut model = std::collections::HashMap::new();
+        for step in 0..50_000u32 {
+            let f = format!("f{}", rng.gen_range(0..2000));
+            if rng.gen_bool(0.6) {
+                let v = step.to_string();
+                assert_eq!(
+                    t.set(f.as_bytes(), v.as_bytes()),
+                    model.insert(f, v).is_none()
+                );
+            } else {
+                assert_eq!(t.remove(f.as_bytes()), model.remove(&f).is_some());
+            }
+            if step % 5000 == 0 {
+                assert_eq!(t.len(), model.len());
+                for (k, v) in &model {
+                    assert_eq!(t.get(k.as_bytes()), Some(v.as_bytes()));
+                }
+                for (k, v) in t.iter() {
+                    assert_eq!(model[std::str::from_utf8(k).unwrap()].as_bytes(), v);
+                }
+            }
+        }
+        // Drain it: the table shrinks and stays consistent.
+        let keys: Vec<String> = model.keys().cloned().collect();
+        for k in keys {
+            assert!(t.remove(k.as_bytes()));
+            model.remove(&k);
+            if let Some(k2) = model.keys().next() {
+                assert!(t.contains(k2.as_bytes()));
+            }
+        }
+        assert!(t.is_empty());
+        assert_eq!(t.bytes, 0);
     }
 
     #[test]
