@@ -3,8 +3,8 @@
 //! * `listpack`: field, value, field, value ... in one Redis-format listpack, while the hash has
 //!   at most `hash-max-listpack-entries` fields and every field and value is at most
 //!   `hash-max-listpack-value` bytes.
-//! * `hashtable`: an insertion-ordered hash table ([`HashTable`]) once either limit is passed.
-//!   A hash never converts back, as in Redis.
+//! * `hashtable`: a dense vector of pairs plus a hash index ([`HashTable`]) once either limit is
+//!   passed. A hash never converts back, as in Redis.
 //!
 //! Values are handed out as [`LpEntry`] (bytes or an integer), whatever the encoding, so callers
 //! reply without copying.
