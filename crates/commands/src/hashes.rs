@@ -1,4 +1,786 @@
-//! Hash commands (HSET, HGET, ...).
-use crate::table::CommandSpec;
+//! Hash commands: HSET and friends, counters, whole-hash reads, HRANDFIELD and HSCAN.
+//!
+//! The value type (`tern_engine::HashValue`) owns the encodings and their conversions; the
+//! handlers here look keys up, check types, reply in RESP2 or RESP3 shape and report
+//! keyspace events the way Redis's t_hash.c does.
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFLOW, ERR_SYNTAX};
+use crate::ctx::Ctx;
+use crate::float::LongDouble;
+use crate::keys::{parse_scan_cursor, ScanOpts};
+use crate::notify;
+use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use rand::Rng;
+use tern_engine::listpack::LpEntry;
+use tern_engine::{HashValue, Value};
+use tern_resp::Reply;
+
+const HASH: u64 = acl::HASH;
+
+/// The key at argument 1 with the given key-spec flags.
+macro_rules! key1 {
+    ($flags:expr) => {
+        &[KeySpec::single(1, $flags)]
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "hset",
+        arity: -4,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: HASH | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::UPDATE),
+        handler: Some(hset),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(1) per field/value pair written.",
+        summary: "Sets one or more fields of a hash, creating the hash when missing; replies with how many fields were new.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hsetnx",
+        arity: 4,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: HASH | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::INSERT),
+        handler: Some(hsetnx),
+        group: "hash",
+        since: "2.0.0",
+        summary: "Sets a hash field only when that field does not exist yet.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hget",
+        arity: 3,
+        flags: f::READONLY | f::FAST,
+        acl: HASH | acl::READ | acl::FAST,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hget),
+        group: "hash",
+        since: "2.0.0",
+        summary: "Returns the value of one hash field.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hmget",
+        arity: -3,
+        flags: f::READONLY | f::FAST,
+        acl: HASH | acl::READ | acl::FAST,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hmget),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(N), N being how many fields are asked for.",
+        summary: "Returns the values of several hash fields, null for each missing one.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hmset",
+        arity: -4,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: HASH | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::UPDATE),
+        handler: Some(hset),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(N), N being how many fields are written.",
+        summary: "Sets several hash fields and replies OK (superseded by HSET).",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hdel",
+        arity: -3,
+        flags: f::WRITE | f::FAST,
+        acl: HASH | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::DELETE),
+        handler: Some(hdel),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(N), N being how many fields are removed.",
+        summary: "Removes fields from a hash, and the hash itself once it is empty.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hlen",
+        arity: 2,
+        flags: f::READONLY | f::FAST,
+        acl: HASH | acl::READ | acl::FAST,
+        keys: key1!(k::RO),
+        handler: Some(hlen),
+        group: "hash",
+        since: "2.0.0",
+        summary: "Returns how many fields a hash has.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hstrlen",
+        arity: 3,
+        flags: f::READONLY | f::FAST,
+        acl: HASH | acl::READ | acl::FAST,
+        keys: key1!(k::RO),
+        handler: Some(hstrlen),
+        group: "hash",
+        since: "3.2.0",
+        summary: "Returns the length in bytes of a hash field's value.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hexists",
+        arity: 3,
+        flags: f::READONLY | f::FAST,
+        acl: HASH | acl::READ | acl::FAST,
+        keys: key1!(k::RO),
+        handler: Some(hexists),
+        group: "hash",
+        since: "2.0.0",
+        summary: "Tells whether a hash has a given field.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hkeys",
+        arity: 2,
+        flags: f::READONLY,
+        acl: HASH | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hkeys),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(N), N being the number of fields.",
+        summary: "Returns every field name of a hash.",
+        tips: &["nondeterministic_output_order"],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hvals",
+        arity: 2,
+        flags: f::READONLY,
+        acl: HASH | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hvals),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(N), N being the number of fields.",
+        summary: "Returns every value of a hash.",
+        tips: &["nondeterministic_output_order"],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hgetall",
+        arity: 2,
+        flags: f::READONLY,
+        acl: HASH | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hgetall),
+        group: "hash",
+        since: "2.0.0",
+        complexity: "O(N), N being the number of fields.",
+        summary: "Returns every field and value of a hash (a map in RESP3).",
+        tips: &["nondeterministic_output_order"],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hincrby",
+        arity: 4,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: HASH | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
+        handler: Some(hincrby),
+        group: "hash",
+        since: "2.0.0",
+        summary: "Adds an integer to a hash field's integer value; a missing field counts as zero.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hincrbyfloat",
+        arity: 4,
+        flags: f::WRITE | f::DENYOOM | f::FAST,
+        acl: HASH | acl::WRITE | acl::FAST,
+        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
+        handler: Some(hincrbyfloat),
+        group: "hash",
+        since: "2.6.0",
+        summary: "Adds a floating-point number to a hash field's value; a missing field counts as zero.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hrandfield",
+        arity: -2,
+        flags: f::READONLY,
+        acl: HASH | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hrandfield),
+        group: "hash",
+        since: "6.2.0",
+        complexity: "O(N), N being how many fields are returned.",
+        summary: "Returns random fields of a hash, optionally with their values; a negative count allows repeats.",
+        tips: &["nondeterministic_output"],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hscan",
+        arity: -3,
+        flags: f::READONLY,
+        acl: HASH | acl::READ | acl::SLOW,
+        keys: key1!(k::RO | k::ACCESS),
+        handler: Some(hscan),
+        group: "hash",
+        since: "2.8.0",
+        complexity: "O(1) per call; O(N) for a whole iteration, N being the number of fields.",
+        summary: "Walks a hash's fields and values a few at a time with a cursor.",
+        tips: &["nondeterministic_output"],
+        ..CommandSpec::DEFAULT
+    },
+];
+
+const ERR_HASH_NOT_INT: &str = "ERR hash value is not an integer";
+const ERR_HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+const ERR_WRONGTYPE: &str = crate::args::ERR_WRONGTYPE;
+
+/// Reply with one stored element as a bulk string.
+#[inline]
+fn bulk_entry(out: &mut Reply, e: LpEntry) {
+    match e {
+        LpEntry::Str(s) => out.bulk(s),
+        LpEntry::Int(n) => out.bulk_int(n),
+    }
+}
+
+/// What a read lookup found.
+enum Found<'a> {
+    Missing,
+    WrongType,
+    Hash(&'a mut HashValue),
+}
+
+/// Look `key` up in a locked shard for a read or write, touching its access clock when found.
+macro_rules! lookup {
+    ($ctx:expr, $shard:expr, $h:expr, $key:expr) => {
+        match $shard.get($h, $key, $ctx.now_ms) {
+            None => Found::Missing,
+            Some(e) => {
+                $ctx.touch(e);
+                match &mut e.value {
+                    Value::Hash(hv) => Found::Hash(hv),
+                    _ => Found::WrongType,
+                }
+            }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+// ---------------------------------------------------------------------------------------------
+
+fn hset(ctx: &mut Ctx, args: &Args) {
+    if args.len() % 2 == 1 {
+        let msg = format!(
+            "ERR wrong number of arguments for '{}' command",
+            ctx.cmd.name
+        );
+        return ctx.error(&msg);
+    }
+    let key = &args[1];
+    let pairs = (args.len() - 2) / 2;
+    let apply = |hv: &mut HashValue| {
+        hv.prepare_for(pairs, (2..args.len()).map(|i| args.get(i)));
+        let mut created = 0i64;
+        for i in (2..args.len()).step_by(2) {
+            created += hv.set(&args[i], &args[i + 1]) as i64;
+        }
+        created
+    };
+    let (h, mut shard) = ctx.lock(key);
+    let created = match lookup!(ctx, shard, h, key) {
+        Found::WrongType => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Found::Hash(hv) => apply(hv),
+        Found::Missing => {
+            let mut hv = HashValue::new();
+            let n = apply(&mut hv);
+            shard.set(h, key, Value::Hash(hv), false, ctx.now_ms);
+            n
+        }
+    };
+    drop(shard);
+    if ctx.cmd.name == "hset" {
+        ctx.out.int(created);
+    } else {
+        ctx.out.ok();
+    }
+    ctx.notify(notify::HASH, "hset", key);
+    ctx.dirty(pairs as u64);
+}
+
+fn hsetnx(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let (field, value) = (&args[2], &args[3]);
+    let apply = |hv: &mut HashValue| {
+        hv.prepare_for(1, [field, value]);
+        hv.set(field, value);
+    };
+    let (h, mut shard) = ctx.lock(key);
+    match lookup!(ctx, shard, h, key) {
+        Found::WrongType => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Found::Hash(hv) => {
+            if hv.contains(field) {
+                drop(shard);
+                return ctx.out.int(0);
+            }
+            apply(hv);
+        }
+        Found::Missing => {
+            let mut hv = HashValue::new();
+            apply(&mut hv);
+            shard.set(h, key, Value::Hash(hv), false, ctx.now_ms);
+        }
+    }
+    drop(shard);
+    ctx.out.int(1);
+    ctx.notify(notify::HASH, "hset", key);
+    ctx.dirty(1);
+}
+
+fn hdel(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let (h, mut shard) = ctx.lock(key);
+    let mut deleted = 0i64;
+    let mut emptied = false;
+    match lookup!(ctx, shard, h, key) {
+        Found::Missing => {
+            drop(shard);
+            return ctx.out.int(0);
+        }
+        Found::WrongType => {
+            drop(shard);
+            return ctx.error(ERR_WRONGTYPE);
+        }
+        Found::Hash(hv) => {
+            for i in 2..args.len() {
+                if hv.remove(&args[i]) {
+                    deleted += 1;
+                    if hv.is_empty() {
+                        emptied = true;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if emptied {
+        shard.remove(h, key);
+    }
+    drop(shard);
+    if deleted > 0 {
+        ctx.notify(notify::HASH, "hdel", key);
+        if emptied {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+        ctx.dirty(deleted as u64);
+    }
+    ctx.out.int(deleted);
+}
+
+/// Run `f` on the hash at `key`, created empty when missing. A new hash that `f` leaves empty
+/// (because it failed) is not stored. Replies WRONGTYPE itself and then returns None.
+fn with_hash_for_write<R>(
+    ctx: &mut Ctx,
+    key: &[u8],
+    f: impl FnOnce(&mut HashValue) -> R,
+) -> Option<R> {
+    let (h, mut shard) = ctx.lock(key);
+    let r = match lookup!(ctx, shard, h, key) {
+        Found::WrongType => {
+            drop(shard);
+            ctx.error(ERR_WRONGTYPE);
+            return None;
+        }
+        Found::Hash(hv) => f(hv),
+        Found::Missing => {
+            let mut hv = HashValue::new();
+            let r = f(&mut hv);
+            if !hv.is_empty() {
+                shard.set(h, key, Value::Hash(hv), false, ctx.now_ms);
+            }
+            r
+        }
+    };
+    drop(shard);
+    Some(r)
+}
+
+fn hincrby(ctx: &mut Ctx, args: &Args) {
+    let Some(incr) = parse_i64(&args[3]) else {
+        return ctx.error(ERR_NOT_INT);
+    };
+    let key = &args[1];
+    let field = &args[2];
+    let r = with_hash_for_write(ctx, key, |hv| {
+        let old = match hv.get(field) {
+            None => 0,
+            Some(v) => v.as_i64().ok_or(ERR_HASH_NOT_INT)?,
+        };
+        let new = old.checked_add(incr).ok_or(ERR_OVERFLOW)?;
+        hv.set(field, itoa::Buffer::new().format(new).as_bytes());
+        Ok(new)
+    });
+    match r {
+        None => {}
+        Some(Err(e)) => ctx.error(e),
+        Some(Ok(n)) => {
+            ctx.out.int(n);
+            ctx.notify(notify::HASH, "hincrby", key);
+            ctx.dirty(1);
+        }
+    }
+}
+
+fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
+    let Some(incr) = LongDouble::parse(&args[3]) else {
+        return ctx.error(ERR_NOT_FLOAT);
+    };
+    // Adding zero keeps a finite long double as it is and fails for infinities.
+    if incr.checked_add(&LongDouble::from_i64(0)).is_none() {
+        return ctx.error("ERR value is NaN or Infinity");
+    }
+    let key = &args[1];
+    let field = &args[2];
+    let r = with_hash_for_write(ctx, key, |hv| {
+        let old = match hv.get(field) {
+            None => LongDouble::from_i64(0),
+            Some(LpEntry::Int(n)) => LongDouble::from_i64(n),
+            Some(LpEntry::Str(s)) => LongDouble::parse(s).ok_or(ERR_HASH_NOT_FLOAT)?,
+        };
+        let sum = old
+            .checked_add(&incr)
+            .ok_or("ERR increment would produce NaN or Infinity")?;
+        let text = sum.to_human();
+        hv.set(field, &text);
+        Ok(text)
+    });
+    match r {
+        None => {}
+        Some(Err(e)) => ctx.error(e),
+        Some(Ok(text)) => {
+            ctx.out.bulk(&text);
+            ctx.notify(notify::HASH, "hincrbyfloat", key);
+            ctx.dirty(1);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+// ---------------------------------------------------------------------------------------------
+
+/// Look `key` up for a read and run `f` on the hash. Missing keys get `missing` (called with
+/// the reply writer), wrong types WRONGTYPE; keyspace hits and misses are counted.
+fn read_hash(
+    ctx: &mut Ctx,
+    key: &[u8],
+    missing: impl FnOnce(&mut Reply),
+    f: impl FnOnce(&mut Ctx, &mut HashValue),
+) {
+    let (h, mut shard) = ctx.lock(key);
+    match lookup!(ctx, shard, h, key) {
+        Found::Missing => {
+            drop(shard);
+            ctx.hit(false);
+            missing(ctx.out);
+        }
+        Found::WrongType => {
+            drop(shard);
+            ctx.hit(true);
+            ctx.error(ERR_WRONGTYPE);
+        }
+        Found::Hash(hv) => {
+            f(ctx, hv);
+            drop(shard);
+            ctx.hit(true);
+        }
+    }
+}
+
+fn hget(ctx: &mut Ctx, args: &Args) {
+    let field = &args[2];
+    read_hash(ctx, &args[1], Reply::null, |ctx, hv| match hv.get(field) {
+        Some(v) => bulk_entry(ctx.out, v),
+        None => ctx.out.null(),
+    });
+}
+
+fn hmget(ctx: &mut Ctx, args: &Args) {
+    let n = args.len() - 2;
+    read_hash(
+        ctx,
+        &args[1],
+        |out| {
+            out.array(n);
+            for _ in 0..n {
+                out.null();
+            }
+        },
+        |ctx, hv| {
+            ctx.out.array(n);
+            for i in 2..args.len() {
+                match hv.get(&args[i]) {
+                    Some(v) => bulk_entry(ctx.out, v),
+                    None => ctx.out.null(),
+                }
+            }
+        },
+    );
+}
+
+fn hlen(ctx: &mut Ctx, args: &Args) {
+    read_hash(
+        ctx,
+        &args[1],
+        |out| out.int(0),
+        |ctx, hv| ctx.out.int(hv.len() as i64),
+    );
+}
+
+fn hstrlen(ctx: &mut Ctx, args: &Args) {
+    let field = &args[2];
+    read_hash(
+        ctx,
+        &args[1],
+        |out| out.int(0),
+        |ctx, hv| ctx.out.int(hv.value_len(field) as i64),
+    );
+}
+
+fn hexists(ctx: &mut Ctx, args: &Args) {
+    let field = &args[2];
+    read_hash(
+        ctx,
+        &args[1],
+        |out| out.int(0),
+        |ctx, hv| ctx.out.int(hv.contains(field) as i64),
+    );
+}
+
+const KEYS: u8 = 1;
+const VALS: u8 = 2;
+
+fn getall_generic(ctx: &mut Ctx, args: &Args, what: u8) {
+    read_hash(
+        ctx,
+        &args[1],
+        |out| {
+            if what == KEYS | VALS {
+                out.map(0)
+            } else {
+                out.array(0)
+            }
+        },
+        |ctx, hv| {
+            let out = &mut *ctx.out;
+            if what == KEYS | VALS {
+                out.map(hv.len());
+            } else {
+                out.array(hv.len());
+            }
+            for (f, v) in hv.iter() {
+                if what & KEYS != 0 {
+                    bulk_entry(out, f);
+                }
+                if what & VALS != 0 {
+                    bulk_entry(out, v);
+                }
+            }
+        },
+    );
+}
+
+fn hkeys(ctx: &mut Ctx, args: &Args) {
+    getall_generic(ctx, args, KEYS);
+}
+
+fn hvals(ctx: &mut Ctx, args: &Args) {
+    getall_generic(ctx, args, VALS);
+}
+
+fn hgetall(ctx: &mut Ctx, args: &Args) {
+    getall_generic(ctx, args, KEYS | VALS);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HRANDFIELD
+// ---------------------------------------------------------------------------------------------
+
+/// Above this many times the requested count, a unique sample is drawn by picking at random
+/// (Redis's HRANDFIELD_SUB_STRATEGY_MUL); below it, by discarding from a copy.
+const SUB_STRATEGY_MUL: u64 = 3;
+
+fn hrandfield(ctx: &mut Ctx, args: &Args) {
+    if args.len() >= 3 {
+        let Some(l) = parse_i64(&args[2]) else {
+            return ctx.error(ERR_NOT_INT);
+        };
+        if l == i64::MIN {
+            return ctx.error(
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            );
+        }
+        let withvalues = match args.len() {
+            3 => false,
+            4 if eq_ic(&args[3], "withvalues") => true,
+            _ => return ctx.error(ERR_SYNTAX),
+        };
+        if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+            return ctx.error("ERR value is out of range");
+        }
+        return hrandfield_count(ctx, &args[1], l, withvalues);
+    }
+    read_hash(ctx, &args[1], Reply::null, |ctx, hv| {
+        match hv.random_pair(&mut ctx.conn.rng) {
+            Some((f, _)) => bulk_entry(ctx.out, f),
+            None => ctx.out.null(),
+        }
+    });
+}
+
+fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, withvalues: bool) {
+    read_hash(
+        ctx,
+        key,
+        |out| out.array(0),
+        |ctx, hv| {
+            let out = &mut *ctx.out;
+            let rng = &mut ctx.conn.rng;
+            let resp3 = out.is_resp3();
+            let size = hv.len() as u64;
+            let (count, unique) = if l >= 0 {
+                (l as u64, true)
+            } else {
+                (l.unsigned_abs(), false)
+            };
+            if count == 0 || size == 0 {
+                return out.array(0);
+            }
+            let idx = hv.indexed();
+            let emit = |out: &mut Reply, i: usize| {
+                let (f, v) = idx.get(i);
+                if withvalues && resp3 {
+                    out.array(2);
+                }
+                bulk_entry(out, f);
+                if withvalues {
+                    bulk_entry(out, v);
+                }
+            };
+            let header = |out: &mut Reply, n: u64| {
+                out.array(if withvalues && !resp3 { n * 2 } else { n } as usize)
+            };
+            // Repeats allowed (or a single pick): independent uniform draws.
+            if !unique || count == 1 {
+                header(out, count);
+                for _ in 0..count {
+                    emit(out, rng.gen_range(0..size) as usize);
+                }
+                return;
+            }
+            header(out, count.min(size));
+            // Asking for the whole hash or more: all of it.
+            if count >= size {
+                for i in 0..size as usize {
+                    emit(out, i);
+                }
+                return;
+            }
+            let (count, size) = (count as usize, size as usize);
+            // A listpack: one ordered pass choosing each position with the right probability.
+            if matches!(hv, HashValue::Listpack(_)) {
+                let mut need = count;
+                for i in 0..size {
+                    if rng.gen_range(0..size - i) < need {
+                        emit(out, i);
+                        need -= 1;
+                        if need == 0 {
+                            break;
+                        }
+                    }
+                }
+                return;
+            }
+            if count as u64 * SUB_STRATEGY_MUL > size as u64 {
+                // Close to the whole hash: a partial shuffle of all positions.
+                let mut pos: Vec<usize> = (0..size).collect();
+                for i in 0..count {
+                    let j = rng.gen_range(i..size);
+                    pos.swap(i, j);
+                    emit(out, pos[i]);
+                }
+            } else {
+                // Much smaller than the hash: draw until enough distinct positions came up.
+                let mut seen = ahash::AHashSet::with_capacity(count);
+                while seen.len() < count {
+                    let i = rng.gen_range(0..size);
+                    if seen.insert(i) {
+                        emit(out, i);
+                    }
+                }
+            }
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// HSCAN
+// ---------------------------------------------------------------------------------------------
+
+fn hscan(ctx: &mut Ctx, args: &Args) {
+    let cursor = match parse_scan_cursor(&args[2]) {
+        Ok(c) => c,
+        Err(e) => return ctx.error(e),
+    };
+    read_hash(
+        ctx,
+        &args[1],
+        |out| {
+            out.array(2);
+            out.bulk(b"0");
+            out.array(0);
+        },
+        |ctx, hv| {
+            // Options are checked only once the key is known to hold a hash, as in Redis.
+            let opts = match ScanOpts::parse(args, 3, false) {
+                Ok(o) => o,
+                Err(e) => return ctx.error(e),
+            };
+            let mut items: Vec<LpEntry> = Vec::new();
+            let next = match hv {
+                HashValue::Listpack(_) => {
+                    for (f, v) in hv.iter() {
+                        if f.with_bytes(|b| opts.matches(b)) {
+                            items.push(f);
+                            items.push(v);
+                        }
+                    }
+                    0
+                }
+                HashValue::Table(t) => t.scan(cursor, opts.count, |f, v| {
+                    if opts.matches(f) {
+                        items.push(LpEntry::Str(f));
+                        items.push(LpEntry::Str(v));
+                    }
+                }),
+            };
+            let out = &mut *ctx.out;
+            out.array(2);
+            out.bulk(itoa::Buffer::new().format(next).as_bytes());
+            out.array(items.len());
+            for e in items {
+                bulk_entry(out, e);
+            }
+        },
+    );
+}
