@@ -411,6 +411,9 @@ impl Listpack {
         for e in elems {
             e.write(&mut tmp);
         }
+        // Exact sizing, as Redis reallocs a listpack to its new length: no doubling slack
+        // on millions of small collections.
+        self.buf.reserve_exact(tmp.len());
         self.buf.splice(at..at, tmp);
         self.set_header(count);
     }
@@ -463,6 +466,7 @@ impl Listpack {
         let old = self.entry_size(off);
         let mut tmp = Vec::with_capacity(s.len() + 10);
         Elem::of(s).write(&mut tmp);
+        self.buf.reserve_exact(tmp.len().saturating_sub(old));
         self.buf.splice(off..off + old, tmp);
         let count = self.len();
         self.set_header(count);
@@ -474,6 +478,7 @@ impl Listpack {
         let old = self.entry_size(off);
         let mut tmp = Vec::with_capacity(12);
         Elem::Int(n).write(&mut tmp);
+        self.buf.reserve_exact(tmp.len().saturating_sub(old));
         self.buf.splice(off..off + old, tmp);
         let count = self.len();
         self.set_header(count);
