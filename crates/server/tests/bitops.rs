@@ -750,7 +750,16 @@ fn command_info_for_the_family() {
     let s = Server::tern(&[]);
     let mut c = s.conn();
     // (name, arity, first key, last key, step, flags, categories)
-    let expect: [(&str, i64, i64, i64, i64, &[&str], &[&str]); 7] = [
+    type Row = (
+        &'static str,
+        i64,
+        i64,
+        i64,
+        i64,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let expect: [Row; 7] = [
         (
             "setbit",
             4,
@@ -1086,7 +1095,7 @@ fn differential_against_redis() {
     let mut rc = r.conn();
     let mut tc = t.conn();
     let keys = ["k1", "k2", "k3", "k4"];
-    let mut rng = Rng(0x5eed_b17);
+    let mut rng = Rng(0x05ee_db17);
     for round in 0..40 {
         for k in keys {
             let bm = random_bitmap(&mut rng);
