@@ -546,6 +546,7 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
             }
         }
     }
+    res.shrink_to_fit();
     let len = res.len();
     let h = hashes[0];
     let shard = g.shard(db, h);
