@@ -916,3 +916,179 @@ mod tests {
         }
     }
 }
+
+/// Randomized comparison with a running redis-server: `GEO_REDIS_PORT=6379 cargo test
+/// --release -p tern-commands geohash -- --ignored`. Random points are GEOADDed there; random
+/// GEOSEARCH circles and boxes must find exactly the members (and distances) that this
+/// module's cells, score ranges and shape tests find.
+#[cfg(test)]
+mod redis_differential {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+
+    #[derive(Debug)]
+    #[allow(dead_code)]
+    enum Resp {
+        Str(String),
+        Int(i64),
+        Arr(Vec<Resp>),
+        Nil,
+    }
+
+    fn read(r: &mut BufReader<TcpStream>) -> Resp {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let (t, rest) = line.trim_end().split_at(1);
+        match t {
+            "+" => Resp::Str(rest.into()),
+            "-" => panic!("redis error: {rest}"),
+            ":" => Resp::Int(rest.parse().unwrap()),
+            "$" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Resp::Nil;
+                }
+                let mut b = vec![0u8; n as usize + 2];
+                r.read_exact(&mut b).unwrap();
+                b.truncate(n as usize);
+                Resp::Str(String::from_utf8(b).unwrap())
+            }
+            "*" => {
+                let n: i64 = rest.parse().unwrap();
+                Resp::Arr((0..n.max(0)).map(|_| read(r)).collect())
+            }
+            _ => panic!("bad reply {line}"),
+        }
+    }
+
+    fn call(w: &mut TcpStream, r: &mut BufReader<TcpStream>, args: &[String]) -> Resp {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out += &format!("${}\r\n{a}\r\n", a.len());
+        }
+        w.write_all(out.as_bytes()).unwrap();
+        read(r)
+    }
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn unit(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn between(&mut self, a: f64, b: f64) -> f64 {
+            a + (b - a) * self.unit()
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn random_searches_match_redis() {
+        let Ok(port) = std::env::var("GEO_REDIS_PORT") else {
+            return;
+        };
+        let mut w = TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+        let mut r = BufReader::new(w.try_clone().unwrap());
+        let s = |x: &str| x.to_string();
+        call(&mut w, &mut r, &[s("DEL"), s("geo-diff")]);
+        let mut rng = Lcg(42);
+        let centers = [
+            (13.4, 38.1),
+            (-122.4, 37.8),
+            (0.0, 0.0),
+            (179.9, -84.9),
+            (-179.9, 84.9),
+        ];
+        let mut points: Vec<(String, u64)> = Vec::new();
+        for i in 0..2000 {
+            let (lon, lat) = if i % 2 == 0 {
+                (rng.between(-180.0, 180.0), rng.between(-85.05, 85.05))
+            } else {
+                let c = centers[i % centers.len()];
+                let spread = [0.01, 0.5, 5.0][i % 3];
+                (
+                    (c.0 + rng.between(-spread, spread)).clamp(-180.0, 180.0),
+                    (c.1 + rng.between(-spread, spread)).clamp(-85.05, 85.05),
+                )
+            };
+            let (lon_s, lat_s) = (format!("{lon:.6}"), format!("{lat:.6}"));
+            let name = format!("p{i}");
+            let score = score_of(lon_s.parse().unwrap(), lat_s.parse().unwrap()).unwrap();
+            call(
+                &mut w,
+                &mut r,
+                &[s("GEOADD"), s("geo-diff"), lon_s, lat_s, name.clone()],
+            );
+            points.push((name, score as u64));
+        }
+        let units = [("m", 1.0), ("km", 1000.0), ("mi", 1609.34), ("ft", 0.3048)];
+        for round in 0..400 {
+            let (lon, lat) = if round % 2 == 0 {
+                (rng.between(-180.0, 180.0), rng.between(-85.05, 85.05))
+            } else {
+                let c = centers[round % centers.len()];
+                (
+                    (c.0 + rng.between(-1.0, 1.0)).clamp(-180.0, 180.0),
+                    (c.1 + rng.between(-1.0, 1.0)).clamp(-85.05, 85.05),
+                )
+            };
+            let (unit, conversion) = units[round % units.len()];
+            let metres = 10f64.powf(rng.between(0.0, 7.3));
+            let size = format!("{:.3}", metres / conversion);
+            let size2 = format!("{:.3}", metres * rng.between(0.2, 3.0) / conversion);
+            let (lon_s, lat_s) = (format!("{lon:.6}"), format!("{lat:.6}"));
+            let by_box = round % 3 == 0;
+            let mut args = vec![s("GEOSEARCH"), s("geo-diff"), s("FROMLONLAT")];
+            args.extend([lon_s.clone(), lat_s.clone()]);
+            let kind = if by_box {
+                args.extend([s("BYBOX"), size.clone(), size2.clone(), s(unit)]);
+                ShapeKind::Box {
+                    width: size.parse().unwrap(),
+                    height: size2.parse().unwrap(),
+                }
+            } else {
+                args.extend([s("BYRADIUS"), size.clone(), s(unit)]);
+                ShapeKind::Circle {
+                    radius: size.parse().unwrap(),
+                }
+            };
+            args.push(s("WITHDIST"));
+            let Resp::Arr(items) = call(&mut w, &mut r, &args) else {
+                panic!()
+            };
+            let mut want: Vec<String> = items
+                .into_iter()
+                .map(|it| match it {
+                    Resp::Arr(v) => match (&v[0], &v[1]) {
+                        (Resp::Str(n), Resp::Str(d)) => format!("{n} {d}"),
+                        o => panic!("{o:?}"),
+                    },
+                    o => panic!("{o:?}"),
+                })
+                .collect();
+            let shape = Shape {
+                center: (lon_s.parse().unwrap(), lat_s.parse().unwrap()),
+                conversion,
+                kind,
+            };
+            let mut got = Vec::new();
+            for cell in cells_to_scan(&areas_for_shape(&shape)) {
+                let (min, max) = score_range(cell);
+                for (name, score) in &points {
+                    if *score >= min && *score < max {
+                        if let Some((_, d)) = within_shape(&shape, *score as f64) {
+                            got.push(format!("{name} {}", format_distance(d / conversion)));
+                        }
+                    }
+                }
+            }
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "{args:?}");
+        }
+    }
+}
