@@ -477,9 +477,10 @@ enum BitOp {
 /// Fold one more source into the result (sources shorter than others count as zero-padded).
 fn fold_source(res: &mut Vec<u8>, src: &[u8], first: bool, op: BitOp) {
     if first {
-        res.extend_from_slice(src);
         if op == BitOp::Not {
-            res.iter_mut().for_each(|b| *b = !*b);
+            res.extend(src.iter().map(|b| !b));
+        } else {
+            res.extend_from_slice(src);
         }
         return;
     }
