@@ -19,6 +19,8 @@ pub const EARTH_RADIUS_M: f64 = 6372797.560856;
 pub const MERCATOR_MAX: f64 = 20037726.37;
 
 /// Degrees to radians with the same constant arithmetic as Redis (multiply by π/180).
+use crate::args::parse_f64;
+
 const D_R: f64 = std::f64::consts::PI / 180.0;
 
 #[inline]
@@ -379,6 +381,40 @@ pub fn format_distance(d: f64) -> String {
         v / 10_000,
         v % 10_000
     )
+}
+
+/// A longitude/latitude argument pair, with Redis's errors (not a float; outside the limits).
+pub fn parse_lonlat(lon: &[u8], lat: &[u8]) -> Result<(f64, f64), String> {
+    let (Some(x), Some(y)) = (parse_f64(lon), parse_f64(lat)) else {
+        return Err(crate::args::ERR_NOT_FLOAT.to_string());
+    };
+    if !valid_lonlat(x, y) {
+        return Err(invalid_lonlat_error(x, y));
+    }
+    Ok((x, y))
+}
+
+/// BYRADIUS / GEORADIUS `<radius> <unit>`: (radius in units, metres per unit).
+pub fn parse_radius(radius: &[u8], unit: &[u8]) -> Result<(f64, f64), &'static str> {
+    let r = parse_f64(radius).ok_or("ERR need numeric radius")?;
+    if r < 0.0 {
+        return Err("ERR radius cannot be negative");
+    }
+    Ok((r, unit_factor(unit).ok_or(ERR_UNIT)?))
+}
+
+/// BYBOX `<width> <height> <unit>`: (width, height in units, metres per unit).
+pub fn parse_box(
+    width: &[u8],
+    height: &[u8],
+    unit: &[u8],
+) -> Result<(f64, f64, f64), &'static str> {
+    let w = parse_f64(width).ok_or("ERR need numeric width")?;
+    let h = parse_f64(height).ok_or("ERR need numeric height")?;
+    if w < 0.0 || h < 0.0 {
+        return Err("ERR height or width cannot be negative");
+    }
+    Ok((w, h, unit_factor(unit).ok_or(ERR_UNIT)?))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -796,6 +832,45 @@ mod tests {
         assert_eq!(format_distance(0.00004), "0.0000");
         assert_eq!(format_distance(1.23456), "1.2346");
         assert_eq!(format_distance(12.5), "12.5000");
+    }
+
+    #[test]
+    fn argument_errors_match_redis() {
+        assert_eq!(parse_radius(b"abc", b"km"), Err("ERR need numeric radius"));
+        assert_eq!(
+            parse_radius(b"-1", b"km"),
+            Err("ERR radius cannot be negative")
+        );
+        assert_eq!(parse_radius(b"1", b"yd"), Err(ERR_UNIT));
+        assert_eq!(parse_radius(b"2.5", b"KM"), Ok((2.5, 1000.0)));
+        assert_eq!(parse_box(b"a", b"1", b"km"), Err("ERR need numeric width"));
+        assert_eq!(parse_box(b"1", b"b", b"km"), Err("ERR need numeric height"));
+        assert_eq!(
+            parse_box(b"-1", b"1", b"km"),
+            Err("ERR height or width cannot be negative")
+        );
+        assert_eq!(
+            parse_box(b"1", b"-1", b"yd"),
+            Err("ERR height or width cannot be negative")
+        );
+        assert_eq!(parse_box(b"1", b"2", b"ft"), Ok((1.0, 2.0, 0.3048)));
+        assert_eq!(
+            parse_lonlat(b"x", b"0"),
+            Err("ERR value is not a valid float".to_string())
+        );
+        assert_eq!(
+            parse_lonlat(b" 1", b"0"),
+            Err("ERR value is not a valid float".to_string())
+        );
+        assert_eq!(
+            parse_lonlat(b"0", b"90"),
+            Err("ERR invalid longitude,latitude pair 0.000000,90.000000".to_string())
+        );
+        assert_eq!(
+            parse_lonlat(b"inf", b"0"),
+            Err("ERR invalid longitude,latitude pair inf,0.000000".to_string())
+        );
+        assert_eq!(parse_lonlat(b"13.5", b"-85.05112878"), Ok((13.5, LAT_MIN)));
     }
 
     #[test]
