@@ -28,6 +28,7 @@ pub mod strings;
 
 pub mod bitops;
 pub mod geo;
+pub mod geohash;
 pub mod hashes;
 pub mod hll;
 pub mod hll_format;
