@@ -365,19 +365,47 @@ static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
 /// used_memory when INFO first ran, an approximation of Redis's used_memory_startup.
 static STARTUP_MEMORY: OnceLock<u64> = OnceLock::new();
 
+/// The memory figures INFO memory and MEMORY STATS share.
+pub struct MemoryFigures {
+    pub used: u64,
+    pub active: u64,
+    pub resident: u64,
+    pub rss: u64,
+    pub peak: u64,
+    pub startup: u64,
+    pub clients_normal: u64,
+}
+
+pub fn memory_figures(srv: &Server) -> MemoryFigures {
+    let (used, active, resident) = crate::memory::jemalloc_stats();
+    MemoryFigures {
+        used,
+        active,
+        resident,
+        rss: crate::memory::rss_bytes(),
+        peak: PEAK_MEMORY.fetch_max(used, Relaxed).max(used),
+        startup: *STARTUP_MEMORY.get_or_init(|| used),
+        clients_normal: srv
+            .clients
+            .all()
+            .iter()
+            .map(|c| c.tot_mem.load(Relaxed) as u64)
+            .sum(),
+    }
+}
+
 fn memory_section(srv: &Server, out: &mut String) {
-    let (allocated, active, resident) = crate::memory::jemalloc_stats();
-    let used = allocated;
-    let rss = crate::memory::rss_bytes();
-    let peak = PEAK_MEMORY.fetch_max(used, Relaxed).max(used);
-    let startup = *STARTUP_MEMORY.get_or_init(|| used);
+    let MemoryFigures {
+        used,
+        active,
+        resident,
+        rss,
+        peak,
+        startup,
+        clients_normal,
+    } = memory_figures(srv);
+    let allocated = used;
     let sys = total_system_memory();
-    let clients_normal: u64 = srv
-        .clients
-        .all()
-        .iter()
-        .map(|c| c.tot_mem.load(Relaxed) as u64)
-        .sum();
     let overhead = startup + clients_normal;
     let dataset = used.saturating_sub(overhead);
     let net = used.saturating_sub(startup);

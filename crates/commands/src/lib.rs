@@ -45,7 +45,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 18] {
+pub fn families() -> [&'static [CommandSpec]; 19] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -56,6 +56,7 @@ pub fn families() -> [&'static [CommandSpec]; 18] {
         introspection::COMMANDS,
         debug::COMMANDS,
         function::COMMANDS,
+        memory::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,
         sets::COMMANDS,
