@@ -164,11 +164,13 @@ impl SetValue {
                 // estimated from a sample, as MEMORY USAGE samples.
                 let n = ht.len();
                 let sample = n.min(16);
-                let avg = if sample == 0 {
-                    0
-                } else {
-                    ht.iter().take(sample).map(|m| m.len()).sum::<usize>() / sample
-                };
+                let avg = ht
+                    .iter()
+                    .take(sample)
+                    .map(|m| m.len())
+                    .sum::<usize>()
+                    .checked_div(sample)
+                    .unwrap_or(0);
                 std::mem::size_of::<HtSet>() + ht.capacity() * (24 + 9) + n * avg
             }
         }
@@ -699,7 +701,7 @@ mod tests {
         }
         s.add(b"x");
         assert_eq!(s.encoding(), "hashtable");
-        assert!(s.maybe_convert_to_intset() == false);
+        assert!(!s.maybe_convert_to_intset());
         assert!(s.remove(b"x"));
         assert!(s.maybe_convert_to_intset());
         assert_eq!(s.encoding(), "intset");
