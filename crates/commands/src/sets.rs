@@ -255,7 +255,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// A reply larger than this is abandoned and the client disconnected (Redis closes clients
 /// whose output outgrows their limit) rather than letting one command exhaust memory.
-const REPLY_LIMIT: usize = 1 << 30;
+const REPLY_LIMIT: usize = 512 << 20;
 
 #[inline]
 fn reply_member(out: &mut Reply, m: Member) {
@@ -355,12 +355,14 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
             for m in args.iter().skip(2) {
                 added += s.add(m) as u64;
             }
+            s.compact();
         }
         None => {
             let mut s = SetValue::create(&args[2], members);
             for m in args.iter().skip(2) {
                 added += s.add(m) as u64;
             }
+            s.compact();
             shard.set(h, key, Value::Set(s), false, now);
         }
     }
@@ -641,7 +643,12 @@ fn smove(ctx: &mut Ctx, args: &Args) {
     let freed = if emptied { shard.remove(hs, src) } else { None };
     let shard = g.shard(db, hd);
     let added = match shard.get(hd, dst, now) {
-        Some(e) => as_set_mut(&mut e.value).expect("checked above").add(m),
+        Some(e) => {
+            let s = as_set_mut(&mut e.value).expect("checked above");
+            let added = s.add(m);
+            s.compact();
+            added
+        }
         None => {
             let mut s = SetValue::create(m, 1);
             s.add(m);
@@ -748,6 +755,8 @@ impl<'a> Locked<'a> {
             return;
         }
         let n = result.len();
+        let mut result = result;
+        result.compact();
         let old = shard.set(h, dst, Value::Set(result), false, now);
         drop(self);
         drop(old);

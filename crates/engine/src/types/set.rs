@@ -252,6 +252,16 @@ impl SetValue {
         }
     }
 
+    /// Trim a listpack's spare capacity after a write, as Redis keeps listpacks at their exact
+    /// size (a no-op when nothing is spare).
+    pub fn compact(&mut self) {
+        if let SetValue::Listpack(lp) = self {
+            if lp.heap_size() > lp.bytes_len() {
+                lp.shrink_to_fit();
+            }
+        }
+    }
+
     /// Add a member; false if it was already there. Converts as Redis's setTypeAdd does.
     pub fn add(&mut self, m: &[u8]) -> bool {
         match self {
