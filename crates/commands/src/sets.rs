@@ -886,9 +886,10 @@ fn sinter_generic(ctx: &mut Ctx, keys: &[&[u8]], dst: Option<&[u8]>, mode: Inter
             // Start compact in the smallest set's spirit: an intset from an intset, else a
             // listpack; the adds convert as needed, and an all-integer result ends as an
             // intset when small enough.
-            let mut result = match first {
-                SetValue::Intset(_) => SetValue::new_intset(),
-                _ => SetValue::new_listpack(),
+            let mut result = if first.is_intset() {
+                SetValue::new_intset()
+            } else {
+                SetValue::new_listpack()
             };
             let mut only_integers = true;
             for m in first.iter() {

@@ -38,6 +38,138 @@ impl Default for Intset {
     }
 }
 
+/// An intset small enough to live inside the value itself (at most 16 bytes: four 16-bit
+/// members, two 32-bit or one 64-bit), in the same byte layout. Tiny sets then cost no
+/// allocation of their own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct InlineIntset([u8; INLINE_BYTES]);
+
+/// The largest intset blob kept inline.
+pub const INLINE_BYTES: usize = 16;
+
+impl std::fmt::Debug for InlineIntset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.view().iter()).finish()
+    }
+}
+
+impl Default for InlineIntset {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InlineIntset {
+    /// An empty intset (16-bit encoding).
+    pub fn new() -> InlineIntset {
+        let mut b = [0u8; INLINE_BYTES];
+        b[..4].copy_from_slice(&2u32.to_le_bytes());
+        InlineIntset(b)
+    }
+
+    /// Copy an intset blob in when it fits.
+    pub fn from_blob(blob: &[u8]) -> Option<InlineIntset> {
+        if blob.len() > INLINE_BYTES {
+            return None;
+        }
+        let mut b = [0u8; INLINE_BYTES];
+        b[..blob.len()].copy_from_slice(blob);
+        Some(InlineIntset(b))
+    }
+
+    pub fn view(&self) -> IntsetRef<'_> {
+        let b = &self.0;
+        let w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        let n = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize;
+        IntsetRef {
+            buf: &b[..HDR + n * w],
+        }
+    }
+}
+
+/// A read-only view of intset bytes (heap or inline).
+#[derive(Clone, Copy)]
+pub struct IntsetRef<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> IntsetRef<'a> {
+    /// The bytes exactly as Redis stores them.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// The member width in bytes (2, 4 or 8).
+    #[inline]
+    pub fn width(&self) -> usize {
+        u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        u32::from_le_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The member at position `i` (ascending order). Panics when out of range.
+    #[inline]
+    pub fn get(&self, i: usize) -> i64 {
+        debug_assert!(i < self.len());
+        read_at(self.buf, self.width(), i)
+    }
+
+    pub fn min(&self) -> Option<i64> {
+        (!self.is_empty()).then(|| self.get(0))
+    }
+
+    pub fn max(&self) -> Option<i64> {
+        let n = self.len();
+        (n > 0).then(|| self.get(n - 1))
+    }
+
+    /// Ok(position) when `v` is a member, Err(insertion position) otherwise.
+    pub fn search(&self, v: i64) -> Result<usize, usize> {
+        let n = self.len();
+        if n == 0 {
+            return Err(0);
+        }
+        let w = self.width();
+        if v > read_at(self.buf, w, n - 1) {
+            return Err(n);
+        }
+        if v < read_at(self.buf, w, 0) {
+            return Err(0);
+        }
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let cur = read_at(self.buf, w, mid);
+            match cur.cmp(&v) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    pub fn contains(&self, v: i64) -> bool {
+        width_for(v) <= self.width() && self.search(v).is_ok()
+    }
+
+    /// Members in ascending order.
+    pub fn iter(&self) -> IntsetIter<'a> {
+        IntsetIter {
+            is: *self,
+            i: 0,
+            n: self.len(),
+        }
+    }
+}
+
 #[inline]
 fn read_at(buf: &[u8], width: usize, i: usize) -> i64 {
     let o = HDR + i * width;
@@ -93,6 +225,18 @@ impl Intset {
         &self.buf
     }
 
+    /// A copy of the intset in `view`, on the heap.
+    pub fn from_view(view: IntsetRef) -> Intset {
+        Intset {
+            buf: view.as_bytes().into(),
+        }
+    }
+
+    #[inline]
+    pub fn view(&self) -> IntsetRef<'_> {
+        IntsetRef { buf: &self.buf }
+    }
+
     /// Bytes used (Redis's intsetBlobLen).
     pub fn blob_len(&self) -> usize {
         self.buf.len()
@@ -102,65 +246,43 @@ impl Intset {
         self.buf.len()
     }
 
-    /// The member width in bytes (2, 4 or 8).
     #[inline]
     pub fn width(&self) -> usize {
-        u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize
+        self.view().width()
     }
 
     #[inline]
     pub fn len(&self) -> usize {
-        u32::from_le_bytes([self.buf[4], self.buf[5], self.buf[6], self.buf[7]]) as usize
+        self.view().len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// The member at position `i` (ascending order). Panics when out of range.
     #[inline]
     pub fn get(&self, i: usize) -> i64 {
-        debug_assert!(i < self.len());
-        read_at(&self.buf, self.width(), i)
+        self.view().get(i)
     }
 
     pub fn min(&self) -> Option<i64> {
-        (!self.is_empty()).then(|| self.get(0))
+        self.view().min()
     }
 
     pub fn max(&self) -> Option<i64> {
-        let n = self.len();
-        (n > 0).then(|| self.get(n - 1))
+        self.view().max()
     }
 
-    /// Ok(position) when `v` is a member, Err(insertion position) otherwise.
     pub fn search(&self, v: i64) -> Result<usize, usize> {
-        let n = self.len();
-        if n == 0 {
-            return Err(0);
-        }
-        let w = self.width();
-        if v > read_at(&self.buf, w, n - 1) {
-            return Err(n);
-        }
-        if v < read_at(&self.buf, w, 0) {
-            return Err(0);
-        }
-        let (mut lo, mut hi) = (0usize, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let cur = read_at(&self.buf, w, mid);
-            match cur.cmp(&v) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+        self.view().search(v)
     }
 
     pub fn contains(&self, v: i64) -> bool {
-        width_for(v) <= self.width() && self.search(v).is_ok()
+        self.view().contains(v)
+    }
+
+    pub fn iter(&self) -> IntsetIter<'_> {
+        self.view().iter()
     }
 
     fn set_len(buf: &mut [u8], n: usize) {
@@ -238,15 +360,6 @@ impl Intset {
         v
     }
 
-    /// Members in ascending order.
-    pub fn iter(&self) -> IntsetIter<'_> {
-        IntsetIter {
-            is: self,
-            i: 0,
-            n: self.len(),
-        }
-    }
-
     /// Build from members already sorted ascending and distinct (one allocation).
     pub fn from_sorted(members: &[i64]) -> Intset {
         let w = members.iter().map(|&v| width_for(v)).max().unwrap_or(2);
@@ -263,7 +376,7 @@ impl Intset {
 }
 
 pub struct IntsetIter<'a> {
-    is: &'a Intset,
+    is: IntsetRef<'a>,
     i: usize,
     n: usize,
 }

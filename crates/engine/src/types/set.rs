@@ -9,7 +9,7 @@
 //! Like Redis, a set never goes back to a smaller encoding on its own; only the STORE
 //! commands build their results compact.
 
-use super::intset::{Intset, IntsetIter};
+use super::intset::{InlineIntset, Intset, IntsetIter, IntsetRef};
 use crate::limits;
 use crate::listpack::{self, Listpack, LpEntry};
 use crate::value::parse_canonical_i64;
@@ -39,6 +39,8 @@ pub type HtSet = IndexSet<Box<[u8]>, MemberHasher>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetValue {
+    /// An intset of at most 16 bytes, held in place (no allocation of its own).
+    IntsetInline(InlineIntset),
     Intset(Intset),
     Listpack(Listpack),
     Hashtable(Box<HtSet>),
@@ -46,7 +48,7 @@ pub enum SetValue {
 
 impl Default for SetValue {
     fn default() -> Self {
-        SetValue::Intset(Intset::new())
+        SetValue::IntsetInline(InlineIntset::new())
     }
 }
 
@@ -118,7 +120,7 @@ impl SetValue {
         if size_hint <= limits::get_usize(&limits::SET_MAX_INTSET_ENTRIES)
             && parse_canonical_i64(first).is_some()
         {
-            SetValue::Intset(Intset::new())
+            SetValue::new_intset()
         } else if size_hint <= listpack_max_entries() {
             SetValue::Listpack(Listpack::new())
         } else {
@@ -127,7 +129,43 @@ impl SetValue {
     }
 
     pub fn new_intset() -> SetValue {
-        SetValue::Intset(Intset::new())
+        SetValue::IntsetInline(InlineIntset::new())
+    }
+
+    /// Store an intset inline when it is small enough, on the heap otherwise.
+    fn from_intset(is: Intset) -> SetValue {
+        match InlineIntset::from_blob(is.as_bytes()) {
+            Some(small) => SetValue::IntsetInline(small),
+            None => SetValue::Intset(is),
+        }
+    }
+
+    /// The intset, when that is the encoding.
+    #[inline]
+    pub fn ints(&self) -> Option<IntsetRef<'_>> {
+        match self {
+            SetValue::IntsetInline(s) => Some(s.view()),
+            SetValue::Intset(is) => Some(is.view()),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn is_intset(&self) -> bool {
+        matches!(self, SetValue::IntsetInline(_) | SetValue::Intset(_))
+    }
+
+    /// Run `f` on the intset (which must be the encoding), moving it between inline and heap
+    /// storage as its size requires.
+    fn intset_mut<R>(&mut self, f: impl FnOnce(&mut Intset) -> R) -> R {
+        let mut is = match std::mem::take(self) {
+            SetValue::IntsetInline(s) => Intset::from_view(s.view()),
+            SetValue::Intset(is) => is,
+            _ => unreachable!("not an intset"),
+        };
+        let r = f(&mut is);
+        *self = SetValue::from_intset(is);
+        r
     }
 
     pub fn new_listpack() -> SetValue {
@@ -136,6 +174,7 @@ impl SetValue {
 
     pub fn len(&self) -> usize {
         match self {
+            SetValue::IntsetInline(s) => s.view().len(),
             SetValue::Intset(is) => is.len(),
             SetValue::Listpack(lp) => lp.len(),
             SetValue::Hashtable(ht) => ht.len(),
@@ -149,7 +188,7 @@ impl SetValue {
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
         match self {
-            SetValue::Intset(_) => "intset",
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => "intset",
             SetValue::Listpack(_) => "listpack",
             SetValue::Hashtable(_) => "hashtable",
         }
@@ -157,6 +196,7 @@ impl SetValue {
 
     pub fn heap_size(&self) -> usize {
         match self {
+            SetValue::IntsetInline(_) => 0,
             SetValue::Intset(is) => is.heap_size(),
             SetValue::Listpack(lp) => lp.heap_size(),
             SetValue::Hashtable(ht) => {
@@ -181,7 +221,9 @@ impl SetValue {
     pub fn maybe_convert(&mut self, size_hint: usize) {
         let too_big = match self {
             SetValue::Listpack(_) => size_hint > listpack_max_entries(),
-            SetValue::Intset(_) => size_hint > limits::get_usize(&limits::SET_MAX_INTSET_ENTRIES),
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => {
+                size_hint > limits::get_usize(&limits::SET_MAX_INTSET_ENTRIES)
+            }
             SetValue::Hashtable(_) => false,
         };
         if too_big {
@@ -203,7 +245,7 @@ impl SetValue {
 
     /// Re-encode an intset as a listpack (members keep their ascending order).
     fn intset_to_listpack(&mut self) {
-        if let SetValue::Intset(is) = self {
+        if let Some(is) = self.ints() {
             let mut lp = Listpack::new();
             for v in is.iter() {
                 lp.push_back_int(v);
@@ -214,9 +256,9 @@ impl SetValue {
 
     /// Convert an intset that grew past `set-max-intset-entries`.
     fn maybe_convert_intset(&mut self) {
-        if let SetValue::Intset(is) = self {
-            if is.len() > intset_max_entries() {
-                let n = is.len();
+        if let Some(is) = self.ints() {
+            let n = is.len();
+            if n > intset_max_entries() {
                 self.convert_to_ht(n);
             }
         }
@@ -226,7 +268,7 @@ impl SetValue {
     /// (the STORE commands' final step). Returns false (and changes nothing) otherwise.
     pub fn maybe_convert_to_intset(&mut self) -> bool {
         match self {
-            SetValue::Intset(_) => true,
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => true,
             _ if self.len() > intset_max_entries() => false,
             _ => {
                 let mut ints = Vec::with_capacity(self.len());
@@ -237,7 +279,7 @@ impl SetValue {
                     }
                 }
                 ints.sort_unstable();
-                *self = SetValue::Intset(Intset::from_sorted(&ints));
+                *self = SetValue::from_intset(Intset::from_sorted(&ints));
                 true
             }
         }
@@ -246,7 +288,7 @@ impl SetValue {
     /// Give back spare capacity (after building a result set).
     pub fn shrink_to_fit(&mut self) {
         match self {
-            SetValue::Intset(_) => {}
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => {}
             SetValue::Listpack(lp) => lp.shrink_to_fit(),
             SetValue::Hashtable(ht) => ht.shrink_to_fit(),
         }
@@ -264,15 +306,19 @@ impl SetValue {
 
     /// Add a member; false if it was already there. Converts as Redis's setTypeAdd does.
     pub fn add(&mut self, m: &[u8]) -> bool {
-        match self {
-            SetValue::Intset(is) => {
-                if let Some(v) = parse_canonical_i64(m) {
-                    if is.insert(v) {
-                        self.maybe_convert_intset();
-                        return true;
-                    }
+        if let Some(is) = self.ints() {
+            if let Some(v) = parse_canonical_i64(m) {
+                if is.contains(v) {
                     return false;
                 }
+                self.intset_mut(|is| is.insert(v));
+                self.maybe_convert_intset();
+                return true;
+            }
+        }
+        match self {
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => {
+                let is = self.ints().expect("an intset");
                 // A non-integer: a listpack if everything would fit one, else a hash table.
                 let n = is.len();
                 let (maxelelen, totsize) = match (is.min(), is.max()) {
@@ -331,23 +377,25 @@ impl SetValue {
 
     /// Add a member given as an entry (integers go into an intset without formatting).
     pub fn add_member(&mut self, m: Member) -> bool {
-        match (&mut *self, m) {
-            (SetValue::Intset(is), LpEntry::Int(v)) => {
-                if is.insert(v) {
-                    self.maybe_convert_intset();
-                    true
-                } else {
-                    false
+        match m {
+            LpEntry::Int(v) if self.is_intset() => {
+                if self.ints().is_some_and(|is| is.contains(v)) {
+                    return false;
                 }
+                self.intset_mut(|is| is.insert(v));
+                self.maybe_convert_intset();
+                true
             }
-            (_, m) => m.with_bytes(|b| self.add(b)),
+            m => m.with_bytes(|b| self.add(b)),
         }
     }
 
     /// Remove a member; false if it was not there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match self {
-            SetValue::Intset(is) => parse_canonical_i64(m).is_some_and(|v| is.remove(v)),
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => {
+                parse_canonical_i64(m).is_some_and(|v| self.remove_int(v))
+            }
             SetValue::Listpack(lp) => match lp.find(m, 0) {
                 Some(off) => {
                     lp.delete(off, 1);
@@ -366,10 +414,18 @@ impl SetValue {
     }
 
     pub fn remove_member(&mut self, m: Member) -> bool {
-        match (&mut *self, m) {
-            (SetValue::Intset(is), LpEntry::Int(v)) => is.remove(v),
-            (_, m) => m.with_bytes(|b| self.remove(b)),
+        match m {
+            LpEntry::Int(v) if self.is_intset() => self.remove_int(v),
+            m => m.with_bytes(|b| self.remove(b)),
         }
+    }
+
+    /// Remove an integer from an intset-encoded set.
+    fn remove_int(&mut self, v: i64) -> bool {
+        if !self.ints().is_some_and(|is| is.contains(v)) {
+            return false;
+        }
+        self.intset_mut(|is| is.remove(v))
     }
 
     /// Shrink a hash table that became mostly empty (Redis resizes below 10% fill).
@@ -382,15 +438,17 @@ impl SetValue {
 
     pub fn contains(&self, m: &[u8]) -> bool {
         match self {
-            SetValue::Intset(is) => parse_canonical_i64(m).is_some_and(|v| is.contains(v)),
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => {
+                parse_canonical_i64(m).is_some_and(|v| self.ints().is_some_and(|is| is.contains(v)))
+            }
             SetValue::Listpack(lp) => lp.find(m, 0).is_some(),
             SetValue::Hashtable(ht) => ht.contains(m),
         }
     }
 
     pub fn contains_member(&self, m: Member) -> bool {
-        match (self, m) {
-            (SetValue::Intset(is), LpEntry::Int(v)) => is.contains(v),
+        match (self.ints(), m) {
+            (Some(is), LpEntry::Int(v)) => is.contains(v),
             (_, m) => m.with_bytes(|b| self.contains(b)),
         }
     }
@@ -398,6 +456,7 @@ impl SetValue {
     /// Members in storage order (ascending for intsets, insertion order otherwise).
     pub fn iter(&self) -> SetIter<'_> {
         match self {
+            SetValue::IntsetInline(s) => SetIter::Int(s.view().iter()),
             SetValue::Intset(is) => SetIter::Int(is.iter()),
             SetValue::Listpack(lp) => SetIter::Lp(lp.iter()),
             SetValue::Hashtable(ht) => SetIter::Ht(ht.iter()),
@@ -407,6 +466,7 @@ impl SetValue {
     /// The member at position `i` of the storage order (a walk for listpacks).
     pub fn member_at(&self, i: usize) -> Member<'_> {
         match self {
+            SetValue::IntsetInline(s) => LpEntry::Int(s.view().get(i)),
             SetValue::Intset(is) => LpEntry::Int(is.get(i)),
             SetValue::Listpack(lp) => lp.get(lp.seek(i as i64).expect("index in range")),
             SetValue::Hashtable(ht) => LpEntry::Str(&ht[i]),
@@ -423,10 +483,10 @@ impl SetValue {
     pub fn pop_random<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Vec<u8> {
         let i = rng.gen_range(0..self.len());
         match self {
-            SetValue::Intset(is) => itoa::Buffer::new()
-                .format(is.remove_at(i))
-                .as_bytes()
-                .to_vec(),
+            SetValue::IntsetInline(_) | SetValue::Intset(_) => {
+                let v = self.intset_mut(|is| is.remove_at(i));
+                itoa::Buffer::new().format(v).as_bytes().to_vec()
+            }
             SetValue::Listpack(lp) => {
                 let off = lp.seek(i as i64).expect("index in range");
                 let v = lp.get(off).to_vec();
@@ -487,15 +547,17 @@ impl SetValue {
             lp.delete_offsets(&keep);
             newset
         } else {
-            let mut newset = match self {
-                SetValue::Intset(_) => SetValue::new_intset(),
-                _ => SetValue::new_listpack(),
+            let mut newset = if self.is_intset() {
+                SetValue::new_intset()
+            } else {
+                SetValue::new_listpack()
             };
             for _ in 0..remaining {
                 let i = rng.gen_range(0..self.len());
                 match self {
-                    SetValue::Intset(is) => {
-                        newset.add_member(LpEntry::Int(is.remove_at(i)));
+                    SetValue::IntsetInline(_) | SetValue::Intset(_) => {
+                        let v = self.intset_mut(|is| is.remove_at(i));
+                        newset.add_member(LpEntry::Int(v));
                     }
                     SetValue::Hashtable(ht) => {
                         let m = ht.swap_remove_index(i).expect("index in range");
@@ -618,12 +680,9 @@ impl SetValue {
         }
     }
 
-    /// The intset, when that is the encoding (RDB, DEBUG).
-    pub fn as_intset(&self) -> Option<&Intset> {
-        match self {
-            SetValue::Intset(is) => Some(is),
-            _ => None,
-        }
+    /// The intset's bytes exactly as Redis stores them, when that is the encoding (RDB).
+    pub fn intset_bytes(&self) -> Option<&[u8]> {
+        self.ints().map(|is| is.as_bytes())
     }
 
     /// Does `m` fit a listpack-encoded set (length check)?
@@ -693,6 +752,43 @@ mod tests {
         assert_eq!(SetValue::create(b"a", 129).encoding(), "hashtable");
         assert_eq!(SetValue::create(b"1", 129).encoding(), "intset");
         assert_eq!(SetValue::create(b"1", 513).encoding(), "hashtable");
+    }
+
+    #[test]
+    fn small_intsets_live_inline() {
+        let mut s = SetValue::new_intset();
+        for v in [3, 1, 2, 4] {
+            assert!(s.add(v.to_string().as_bytes()));
+        }
+        assert!(matches!(s, SetValue::IntsetInline(_)));
+        assert_eq!(s.heap_size(), 0);
+        assert_eq!(
+            s.intset_bytes().unwrap(),
+            &[2, 0, 0, 0, 4, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0]
+        );
+        assert!(s.add(b"5"));
+        assert!(matches!(s, SetValue::Intset(_)));
+        assert_eq!(s.encoding(), "intset");
+        assert!(s.remove(b"1"));
+        assert!(matches!(s, SetValue::IntsetInline(_)));
+        assert!(!s.remove(b"1"));
+        assert!(!s.add(b"5"));
+        assert!(s.contains_member(LpEntry::Int(5)) && !s.contains(b"1"));
+        // Upgrading the width moves it to the heap; 64-bit members fit once.
+        let mut w = SetValue::new_intset();
+        w.add(b"-5000000000");
+        assert!(matches!(w, SetValue::IntsetInline(_)));
+        w.add(b"1");
+        assert!(matches!(w, SetValue::Intset(_)));
+        assert_eq!(
+            w.iter().map(|m| m.as_i64().unwrap()).collect::<Vec<_>>(),
+            vec![-5000000000, 1]
+        );
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        let mut popped = vec![w.pop_random(&mut rng), w.pop_random(&mut rng)];
+        popped.sort();
+        assert_eq!(popped, vec![b"-5000000000".to_vec(), b"1".to_vec()]);
+        assert!(w.is_empty());
     }
 
     #[test]
