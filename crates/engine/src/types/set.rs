@@ -13,7 +13,6 @@ use super::intset::{InlineIntset, Intset, IntsetIter, IntsetRef};
 use crate::limits;
 use crate::listpack::{self, Listpack, LpEntry};
 use crate::value::parse_canonical_i64;
-use indexmap::IndexSet;
 use rand::Rng;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -35,7 +34,160 @@ impl BuildHasher for MemberHasher {
     }
 }
 
-pub type HtSet = IndexSet<Box<[u8]>, MemberHasher>;
+#[inline]
+fn hash_of(m: &[u8]) -> u64 {
+    MemberHasher.hash_one(m)
+}
+
+/// The hashtable encoding: members in a dense vector (so a random member is one index away
+/// and SSCAN can walk positions) plus a hash index of 4-byte positions into it. Removal moves
+/// the last member into the hole, as `Vec::swap_remove` does.
+#[derive(Clone, Default)]
+pub struct HtSet {
+    members: Vec<Box<[u8]>>,
+    index: hashbrown::HashTable<u32>,
+}
+
+impl std::fmt::Debug for HtSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set()
+            .entries(self.members.iter().map(|m| String::from_utf8_lossy(m)))
+            .finish()
+    }
+}
+
+impl PartialEq for HtSet {
+    fn eq(&self, other: &HtSet) -> bool {
+        self.len() == other.len() && self.members.iter().all(|m| other.contains(m))
+    }
+}
+
+impl HtSet {
+    pub fn with_capacity(n: usize) -> HtSet {
+        HtSet {
+            members: Vec::with_capacity(n),
+            index: hashbrown::HashTable::with_capacity(n),
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Slots of the index (for sizing decisions).
+    pub fn capacity(&self) -> usize {
+        self.index.capacity()
+    }
+
+    fn position(&self, m: &[u8]) -> Option<usize> {
+        let members = &self.members;
+        self.index
+            .find(hash_of(m), |&i| *members[i as usize] == *m)
+            .map(|&i| i as usize)
+    }
+
+    pub fn contains(&self, m: &[u8]) -> bool {
+        self.position(m).is_some()
+    }
+
+    /// Add a member; false if it was already there.
+    pub fn insert(&mut self, m: Box<[u8]>) -> bool {
+        let h = hash_of(&m);
+        let members = &self.members;
+        if self
+            .index
+            .find(h, |&i| *members[i as usize] == *m)
+            .is_some()
+        {
+            return false;
+        }
+        let idx = u32::try_from(self.members.len()).expect("set too large");
+        if self.members.len() == self.members.capacity() {
+            // Grow by half rather than doubling: the vector is most of a big set's memory.
+            let extra = (self.members.capacity() / 2).max(4);
+            self.members.reserve_exact(extra);
+        }
+        self.members.push(m);
+        let members = &self.members;
+        self.index
+            .insert_unique(h, idx, |&i| hash_of(&members[i as usize]));
+        true
+    }
+
+    /// Move the last member into position `idx` (whose index slot is already gone) and
+    /// return the member that was there.
+    fn take_at(&mut self, idx: usize) -> Box<[u8]> {
+        let last = self.members.len() - 1;
+        if idx != last {
+            let slot = self
+                .index
+                .find_mut(hash_of(&self.members[last]), |&i| i as usize == last)
+                .expect("every position is indexed");
+            *slot = idx as u32;
+        }
+        self.members.swap_remove(idx)
+    }
+
+    /// Remove a member; false if it was not there.
+    pub fn swap_remove(&mut self, m: &[u8]) -> bool {
+        let members = &self.members;
+        let Ok(entry) = self
+            .index
+            .find_entry(hash_of(m), |&i| *members[i as usize] == *m)
+        else {
+            return false;
+        };
+        let (idx, _) = entry.remove();
+        self.take_at(idx as usize);
+        true
+    }
+
+    /// Remove and return the member at position `idx`.
+    pub fn swap_remove_index(&mut self, idx: usize) -> Option<Box<[u8]>> {
+        let h = hash_of(self.members.get(idx)?);
+        let Ok(entry) = self.index.find_entry(h, |&i| i as usize == idx) else {
+            unreachable!("every position is indexed");
+        };
+        entry.remove();
+        Some(self.take_at(idx))
+    }
+
+    #[inline]
+    pub fn get_index(&self, idx: usize) -> &[u8] {
+        &self.members[idx]
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Box<[u8]>> {
+        self.members.iter()
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.members.shrink_to_fit();
+        let members = &self.members;
+        self.index.shrink_to_fit(|&i| hash_of(&members[i as usize]));
+    }
+
+    /// Heap bytes: the member vector, the index, and the members' own bytes (estimated from
+    /// a sample, as MEMORY USAGE samples).
+    pub fn heap_size(&self) -> usize {
+        let n = self.len();
+        let sample = n.min(16);
+        let avg = self
+            .members
+            .iter()
+            .take(sample)
+            .map(|m| m.len())
+            .sum::<usize>()
+            .checked_div(sample)
+            .unwrap_or(0);
+        self.members.capacity() * 16 + self.index.capacity() * 5 + n * avg
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetValue {
@@ -93,7 +245,7 @@ fn lp_bytes_repeated_int(v: i64, n: usize) -> usize {
 }
 
 fn new_ht(cap: usize) -> Box<HtSet> {
-    Box::new(IndexSet::with_capacity_and_hasher(cap, MemberHasher))
+    Box::new(HtSet::with_capacity(cap))
 }
 
 /// Pick `k` of `n` positions, each subset equally likely, in ascending order (Redis's
@@ -199,20 +351,7 @@ impl SetValue {
             SetValue::IntsetInline(_) => 0,
             SetValue::Intset(is) => is.heap_size(),
             SetValue::Listpack(lp) => lp.heap_size(),
-            SetValue::Hashtable(ht) => {
-                // Slots (hash + boxed member) and the index table, plus the members' bytes
-                // estimated from a sample, as MEMORY USAGE samples.
-                let n = ht.len();
-                let sample = n.min(16);
-                let avg = ht
-                    .iter()
-                    .take(sample)
-                    .map(|m| m.len())
-                    .sum::<usize>()
-                    .checked_div(sample)
-                    .unwrap_or(0);
-                std::mem::size_of::<HtSet>() + ht.capacity() * (24 + 9) + n * avg
-            }
+            SetValue::Hashtable(ht) => std::mem::size_of::<HtSet>() + ht.heap_size(),
         }
     }
 
@@ -469,7 +608,7 @@ impl SetValue {
             SetValue::IntsetInline(s) => LpEntry::Int(s.view().get(i)),
             SetValue::Intset(is) => LpEntry::Int(is.get(i)),
             SetValue::Listpack(lp) => lp.get(lp.seek(i as i64).expect("index in range")),
-            SetValue::Hashtable(ht) => LpEntry::Str(&ht[i]),
+            SetValue::Hashtable(ht) => LpEntry::Str(ht.get_index(i)),
         }
     }
 
@@ -666,7 +805,7 @@ impl SetValue {
                 let mut visited = 0;
                 while i > 0 && visited < count {
                     i -= 1;
-                    f(LpEntry::Str(&ht[i]));
+                    f(LpEntry::Str(ht.get_index(i)));
                     visited += 1;
                 }
                 i as u64
@@ -695,7 +834,7 @@ impl SetValue {
 pub enum SetIter<'a> {
     Int(IntsetIter<'a>),
     Lp(listpack::Iter<'a>),
-    Ht(indexmap::set::Iter<'a, Box<[u8]>>),
+    Ht(std::slice::Iter<'a, Box<[u8]>>),
 }
 
 impl<'a> Iterator for SetIter<'a> {
@@ -846,6 +985,39 @@ mod tests {
                 assert_eq!(seen.len(), 5.min(s.len()));
             }
         }
+    }
+
+    #[test]
+    fn hashtable_against_model() {
+        use rand::Rng;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut ht = HtSet::with_capacity(0);
+        let mut model = std::collections::HashSet::new();
+        for step in 0..20000 {
+            let m = format!("k{}", rng.gen_range(0..3000)).into_bytes();
+            match rng.gen_range(0..4) {
+                0 | 1 => assert_eq!(ht.insert(m.clone().into()), model.insert(m)),
+                2 => assert_eq!(ht.swap_remove(&m), model.remove(&m)),
+                _ if !ht.is_empty() => {
+                    let i = rng.gen_range(0..ht.len());
+                    let v = ht.swap_remove_index(i).unwrap();
+                    assert!(model.remove(&*v));
+                }
+                _ => {}
+            }
+            if step % 5000 == 0 {
+                ht.shrink_to_fit();
+            }
+            assert_eq!(ht.len(), model.len());
+        }
+        for m in &model {
+            assert!(ht.contains(m));
+        }
+        for i in 0..ht.len() {
+            assert!(model.contains(ht.get_index(i)));
+        }
+        assert!(!ht.contains(b"nope"));
+        assert_eq!(ht.clone(), ht);
     }
 
     #[test]
