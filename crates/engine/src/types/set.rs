@@ -3,8 +3,9 @@
 //! - `intset` while every member is an integer and there are at most `set-max-intset-entries`;
 //! - `listpack` while there are at most `set-max-listpack-entries` members of at most
 //!   `set-max-listpack-value` bytes;
-//! - `hashtable` otherwise: an insertion-ordered hash set, so that a random member is one index
-//!   away (SPOP, SRANDMEMBER) and SSCAN can walk positions (see [`SetValue::scan`]).
+//! - `hashtable` otherwise: a dense vector of members plus a hash index of their positions, so
+//!   that a random member is one index away (SPOP, SRANDMEMBER) and SSCAN can walk positions
+//!   (see [`SetValue::scan`]).
 //!
 //! Like Redis, a set never goes back to a smaller encoding on its own; only the STORE
 //! commands build their results compact.
