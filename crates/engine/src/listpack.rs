@@ -621,6 +621,28 @@ impl Listpack {
         self.buf.splice(at..at, src.iter().copied());
         self.set_header(count);
     }
+
+    /// Delete the entries at `offsets` (ascending, all taken before this call) in one pass,
+    /// like Redis's lpBatchDelete. Entries are self-contained, so the kept ones move as bytes.
+    pub fn delete_offsets(&mut self, offsets: &[usize]) {
+        if offsets.is_empty() {
+            return;
+        }
+        let count = self.len() - offsets.len();
+        let (mut w, mut r) = (offsets[0], offsets[0]);
+        for &off in offsets {
+            debug_assert!(off >= r && self.buf[off] != EOF);
+            let size = self.entry_size(off);
+            self.buf.copy_within(r..off, w);
+            w += off - r;
+            r = off + size;
+        }
+        let end = self.buf.len();
+        self.buf.copy_within(r..end, w);
+        self.buf.truncate(w + (end - r));
+        self.set_header(count);
+        self.shrink();
+    }
 }
 
 pub struct Iter<'a> {

@@ -1,5 +1,6 @@
 //! The collection types, one module each, with their compact and full encodings.
 pub mod hash;
+pub mod intset;
 pub mod list;
 pub mod set;
 pub mod stream;
