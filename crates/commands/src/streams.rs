@@ -1,6 +1,8 @@
 //! Stream commands and consumer groups.
 
-use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE};
+use crate::args::{
+    eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
+};
 use crate::blocking::{self, BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
 use crate::notify;
@@ -521,7 +523,10 @@ fn lookup<'e>(ctx: &mut Ctx, e: Option<&'e mut Entry>) -> Found<'e> {
 
 fn subcommand_syntax_error(ctx: &mut Ctx, args: &Args) {
     let cmd = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
-    let sub: String = String::from_utf8_lossy(&args[1]).chars().take(128).collect();
+    let sub: String = String::from_utf8_lossy(&args[1])
+        .chars()
+        .take(128)
+        .collect();
     ctx.error(&format!(
         "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {cmd} HELP."
     ));
@@ -613,7 +618,9 @@ fn parse_add_trim(args: &Args, xadd: bool) -> Result<AddTrimArgs, &'static str> 
     }
     p.idpos = i;
     if limit != 0 && p.trim.is_none() {
-        return Err("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy");
+        return Err(
+            "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+        );
     }
     if !xadd && p.trim.is_none() {
         return Err("ERR syntax error, XTRIM must be called with a trimming strategy");
@@ -793,7 +800,11 @@ fn xrange_generic(ctx: &mut Ctx, args: &Args, rev: bool) {
     if count == 0 {
         ctx.out.null_array();
     } else {
-        let limit = if count < 0 { usize::MAX } else { count as usize };
+        let limit = if count < 0 {
+            usize::MAX
+        } else {
+            count as usize
+        };
         let it = if rev {
             s.rev_range(start, end)
         } else {
@@ -875,14 +886,14 @@ fn xsetid(ctx: &mut Ctx, args: &Args) {
         Found::Stream(s) => s,
     };
     if id < s.max_deleted_entry_id {
-        return ctx.error(
-            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
-        );
+        return ctx
+            .error("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id");
     }
     if !s.is_empty() {
         if id < s.last_valid_id() {
-            return ctx
-                .error("ERR The ID specified in XSETID is smaller than the target stream top item");
+            return ctx.error(
+                "ERR The ID specified in XSETID is smaller than the target stream top item",
+            );
         }
         if entries_added != -1 && s.len() as i64 > entries_added {
             return ctx.error(
@@ -951,7 +962,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         } else if eq_ic(o, "STREAMS") && more > 0 {
             streams_arg = i + 1;
             let n = argc - streams_arg;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 let (name, sym) = if group_mode {
                     ("xreadgroup", '>')
                 } else {
@@ -1120,7 +1131,8 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         let limit = if count == 0 { usize::MAX } else { count };
         match group {
             None => {
-                let entries: Vec<&StreamEntry> = s.range(start, StreamId::MAX).take(limit).collect();
+                let entries: Vec<&StreamEntry> =
+                    s.range(start, StreamId::MAX).take(limit).collect();
                 ctx.out.array(entries.len());
                 for e in entries {
                     reply_entry(ctx, e);
@@ -1290,9 +1302,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
             .get(h, key, now)
             .and_then(|e| as_stream(&mut e.value))
             .is_some_and(|s| s.groups.contains_key(gname));
-        if !has_group
-            && (setid || eq_ic(opt, "CREATECONSUMER") || eq_ic(opt, "DELCONSUMER"))
-        {
+        if !has_group && (setid || eq_ic(opt, "CREATECONSUMER") || eq_ic(opt, "DELCONSUMER")) {
             return ctx.error(&format!(
                 "NOGROUP No such consumer group '{}' for key name '{}'",
                 String::from_utf8_lossy(gname),

@@ -315,7 +315,11 @@ impl StreamValue {
     }
 
     /// Entries with `start <= id <= end`, in ID order.
-    pub fn range(&self, start: StreamId, end: StreamId) -> Box<dyn Iterator<Item = &StreamEntry> + '_> {
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> Box<dyn Iterator<Item = &StreamEntry> + '_> {
         if start > end {
             return Box::new(std::iter::empty());
         }
@@ -369,7 +373,10 @@ impl StreamValue {
     }
 
     pub fn last_entry(&self) -> Option<&StreamEntry> {
-        self.nodes.values().next_back().and_then(|n| n.entries.last())
+        self.nodes
+            .values()
+            .next_back()
+            .and_then(|n| n.entries.last())
     }
 
     /// The ID of the last live entry (Redis's streamLastValidID), 0-0 when empty.
@@ -630,7 +637,9 @@ mod tests {
     use super::*;
 
     fn ids(s: &StreamValue) -> Vec<StreamId> {
-        s.range(StreamId::MIN, StreamId::MAX).map(|e| e.id).collect()
+        s.range(StreamId::MIN, StreamId::MAX)
+            .map(|e| e.id)
+            .collect()
     }
 
     #[test]
