@@ -1676,11 +1676,13 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
         j += 1;
     }
     let mut dirty = 0u64;
+    // A moved last-delivered ID counts as a change only when nothing else was claimed.
+    let mut moved_last_id = false;
     {
         let g = s.groups.get_mut(gname).expect("group checked");
         if last_id > g.last_id {
             g.last_id = last_id;
-            dirty += 1;
+            moved_last_id = true;
         }
     }
     let delivery_time = match delivery {
@@ -1690,7 +1692,6 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
     };
     ensure_consumer(ctx, s, gname, cname, key);
     let mut claimed: Vec<StreamId> = Vec::new();
-    let mut claimed_any = false;
     for id in ids {
         let exists = s.contains(id);
         let g = s.groups.get_mut(gname).expect("group checked");
@@ -1699,7 +1700,7 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
             if pending {
                 g.ack(id);
                 dirty += 1;
-                claimed_any = true;
+                moved_last_id = false;
             }
             continue;
         }
@@ -1743,10 +1744,12 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
             c.active_time = now;
         }
         claimed.push(id);
-        claimed_any = true;
+        moved_last_id = false;
         dirty += 1;
     }
-    let _ = claimed_any;
+    if moved_last_id {
+        dirty += 1;
+    }
     ctx.out.array(claimed.len());
     for id in claimed {
         if justid {

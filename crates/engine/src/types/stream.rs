@@ -551,8 +551,8 @@ impl StreamValue {
         deleted
     }
 
-    /// The stream's length after `trim` would keep it, or the first remaining ID, as XADD/XTRIM
-    /// rewrite `~` arguments.
+    /// The first live entry's ID (0-0 when empty): what an approximate MINID trim would be
+    /// propagated as.
     pub fn first_valid_id(&self) -> StreamId {
         self.first_entry().map(|e| e.id).unwrap_or_default()
     }
