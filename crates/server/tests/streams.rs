@@ -1271,3 +1271,39 @@ fn command_table_matches_redis() {
         arr(vec![bulk("a")])
     );
 }
+
+/// Node layout follows Redis's (entries per node, bytes per node), so `~` trimming removes the
+/// same entries and XINFO reports the same radix-tree-keys.
+#[test]
+fn node_layout_matches_redis() {
+    let Some(r) = Server::redis(&[]) else {
+        eprintln!("redis-server not installed; skipping");
+        return;
+    };
+    let t = Server::tern(&[]);
+    let mut rc = r.conn();
+    let mut tc = t.conn();
+    let long = "v".repeat(200);
+    let mid = "u".repeat(50);
+    for c in [&mut rc, &mut tc] {
+        for j in 1..=300u64 {
+            let id = format!("{}-{}", j * 7919, j % 7);
+            let fname = format!("field{}", j % 2);
+            let n = (j * 123_456_789).to_string();
+            let neg = format!("-{j}");
+            q(c, &["XADD", "d", &id, "f", &long]);
+            q(c, &["XADD", "g", &id, "a", &mid, "b", &n, "c", &neg]);
+            q(c, &["XADD", "h", &id, &fname, &mid]);
+            q(c, &["XADD", "i", &id, "k", &n]);
+        }
+    }
+    for key in ["d", "g", "h", "i"] {
+        let a = field(&q(&mut tc, &["XINFO", "STREAM", key]), "radix-tree-keys");
+        let b = field(&q(&mut rc, &["XINFO", "STREAM", key]), "radix-tree-keys");
+        assert_eq!(a, b, "radix-tree-keys of {key} (left: tern, right: redis)");
+        let trim = ["XTRIM", key, "MAXLEN", "~", "120"];
+        assert_eq!(q(&mut tc, &trim), q(&mut rc, &trim), "{trim:?}");
+        let trim = ["XTRIM", key, "MINID", "~", "1000000"];
+        assert_eq!(q(&mut tc, &trim), q(&mut rc, &trim), "{trim:?}");
+    }
+}

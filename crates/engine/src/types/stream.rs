@@ -133,8 +133,70 @@ struct Node {
     entries: Vec<StreamEntry>,
     /// Entries deleted from this node (they still count towards its fill).
     deleted: usize,
-    /// Approximate listpack bytes (for `stream-node-max-bytes`).
+    /// The listpack bytes Redis's node would take (for `stream-node-max-bytes`).
     bytes: usize,
+    /// The field names of the node's first entry (Redis's master entry), packed like an
+    /// entry: later entries with the same fields take less room in Redis's node.
+    master_fields: Box<[u8]>,
+}
+
+/// Bytes of one listpack element holding `s` (integers are stored as integers).
+fn lp_elem_size(s: &[u8]) -> usize {
+    let body = match crate::value::parse_canonical_i64(s) {
+        Some(v) => lp_int_size(v),
+        None => {
+            let l = s.len();
+            l + if l < 64 {
+                1
+            } else if l < 4096 {
+                2
+            } else {
+                5
+            }
+        }
+    };
+    body + lp_backlen(body)
+}
+
+fn lp_int_size(v: i64) -> usize {
+    if (0..=127).contains(&v) {
+        1
+    } else if (-4096..4096).contains(&v) {
+        2
+    } else if i16::try_from(v).is_ok() {
+        3
+    } else if (-(1 << 23)..(1 << 23)).contains(&v) {
+        4
+    } else if i32::try_from(v).is_ok() {
+        5
+    } else {
+        9
+    }
+}
+
+fn lp_backlen(l: usize) -> usize {
+    match l {
+        0..=127 => 1,
+        128..=16383 => 2,
+        16384..=2097151 => 3,
+        2097152..=268435455 => 4,
+        _ => 5,
+    }
+}
+
+/// An integer element: Redis stores the ID deltas as signed 64-bit values.
+fn lp_sint_size(v: i64) -> usize {
+    let body = lp_int_size(v);
+    body + lp_backlen(body)
+}
+
+fn lp_uint_size(v: u64) -> usize {
+    let body = if v > i64::MAX as u64 {
+        9
+    } else {
+        lp_int_size(v as i64)
+    };
+    body + lp_backlen(body)
 }
 
 /// A pending entry: who owns it, when it was last delivered, how often.
@@ -439,7 +501,6 @@ impl StreamValue {
             max_bytes = LISTPACK_MAX_SIZE;
         }
         let max_entries = limits::get_usize(&limits::STREAM_NODE_MAX_ENTRIES);
-        let entry_bytes = 8 + items.iter().map(|s| s.as_ref().len() + 2).sum::<usize>();
         let need_new = match self.nodes.values().next_back() {
             None => true,
             Some(n) => {
@@ -448,23 +509,58 @@ impl StreamValue {
             }
         };
         if need_new {
+            let names: Vec<&[u8]> = items.iter().step_by(2).map(|s| s.as_ref()).collect();
+            // Header and end byte, then the master entry: counters, field names, terminator.
+            let master = 7
+                + 2
+                + 2
+                + lp_uint_size(names.len() as u64)
+                + names.iter().map(|n| lp_elem_size(n)).sum::<usize>()
+                + 2;
             self.nodes.insert(
                 new,
                 Node {
                     entries: Vec::new(),
                     deleted: 0,
-                    // Header plus the master entry (which repeats the first entry's fields).
-                    bytes: 16 + entry_bytes / 2,
+                    bytes: master,
+                    master_fields: StreamEntry::new(new, &names).data,
                 },
             );
         }
-        let node = self
+        let (&master_id, node) = self
             .nodes
-            .values_mut()
+            .iter_mut()
             .next_back()
             .expect("a tail node exists");
-        node.entries.push(StreamEntry::new(new, items));
-        node.bytes += entry_bytes;
+        let entry = StreamEntry::new(new, items);
+        let same_fields = {
+            let mut names = entry.items().step_by(2);
+            let mut master = EntryItems {
+                rest: &node.master_fields,
+            };
+            loop {
+                match (names.next(), master.next()) {
+                    (None, None) => break true,
+                    (Some(a), Some(b)) if a == b => {}
+                    _ => break false,
+                }
+            }
+        };
+        // flags, ms delta, seq delta, [field count, fields,] values, element count.
+        let mut size = 2
+            + lp_sint_size(new.ms.wrapping_sub(master_id.ms) as i64)
+            + lp_sint_size(new.seq.wrapping_sub(master_id.seq) as i64)
+            + 2;
+        for (i, it) in entry.items().enumerate() {
+            if i % 2 == 1 || !same_fields {
+                size += lp_elem_size(it);
+            }
+        }
+        if !same_fields {
+            size += lp_uint_size(items.len() as u64 / 2);
+        }
+        node.entries.push(entry);
+        node.bytes += size;
         self.length += 1;
         self.entries_added += 1;
         self.last_id = new;
