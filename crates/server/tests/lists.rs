@@ -556,3 +556,106 @@ fn differential_against_redis() {
         }
     }
 }
+
+/// Random list operations on a few keys, replies compared with redis-server, at several
+/// node sizes (so listpack, quicklist and the conversions between them are all exercised).
+#[test]
+fn randomized_differential() {
+    let Some(r) = Server::redis(&[]) else { return };
+    let s = Server::tern(&[]);
+    let (mut a, mut b) = (s.conn(), r.conn());
+    let seed = std::cell::Cell::new(0x9e3779b97f4a7c15u64);
+    let rnd = |n: u64| {
+        let mut x = seed.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        seed.set(x);
+        x % n
+    };
+    let check = |a: &mut Connection, b: &mut Connection, args: &[String]| {
+        let v: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let (x, y) = common::both(a, b, &v);
+        match (x, y) {
+            (Ok(x), Ok(y)) => assert_eq!(x, y, "{v:?}"),
+            (Err(x), Err(y)) => assert_eq!(x.detail(), y.detail(), "{v:?}"),
+            (x, y) => panic!("{v:?}: tern {x:?} vs redis {y:?}"),
+        }
+    };
+    for fill in ["-2", "4", "1", "-1", "3"] {
+        for c in [&mut a, &mut b] {
+            q(c, &["CONFIG", "SET", "list-max-listpack-size", fill]);
+            q(c, &["FLUSHALL"]);
+        }
+        for step in 0..1500 {
+            let val = || -> String {
+                match rnd(10) {
+                    0..=2 => (rnd(11) as i64 - 5).to_string(),
+                    3 | 4 => (rnd(2_000_000_000_000) as i64 - 1_000_000_000_000).to_string(),
+                    5..=8 => ["a", "b", "c", "dd"][rnd(4) as usize].to_string(),
+                    _ => "x".repeat(50 + rnd(3000) as usize),
+                }
+            };
+            let keys = ["l1", "l2", "l3"];
+            let k = keys[rnd(3) as usize].to_string();
+            let k2 = keys[rnd(3) as usize].to_string();
+            let side = |n: u64| if n == 0 { "LEFT" } else { "RIGHT" }.to_string();
+            let idx = |n: u64| (n as i64 - 12).to_string();
+            let cmd: Vec<String> = match rnd(14) {
+                0..=2 => {
+                    let name = ["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"][rnd(4) as usize];
+                    let mut v = vec![name.to_string(), k];
+                    for _ in 0..1 + rnd(6) {
+                        v.push(val());
+                    }
+                    v
+                }
+                3 => vec![
+                    ["LPOP", "RPOP"][rnd(2) as usize].into(),
+                    k,
+                    rnd(5).to_string(),
+                ],
+                4 => vec!["LRANGE".into(), k, idx(rnd(25)), idx(rnd(25))],
+                5 => vec!["LINDEX".into(), k, idx(rnd(25))],
+                6 => vec!["LSET".into(), k, idx(rnd(25)), val()],
+                7 => vec![
+                    "LINSERT".into(),
+                    k,
+                    ["BEFORE", "AFTER"][rnd(2) as usize].into(),
+                    val(),
+                    val(),
+                ],
+                8 => vec!["LREM".into(), k, (rnd(7) as i64 - 3).to_string(), val()],
+                9 if rnd(5) == 0 => vec!["LTRIM".into(), k, idx(rnd(25)), idx(rnd(25))],
+                10 => vec![
+                    "LPOS".into(),
+                    k,
+                    val(),
+                    "RANK".into(),
+                    ["-2", "-1", "1", "2"][rnd(4) as usize].into(),
+                    "COUNT".into(),
+                    rnd(3).to_string(),
+                ],
+                11 => vec!["LMOVE".into(), k, k2, side(rnd(2)), side(rnd(2))],
+                12 => vec!["RPOPLPUSH".into(), k, k2],
+                13 => vec![
+                    "LMPOP".into(),
+                    "2".into(),
+                    k,
+                    k2,
+                    side(rnd(2)),
+                    "COUNT".into(),
+                    (1 + rnd(5)).to_string(),
+                ],
+                _ => continue,
+            };
+            check(&mut a, &mut b, &cmd);
+            if step % 50 == 0 {
+                for kk in keys {
+                    let c = vec!["LRANGE".into(), kk.to_string(), "0".into(), "-1".into()];
+                    check(&mut a, &mut b, &c);
+                }
+            }
+        }
+    }
+}
