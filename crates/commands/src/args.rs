@@ -140,3 +140,25 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 pub fn eq_ic(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
+
+/// C strtod over the whole of `s`: what Redis accepts where it calls strtod/strtold directly
+/// (hex floats, "inf", leading blanks unless `no_leading_space`), rejecting trailing bytes,
+/// NaN and out-of-range values.
+pub fn strtod_exact(s: &[u8], no_leading_space: bool) -> Option<f64> {
+    if s.contains(&0) || (no_leading_space && s.first().is_some_and(|c| c.is_ascii_whitespace()))
+    {
+        return None;
+    }
+    let c = std::ffi::CString::new(s).ok()?;
+    let mut end: *mut libc::c_char = std::ptr::null_mut();
+    // SAFETY: `c` is NUL-terminated and outlives the call; errno is thread-local.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let d = libc::strtod(c.as_ptr(), &mut end);
+        let consumed = end.offset_from(c.as_ptr()) as usize;
+        if consumed != s.len() || *libc::__errno_location() == libc::ERANGE || d.is_nan() {
+            return None;
+        }
+        Some(d)
+    }
+}

@@ -333,14 +333,11 @@ fn try_serve(
 /// parses it for BLPOP & co. Returns the absolute deadline in ms (0 = forever).
 pub fn parse_timeout_secs(arg: &[u8], now_ms: u64) -> Result<u64, &'static str> {
     const ERR: &str = "ERR timeout is not a float or out of range";
-    let s = std::str::from_utf8(arg).map_err(|_| ERR)?;
-    if s.is_empty() || s.trim() != s {
+    // Redis parses with strtold: hex floats and "inf" are numbers (and then out of range).
+    if arg.is_empty() {
         return Err(ERR);
     }
-    let secs: f64 = s.parse().map_err(|_| ERR)?;
-    if !secs.is_finite() {
-        return Err(ERR);
-    }
+    let secs = crate::args::strtod_exact(arg, true).ok_or(ERR)?;
     if secs < 0.0 {
         return Err("ERR timeout is negative");
     }
@@ -384,7 +381,12 @@ mod tests {
             Err("ERR timeout is negative")
         );
         assert!(parse_timeout_secs(b"abc", 1000).is_err());
-        assert!(parse_timeout_secs(b"inf", 1000).is_err());
+        assert_eq!(
+            parse_timeout_secs(b"0x7FFFFFFFFFFFFF", 1000),
+            Err("ERR timeout is out of range")
+        );
+        assert_eq!(parse_timeout_secs(b"inf", 1000), Err("ERR timeout is out of range"));
+        assert!(parse_timeout_secs(b" 1", 1000).is_err());
         assert_eq!(parse_timeout_ms(b"10", 1000), Ok(1010));
         assert!(parse_timeout_ms(b"1.5", 1000).is_err());
     }
