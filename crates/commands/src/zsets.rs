@@ -1246,7 +1246,12 @@ fn pop_first(
 fn reply_mpop(ctx: &mut Ctx, key: &[u8], pairs: &[(Vec<u8>, f64)]) {
     ctx.out.array(2);
     ctx.out.bulk(key);
-    reply_pairs(ctx.out, pairs, true);
+    ctx.out.array(pairs.len());
+    for (m, s) in pairs {
+        ctx.out.array(2);
+        ctx.out.bulk(m);
+        reply_double(ctx.out, *s);
+    }
 }
 
 fn zmpop(ctx: &mut Ctx, args: &Args) {
