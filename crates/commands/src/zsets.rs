@@ -15,6 +15,9 @@ use tern_engine::{key_hash, SetValue, ShardData, Value, ZSetValue};
 use tern_resp::Reply;
 
 const Z: u64 = acl::SORTEDSET;
+
+/// Members with their scores, in reply order.
+type Pairs = Vec<(Vec<u8>, f64)>;
 const ERR_NAN: &str = "ERR resulting score is not a number (NaN)";
 const ERR_LEX: &str = "ERR min or max not valid string range item";
 
@@ -523,14 +526,14 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
         }
     }
     let elements = args.len() - idx;
-    if elements % 2 != 0 || elements == 0 {
+    if !elements.is_multiple_of(2) || elements == 0 {
         return ctx.error(ERR_SYNTAX);
     }
     let elements = elements / 2;
     if fl.nx && fl.xx {
         return ctx.error("ERR XX and NX options at the same time are not compatible");
     }
-    if (fl.gt && fl.nx) || (fl.lt && fl.nx) || (fl.gt && fl.lt) {
+    if (fl.nx && (fl.gt || fl.lt)) || (fl.gt && fl.lt) {
         return ctx.error("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if fl.incr && elements > 1 {
@@ -693,7 +696,8 @@ fn zcount(ctx: &mut Ctx, args: &Args) {
         Err(e) => return ctx.error(e),
     };
     let n = with_zset(ctx, &args[1], |z| {
-        z.and_then(|z| z.score_span(&r)).map_or(0, |(a, b)| b - a + 1)
+        z.and_then(|z| z.score_span(&r))
+            .map_or(0, |(a, b)| b - a + 1)
     });
     match n {
         Ok(n) => ctx.out.int(n as i64),
@@ -985,7 +989,13 @@ fn store_result(
 ) {
     let n = pairs.len();
     if n > 0 {
-        shard.set(h, dst, Value::ZSet(ZSetValue::from_pairs(pairs)), false, ctx.now_ms);
+        shard.set(
+            h,
+            dst,
+            Value::ZSet(ZSetValue::from_pairs(pairs)),
+            false,
+            ctx.now_ms,
+        );
         ctx.out.int(n as i64);
         ctx.notify(notify::ZSET, event, dst);
         ctx.dirty(1);
@@ -1122,7 +1132,7 @@ fn pop_from(
     key: &[u8],
     max: bool,
     count: usize,
-) -> Result<Option<Vec<(Vec<u8>, f64)>>, &'static str> {
+) -> Result<Option<Pairs>, &'static str> {
     let z = match lookup(ctx, shard, h, key)? {
         None => return Ok(None),
         Some(z) => z,
@@ -1221,7 +1231,11 @@ fn parse_mpop(args: &Args, numkeys_idx: usize) -> Result<(usize, bool, usize), &
         }
         j += 1;
     }
-    Ok((numkeys as usize, max, if count == -1 { 1 } else { count as usize }))
+    Ok((
+        numkeys as usize,
+        max,
+        if count == -1 { 1 } else { count as usize },
+    ))
 }
 
 /// Try each key in order: pop from the first non-empty sorted set. Ok(None) when all are
@@ -1231,7 +1245,7 @@ fn pop_first(
     keys: &[&[u8]],
     max: bool,
     count: usize,
-) -> Result<Option<(Vec<u8>, Vec<(Vec<u8>, f64)>)>, &'static str> {
+) -> Result<Option<(Vec<u8>, Pairs)>, &'static str> {
     let (hs, mut g) = lock_keys(ctx, keys);
     let db = ctx.conn.db;
     for (i, key) in keys.iter().enumerate() {
@@ -1366,25 +1380,17 @@ fn zrandmember(ctx: &mut Ctx, args: &Args) {
         }
         return zrandmember_count(ctx, args, l, withscores);
     }
+    let pick: u64 = ctx.conn.rng.gen();
     let r = with_zset(ctx, &args[1], |z| {
         z.and_then(|z| {
-            let len = z.len();
-            (len > 0).then(|| ())?;
-            Some(len)
+            let len = z.len() as u64;
+            (len > 0).then(|| z.element_at((pick % len) as usize))?
         })
-        .map(|len| len)
     });
     match r {
         Err(e) => ctx.error(e),
+        Ok(Some((m, _))) => ctx.out.bulk(&m),
         Ok(None) => ctx.out.null(),
-        Ok(Some(len)) => {
-            let i = ctx.conn.rng.gen_range(0..len);
-            let m = with_zset(ctx, &args[1], |z| z.and_then(|z| z.element_at(i)));
-            match m {
-                Ok(Some((m, _))) => ctx.out.bulk(&m),
-                _ => ctx.out.null(),
-            }
-        }
     }
 }
 
@@ -1419,10 +1425,11 @@ fn zrandmember_count(ctx: &mut Ctx, args: &Args, l: i64, withscores: bool) {
         }
         v
     } else if count >= size {
-        z.to_vec()
+        // Redis walks the set from its highest member down here.
+        z.range(size - 1, size, true)
     } else {
         // unique sample of `count` indexes, in random order
-        let mut idx: Vec<usize> = if count * 3 > size {
+        let idx: Vec<usize> = if count * 3 > size {
             let mut all: Vec<usize> = (0..size).collect();
             for i in 0..count {
                 let j = ctx.conn.rng.gen_range(i..size);
@@ -1441,7 +1448,6 @@ fn zrandmember_count(ctx: &mut Ctx, args: &Args, l: i64, withscores: bool) {
             }
             v
         };
-        idx.iter_mut().for_each(|_| {});
         idx.into_iter()
             .map(|i| z.element_at(i).expect("index in range"))
             .collect()

@@ -24,7 +24,8 @@ pub fn strtod(s: &[u8]) -> (f64, usize, bool) {
         i += 1;
     }
     let rest = &s[i..];
-    let starts_ic = |p: &[u8], w: &str| p.len() >= w.len() && p[..w.len()].eq_ignore_ascii_case(w.as_bytes());
+    let starts_ic =
+        |p: &[u8], w: &str| p.len() >= w.len() && p[..w.len()].eq_ignore_ascii_case(w.as_bytes());
     let sign = if neg { -1.0 } else { 1.0 };
     // inf / infinity
     if starts_ic(rest, "inf") {
@@ -49,7 +50,7 @@ pub fn strtod(s: &[u8]) -> (f64, usize, bool) {
     if rest.len() >= 2 && rest[0] == b'0' && (rest[1] | 0x20) == b'x' {
         if let Some((v, n)) = parse_hex(&rest[2..]) {
             let v = sign * v;
-            let erange = v.is_infinite() || (v == 0.0 && false);
+            let erange = v.is_infinite();
             return (v, i + 2 + n, erange);
         }
         // only the "0" converts

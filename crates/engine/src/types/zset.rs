@@ -12,7 +12,7 @@
 use super::double::{fmt_double, strtod};
 use super::zskiplist::SkipList;
 use crate::limits;
-use crate::listpack::{LpEntry, Listpack};
+use crate::listpack::{Listpack, LpEntry};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ZSetValue {

@@ -2,6 +2,7 @@
 //! zskiplist) whose nodes live in an arena, plus a member index that is an intrusive chained
 //! hash table over the same nodes (each member is stored once). The hash table uses
 //! power-of-two buckets so that ZSCAN's reverse-binary cursor keeps Redis's guarantee.
+#![allow(clippy::needless_range_loop)]
 
 use crate::hash::key_hash;
 
