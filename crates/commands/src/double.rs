@@ -2,7 +2,9 @@
 //! with `strtod` rules (`inf`, `+inf`, `-inf`, no NaN) and Redis 7.2's reply text. The
 //! conversions themselves live in the engine (`tern_engine::types::double`), which also stores
 //! scores in listpacks in this text form.
-pub use tern_engine::types::double::{fmt_double, parse_range_double, parse_score, strtod};
+pub use tern_engine::types::double::{
+    fmt_double, fmt_g17, parse_range_double, parse_score, strtod,
+};
 use tern_resp::Reply;
 
 /// "ERR value is not a valid float": what a bad score argument gets.

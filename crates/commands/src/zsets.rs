@@ -1483,10 +1483,16 @@ fn zscan(ctx: &mut Ctx, args: &Args) {
         }
     };
     let mut items: Vec<Vec<u8>> = Vec::new();
+    // Redis returns a listpack's stored score text, but prints a skiplist's with %.17g.
+    let fmt = if matches!(z, ZSetValue::Listpack(_)) {
+        crate::double::fmt_double
+    } else {
+        crate::double::fmt_g17
+    };
     let next = z.scan(cursor, opts.count, |m, s| {
         if opts.matches(m) {
             items.push(m.to_vec());
-            items.push(crate::double::fmt_double(s).into_bytes());
+            items.push(fmt(s).into_bytes());
         }
     });
     drop(shard);

@@ -733,6 +733,16 @@ fn differential_against_redis() {
         "ZUNIONSTORE d 0 y",
         "ZMPOP 0 y MIN",
         "BZMPOP 0 1 y MAX COUNT 0",
+        // ZSCAN prints skiplist scores with %.17g (as 7.0 replied every double)
+        "CONFIG SET zset-max-listpack-entries 0",
+        "ZADD sk 1.1 a 0.3333333333333333 b 1e-5 c 2.5e300 d -0.5 e 12345678901234567 f",
+        "ZSCAN sk 0 MATCH a",
+        "ZSCAN sk 0 MATCH b",
+        "ZSCAN sk 0 MATCH c",
+        "ZSCAN sk 0 MATCH d",
+        "ZSCAN sk 0 MATCH e",
+        "ZSCAN sk 0 MATCH f",
+        "CONFIG SET zset-max-listpack-entries 128",
     ];
     for line in script {
         let words: Vec<Vec<u8>> = line

@@ -241,6 +241,71 @@ fn fpconv(d: f64) -> String {
     out
 }
 
+/// C's `%.17g` (what Redis's ld2string AUTO mode prints, e.g. ZSCAN over a skiplist, and
+/// what Redis before 7.2 replied): 17 significant digits, trailing zeros dropped, exponent
+/// form below 1e-4 or from 1e17 on. "inf"/"-inf"/"nan" spelled as Redis does.
+pub fn fmt_g17(d: f64) -> String {
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d.is_infinite() {
+        return if d < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let sci = format!("{:.16e}", d.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let x: i32 = exp.parse().unwrap_or(0);
+    let digits: Vec<u8> = mant.bytes().filter(|b| b.is_ascii_digit()).collect();
+    let mut out = String::with_capacity(26);
+    if d < 0.0 {
+        out.push('-');
+    }
+    let trim = |s: &mut String| {
+        if s.contains('.') {
+            while s.ends_with('0') {
+                s.pop();
+            }
+            if s.ends_with('.') {
+                s.pop();
+            }
+        }
+    };
+    if !(-4..17).contains(&x) {
+        let mut m = String::new();
+        m.push(digits[0] as char);
+        m.push('.');
+        m.push_str(std::str::from_utf8(&digits[1..]).unwrap_or(""));
+        trim(&mut m);
+        out.push_str(&m);
+        out.push('e');
+        out.push(if x < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", x.abs()));
+    } else {
+        let mut m = String::new();
+        if x >= 0 {
+            let int_len = x as usize + 1;
+            m.push_str(std::str::from_utf8(&digits[..int_len]).unwrap_or(""));
+            m.push('.');
+            m.push_str(std::str::from_utf8(&digits[int_len..]).unwrap_or(""));
+        } else {
+            m.push_str("0.");
+            for _ in 0..(-x - 1) {
+                m.push('0');
+            }
+            m.push_str(std::str::from_utf8(&digits).unwrap_or(""));
+        }
+        trim(&mut m);
+        out.push_str(&m);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +327,22 @@ mod tests {
         assert_eq!(fmt_double(4611686018427387904.0), "4611686018427387904");
         assert_eq!(fmt_double(9223372036854775808.0), "9223372036854776000");
         assert_eq!(fmt_double(3.0e18), "3000000000000000000");
+    }
+
+    #[test]
+    fn g17() {
+        assert_eq!(fmt_g17(1.1), "1.1000000000000001");
+        assert_eq!(fmt_g17(1.0), "1");
+        assert_eq!(fmt_g17(1.5), "1.5");
+        assert_eq!(fmt_g17(1e17), "1e+17");
+        assert_eq!(fmt_g17(12345678901234567.0), "12345678901234568");
+        assert_eq!(fmt_g17(0.0001), "0.0001");
+        assert_eq!(fmt_g17(0.00001), "1.0000000000000001e-05");
+        assert_eq!(fmt_g17(-2.5e-300), "-2.5e-300");
+        assert_eq!(fmt_g17(1.0 / 3.0), "0.33333333333333331");
+        assert_eq!(fmt_g17(9223372036854775808.0), "9.2233720368547758e+18");
+        assert_eq!(fmt_g17(5e-324), "4.9406564584124654e-324");
+        assert_eq!(fmt_g17(123.456), "123.456");
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub struct SkipList {
     level: usize,
     buckets: Vec<u32>,
     rng: u64,
+    /// Bytes of member data plus level arrays, kept for an O(1) `heap_size`.
+    owned_bytes: usize,
 }
 
 impl Default for SkipList {
@@ -80,6 +82,7 @@ impl SkipList {
             length: 0,
             level: 1,
             buckets: vec![NIL; nb],
+            owned_bytes: 0,
             rng: 0x9E37_79B9_7F4A_7C15 ^ (cap as u64).wrapping_mul(0x2545_F491_4F6C_DD1D),
         }
     }
@@ -94,13 +97,11 @@ impl SkipList {
 
     /// Approximate heap bytes used.
     pub fn heap_size(&self) -> usize {
-        let mut n = self.nodes.capacity() * std::mem::size_of::<Node>()
+        self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.buckets.capacity() * 4
-            + self.free.capacity() * 4;
-        for node in &self.nodes {
-            n += node.ele.len() + node.levels.capacity() * std::mem::size_of::<Level>();
-        }
-        n
+            + self.free.capacity() * 4
+            + MAX_LEVEL * std::mem::size_of::<Level>()
+            + self.owned_bytes
     }
 
     fn random_level(&mut self) -> usize {
@@ -204,6 +205,7 @@ impl SkipList {
     // ----- skiplist -----------------------------------------------------------------------
 
     fn alloc(&mut self, level: usize, score: f64, ele: Box<[u8]>, hash: u64) -> u32 {
+        self.owned_bytes += ele.len() + level * std::mem::size_of::<Level>();
         let node = Node {
             ele,
             score,
@@ -320,6 +322,7 @@ impl SkipList {
     fn free_node(&mut self, x: u32) {
         self.index_remove(x);
         let n = &mut self.nodes[x as usize];
+        self.owned_bytes -= n.ele.len() + n.levels.len() * std::mem::size_of::<Level>();
         n.ele = Box::default();
         n.levels = Vec::new();
         self.free.push(x);
