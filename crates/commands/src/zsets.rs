@@ -916,7 +916,7 @@ fn select(z: &ZSetValue, req: &RangeReq) -> (usize, usize, bool) {
             }
             let span = match &req.parsed {
                 Parsed::Score(r) => z.score_span(r),
-                Parsed::Lex(r) => z.lex_span(r),
+                Parsed::Lex(r) => z.lex_span_from(r, req.rev),
                 Parsed::Rank(..) => None,
             };
             let Some((a, b)) = span else {

@@ -153,6 +153,16 @@ fn lp_score(e: LpEntry) -> f64 {
     }
 }
 
+/// The text a score is stored as in a listpack: an integer whenever the double is integral
+/// and in range (so -0 is stored as 0, as Redis does), else d2string's form.
+fn lp_score_text(score: f64) -> String {
+    if score == 0.0 {
+        "0".into()
+    } else {
+        fmt_double(score)
+    }
+}
+
 fn max_entries() -> usize {
     limits::get_usize(&limits::ZSET_MAX_LISTPACK_ENTRIES)
 }
@@ -189,7 +199,7 @@ impl ZSetValue {
             });
             let mut lp = Listpack::new();
             for (m, s) in &pairs {
-                lp.push_back_pair(m, fmt_double(*s).as_bytes());
+                lp.push_back_pair(m, lp_score_text(*s).as_bytes());
             }
             ZSetValue::Listpack(lp)
         } else {
@@ -265,7 +275,7 @@ impl ZSetValue {
             }
             off = lp.next(so);
         }
-        let sc = fmt_double(score);
+        let sc = lp_score_text(score);
         match at {
             Some(o) => lp.insert_pair_before(o, member, sc.as_bytes()),
             None => lp.push_back_pair(member, sc.as_bytes()),
@@ -465,36 +475,53 @@ impl ZSetValue {
     }
 
     /// The ascending index span `[first, last]` of the members a predicate pair selects:
-    /// `below_min` holds for a prefix, `upto_max` for a prefix. None when empty.
+    /// `below_min` holds for a prefix, `upto_max` for a prefix. None when empty. When the
+    /// order does not partition the members (a lex range over different scores) the result
+    /// follows Redis's own walk: from the low end, or from the high end when `from_top`.
     fn span_by(
         &self,
         below_min: impl Fn(f64, &[u8]) -> bool,
         upto_max: impl Fn(f64, &[u8]) -> bool,
+        from_top: bool,
     ) -> Option<(usize, usize)> {
         match self {
             ZSetValue::Listpack(lp) => {
-                let mut first = None;
-                let mut last = None;
-                let mut i = 0;
-                let mut it = lp.iter();
-                while let (Some(m), Some(s)) = (it.next(), it.next()) {
-                    let s = lp_score(s);
-                    let (bm, um) = m.with_bytes(|mb| (below_min(s, mb), upto_max(s, mb)));
-                    if first.is_none() {
-                        if bm {
-                            i += 1;
-                            continue;
-                        }
-                        first = Some(i);
-                    }
-                    if !um {
-                        break;
-                    }
-                    last = Some(i);
-                    i += 1;
+                let n = lp.len() / 2;
+                if n == 0 {
+                    return None;
                 }
-                let (f, l) = (first?, last?);
-                (f <= l).then_some((f, l))
+                let mut flags: Vec<(bool, bool)> = Vec::with_capacity(n);
+                let mut it = lp.iter();
+                while let (Some(m), Some(sc)) = (it.next(), it.next()) {
+                    let s = lp_score(sc);
+                    flags.push(m.with_bytes(|mb| (below_min(s, mb), upto_max(s, mb))));
+                }
+                // Redis first checks the ends: the last member must reach the minimum and
+                // the first must not pass the maximum.
+                if flags[n - 1].0 || !flags[0].1 {
+                    return None;
+                }
+                if from_top {
+                    let l = (0..n).rev().find(|&i| flags[i].1)?;
+                    if flags[l].0 {
+                        return None;
+                    }
+                    let mut f = l;
+                    while f > 0 && !flags[f - 1].0 {
+                        f -= 1;
+                    }
+                    Some((f, l))
+                } else {
+                    let f = (0..n).find(|&i| !flags[i].0)?;
+                    if !flags[f].1 {
+                        return None;
+                    }
+                    let mut l = f;
+                    while l + 1 < n && flags[l + 1].1 {
+                        l += 1;
+                    }
+                    Some((f, l))
+                }
             }
             ZSetValue::Skiplist(sl) => {
                 let fc = sl.first_not_below(&below_min)?;
@@ -515,16 +542,21 @@ impl ZSetValue {
         if r.is_empty() {
             return None;
         }
-        self.span_by(|s, _| !r.gte_min(s), |s, _| r.lte_max(s))
+        self.span_by(|s, _| !r.gte_min(s), |s, _| r.lte_max(s), false)
     }
 
     /// Index span of the members in lexicographic range `r` (meaningful when all scores are
     /// equal, as Redis).
     pub fn lex_span(&self, r: &LexRange) -> Option<(usize, usize)> {
+        self.lex_span_from(r, false)
+    }
+
+    /// `lex_span` as a reverse walk (ZREVRANGEBYLEX) finds it.
+    pub fn lex_span_from(&self, r: &LexRange, from_top: bool) -> Option<(usize, usize)> {
         if r.is_empty() {
             return None;
         }
-        self.span_by(|_, m| !r.gte_min(m), |_, m| r.lte_max(m))
+        self.span_by(|_, m| !r.gte_min(m), |_, m| r.lte_max(m), from_top)
     }
 
     /// Remove the members at ascending indexes `[start, start + count)`.

@@ -27,7 +27,7 @@ struct Node {
 }
 
 /// Members ordered by (score, member bytes), with a member -> node index.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct SkipList {
     nodes: Vec<Node>,
     free: Vec<u32>,
@@ -38,6 +38,25 @@ pub struct SkipList {
     rng: u64,
     /// Bytes of member data plus level arrays, kept for an O(1) `heap_size`.
     owned_bytes: usize,
+}
+
+/// Equal when they hold the same members with the same scores (arena layout aside).
+impl PartialEq for SkipList {
+    fn eq(&self, other: &Self) -> bool {
+        if self.length != other.length {
+            return false;
+        }
+        let (mut a, mut b) = (self.first(), other.first());
+        while let (Some(x), Some(y)) = (a, b) {
+            let ((ea, sa), (eb, sb)) = (self.get(x), other.get(y));
+            if ea != eb || sa.to_bits() != sb.to_bits() {
+                return false;
+            }
+            a = self.next(x);
+            b = other.next(y);
+        }
+        true
+    }
 }
 
 impl Default for SkipList {
