@@ -1202,7 +1202,9 @@ fn parse_mpop(args: &Args, numkeys_idx: usize) -> Result<(usize, bool, usize), &
     if numkeys < 1 {
         return Err(NK);
     }
-    let where_idx = numkeys_idx as i64 + numkeys + 1;
+    let where_idx = (numkeys_idx as i64)
+        .saturating_add(numkeys)
+        .saturating_add(1);
     if where_idx >= args.len() as i64 {
         return Err(ERR_SYNTAX);
     }

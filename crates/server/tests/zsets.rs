@@ -375,6 +375,8 @@ fn removals_and_pops() {
             ("ZMPOP x m1 MIN", "!ERR numkeys should be greater than 0"),
             ("ZMPOP 1 m1 FOO", "!ERR syntax error"),
             ("ZMPOP 2 m1 MIN", "!ERR syntax error"),
+            ("ZMPOP 9223372036854775807 m1 MIN", "!ERR syntax error"),
+            ("BZMPOP 0 9223372036854775807 m1 MIN", "!ERR syntax error"),
             (
                 "ZMPOP 1 m1 MIN COUNT 0",
                 "!ERR count should be greater than 0",

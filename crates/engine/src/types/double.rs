@@ -364,3 +364,33 @@ mod tests {
         assert_eq!(parse_range_double(b"abc"), None);
     }
 }
+
+#[cfg(test)]
+mod more_tests {
+    use super::*;
+
+    #[test]
+    fn strtod_forms() {
+        for (s, v) in [
+            ("+.5", Some(0.5)),
+            ("-.5e1", Some(-5.0)),
+            ("5.e3", Some(5000.0)),
+            ("infinity", Some(f64::INFINITY)),
+            ("-Infinity", Some(f64::NEG_INFINITY)),
+            ("0x1p-2", Some(0.25)),
+            ("0x.8", Some(0.5)),
+            ("0X1P+4", Some(16.0)),
+            ("1e-320", Some(1e-320)),
+        ] {
+            assert_eq!(parse_score(s.as_bytes()), v, "{s}");
+        }
+        for s in [
+            ".", "+", "e5", "-nan", "nan(123)", "1_000", "1e", "1e+", "0x", "--1", "1.2.3",
+        ] {
+            assert_eq!(parse_score(s.as_bytes()), None, "{s}");
+        }
+        assert_eq!(parse_range_double(b"0x"), None);
+        assert_eq!(strtod(b"0x").1, 1);
+        assert_eq!(strtod(b"1e+").1, 1);
+    }
+}
