@@ -1602,7 +1602,10 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
         let shard = g.shard(db, hs[i]);
         let src = match shard.get(hs[i], keys[i], now) {
             None => Src::Missing,
-            Some(e) => match &e.value {
+            Some(e) => match {
+                ctx.touch(e);
+                &e.value
+            } {
                 Value::ZSet(z) => {
                     let v = z.to_vec();
                     let map = v.iter().cloned().collect();
