@@ -469,12 +469,6 @@ fn set_members(s: &SetValue) -> Vec<Vec<u8>> {
     }
 }
 
-fn set_contains(s: &SetValue, m: &[u8]) -> bool {
-    match s {
-        SetValue::Listpack(lp) => lp.find(m, 0).is_some(),
-    }
-}
-
 /// Lock exactly the given keys' shards (ascending order, deadlock-free).
 fn lock_keys<'a>(ctx: &Ctx<'a>, keys: &[&[u8]]) -> (Vec<u64>, tern_engine::MultiGuard<'a>) {
     let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
@@ -1527,6 +1521,23 @@ enum Src {
 }
 
 impl Src {
+    /// The input a value provides; None for types other than sorted set and set.
+    fn of(v: &Value) -> Option<Src> {
+        match v {
+            Value::ZSet(z) => {
+                let v = z.to_vec();
+                let map = v.iter().cloned().collect();
+                Some(Src::Z(v, map))
+            }
+            Value::Set(s) => {
+                let v = set_members(s);
+                let set = v.iter().cloned().collect();
+                Some(Src::S(v, set))
+            }
+            _ => None,
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Src::Missing => 0,
@@ -1601,27 +1612,18 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
     for i in 0..setnum {
         let shard = g.shard(db, hs[i]);
         let src = match shard.get(hs[i], keys[i], now) {
-            None => Src::Missing,
-            Some(e) => match {
+            None => Some(Src::Missing),
+            Some(e) => {
                 ctx.touch(e);
-                &e.value
-            } {
-                Value::ZSet(z) => {
-                    let v = z.to_vec();
-                    let map = v.iter().cloned().collect();
-                    Src::Z(v, map)
-                }
-                Value::Set(s) => {
-                    let v = set_members(s);
-                    let set = v.iter().cloned().collect();
-                    let _ = set_contains;
-                    Src::S(v, set)
-                }
-                _ => {
-                    drop(g);
-                    return ctx.error(ERR_WRONGTYPE);
-                }
-            },
+                Src::of(&e.value)
+            }
+        };
+        let src = match src {
+            Some(src) => src,
+            None => {
+                drop(g);
+                return ctx.error(ERR_WRONGTYPE);
+            }
         };
         srcs.push((src, 1.0));
     }
