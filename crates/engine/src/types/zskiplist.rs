@@ -594,4 +594,56 @@ mod tests {
         }
         assert_eq!(seen, 500);
     }
+
+    #[test]
+    fn random_ops_match_a_model() {
+        let mut z = SkipList::new();
+        let mut model: std::collections::BTreeMap<Vec<u8>, f64> = Default::default();
+        let mut seed: u64 = 42;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for step in 0..20000 {
+            let m = format!("m{}", rnd(300)).into_bytes();
+            let sc = rnd(50) as f64 - 25.0;
+            match rnd(4) {
+                0 | 1 => {
+                    if model.contains_key(&m) {
+                        z.update_score(&m, sc);
+                    } else {
+                        z.insert(sc, &m);
+                    }
+                    model.insert(m, sc);
+                }
+                2 => {
+                    assert_eq!(z.remove(&m).is_some(), model.remove(&m).is_some());
+                }
+                _ => {
+                    assert_eq!(z.score(&m), model.get(&m).copied());
+                }
+            }
+            if step % 500 == 0 || model.is_empty() {
+                let mut sorted: Vec<(f64, Vec<u8>)> =
+                    model.iter().map(|(k, v)| (*v, k.clone())).collect();
+                sorted.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
+                assert_eq!(z.len(), sorted.len());
+                for (i, (s, e)) in sorted.iter().enumerate() {
+                    let (ge, gs) = z.get(z.cursor_at(i).unwrap());
+                    assert_eq!((ge, gs), (e.as_slice(), *s));
+                    assert_eq!(z.rank(e).unwrap().0, i + 1);
+                }
+                // backward links
+                let mut c = z.last();
+                let mut n = 0;
+                while let Some(cur) = c {
+                    n += 1;
+                    c = z.prev(cur);
+                }
+                assert_eq!(n, sorted.len());
+            }
+        }
+    }
 }
