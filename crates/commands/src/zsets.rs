@@ -464,9 +464,7 @@ pub fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, &'static str>
 
 /// Members of a plain set used as a Z* input (score 1 each).
 fn set_members(s: &SetValue) -> Vec<Vec<u8>> {
-    match s {
-        SetValue::Listpack(lp) => lp.iter().map(|e| e.to_vec()).collect(),
-    }
+    s.iter().map(|m| m.to_vec()).collect()
 }
 
 /// Lock exactly the given keys' shards (ascending order, deadlock-free).
