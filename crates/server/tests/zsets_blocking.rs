@@ -57,6 +57,12 @@ impl Raw {
                 let items: Vec<String> = (0..n).map(|_| self.read()).collect();
                 format!("[{}]", items.join(","))
             }
+            "%" => {
+                let n: usize = rest.parse().unwrap();
+                let items: Vec<String> = (0..2 * n).map(|_| self.read()).collect();
+                format!("{{{}}}", items.join(","))
+            }
+            "_" => "(nil)".into(),
             _ => panic!("unexpected reply {l:?}"),
         }
     }
