@@ -220,6 +220,7 @@ class Server:
                     return
             except OSError:
                 time.sleep(0.02)
+        self.stop()
         sys.exit(f"{self.label} did not answer on port {self.port}")
 
     def command(self, *args: bytes, db: int = 0, timeout: float = 600) -> bytes:
@@ -408,6 +409,8 @@ def main() -> None:
         sys.exit("redis-server / redis-benchmark missing: run scripts/setup.sh")
     if (os.cpu_count() or 1) < 2:
         sys.exit("bench_isolation: needs 2 CPUs (server on core 0, clients on core 1)")
+    if not os.path.exists(tern):
+        sys.exit(f"tern-server not found at {tern} (set TERN_SERVER or cargo build --release)")
     os.sched_setaffinity(0, {1})  # this script's threads (loader, disturber) on core 1
 
     common = ["--save", "", "--enable-debug-command", "yes"]

@@ -194,6 +194,7 @@ class Server:
                     return
             except OSError:
                 time.sleep(0.02)
+        self.stop()
         sys.exit(f"{self.label} did not answer on port {self.port}")
 
     def command(self, *args: bytes, timeout: float = 30) -> bytes:
