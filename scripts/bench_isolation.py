@@ -342,7 +342,8 @@ def run_server(server: Server, cmd: list[bytes], kind: str) -> Outcome:
         errors, first = pipeline(server.port, chunks, expected)
         load_s = time.monotonic() - t0
         if errors:
-            out.note = f"dataset load failed ({errors} errors): {first.lstrip('-').split(', with args')[0]}"
+            out.note = (f"dataset load failed: {first.lstrip('-').split(', with args')[0]} "
+                        f"({errors} error replies)")
             print(f"  {server.label}: {out.note}", file=sys.stderr, flush=True)
             return out
         size = server.command(b"DBSIZE", db=1).decode()
@@ -393,6 +394,12 @@ def fmt(x: float, spec: str) -> str:
     return "n/a" if x != x else format(x, spec)
 
 
+def ratio(b: float, a: float) -> str:
+    """b/a with 2 decimals, 3 below 0.1 (a blocked server lands far below 0.01)."""
+    r = b / a if a else float("nan")
+    return fmt(r, ".3f" if r < 0.1 else ".2f")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ops", default=os.environ.get("BENCH_ISO_CMD", "ZINTERSTORE out 2 zs1 zs2"),
@@ -441,7 +448,7 @@ def main() -> None:
             a, b = o.undisturbed.get(t, []), o.disturbed.get(t, [])
             ra, rb = med([x.rps for x in a]), med([x.rps for x in b])
             lines.append(
-                f"| {o.label} | {t} | {fmt(ra, ',.0f')} | {fmt(rb, ',.0f')} | {fmt(rb / ra if ra else float('nan'), '.2f')} "
+                f"| {o.label} | {t} | {fmt(ra, ',.0f')} | {fmt(rb, ',.0f')} | {ratio(rb, ra)} "
                 f"| {fmt(med([x.p50 for x in a]), '.3f')} / {fmt(med([x.p50 for x in b]), '.3f')} "
                 f"| {fmt(med([x.p99 for x in a]), '.3f')} / {fmt(med([x.p99 for x in b]), '.3f')} "
                 f"| {fmt(med(o.dist_per_s), '.2f')} | {fmt(med(o.dist_avg_ms), '.1f')} ({fmt(o.probe_s * 1000, '.1f')}) |"
