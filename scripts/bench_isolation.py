@@ -37,7 +37,8 @@ Per server:
 
 Report: per server and test (SET, GET): ops/s undisturbed vs disturbed and their ratio (the
 goal for tern: >= 0.8; redis-server, single-threaded, is expected near 0.1 with ZINTERSTORE),
-p50/p99 both ways, and the disturbing commands completed per second and their mean latency.
+p50/p99 both ways, and the disturbing commands completed per second during (B) and their mean
+duration (one still running when redis-benchmark ends counts in the mean but not in the rate).
 
 Environment / options: --ops CMD or BENCH_ISO_CMD (default "ZINTERSTORE out 2 zs1 zs2"; e.g.
 "SUNIONSTORE out s1 s2", "KEYS nomatch*"), TERN_SERVER (default target/release/tern-server),
@@ -251,8 +252,9 @@ class Disturber(threading.Thread):
         self.port, self.cmd = port, resp(*cmd)
         self.stop_flag = threading.Event()
         self.started = threading.Event()
-        self.count = 0
-        self.busy = 0.0
+        self.count = 0  # completed commands
+        self.busy = 0.0  # their total duration
+        self.done_at: list[float] = []  # monotonic completion times
         self.error = ""
 
     def run(self) -> None:
@@ -266,10 +268,12 @@ class Disturber(threading.Thread):
                     t0 = time.monotonic()
                     s.sendall(self.cmd)
                     first = r.reply()
-                    self.busy += time.monotonic() - t0
+                    t1 = time.monotonic()
                     if first.startswith(b"-"):
                         self.error = first.decode(errors="replace")
                         break
+                    self.busy += t1 - t0
+                    self.done_at.append(t1)
                     self.count += 1
         except OSError as e:
             self.error = str(e)
@@ -373,17 +377,20 @@ def run_server(server: Server, cmd: list[bytes], kind: str) -> Outcome:
             time.sleep(0.05)  # let the first disturbing command get going
             t0 = time.monotonic()
             samples, wall, note, n = timed_benchmark(server.port, 4 * CLIENTS)
-            disturbed_s = time.monotonic() - t0
+            t1 = time.monotonic()
+            disturbed_s = t1 - t0
             d.stop_flag.set()
             d.join(600)
+            within = sum(1 for t in d.done_at if t <= t1)  # the rate counts only these
             for t, s in samples.items():
                 out.disturbed.setdefault(t, []).append(s)
             out.note = out.note or note or (f"disturber: {d.error}" if d.error else "")
-            out.dist_per_s.append(d.count / disturbed_s)
+            out.dist_per_s.append(within / disturbed_s)
             out.dist_avg_ms.append(d.busy / d.count * 1000 if d.count else float("nan"))
             print(f"  {server.label} r{rnd} B disturbed:   "
                   + "  ".join(f"{t} {s.rps:,.0f}/s p99 {s.p99:.3f}" for t, s in samples.items())
-                  + f"  (-n {n}, {wall:.1f}s; {d.count} x {cmd[0].decode()} in {disturbed_s:.1f}s, mean "
+                  + f"  (-n {n}, {wall:.1f}s; {within} x {cmd[0].decode()} done in {disturbed_s:.1f}s "
+                  f"+ {d.count - within} after, mean "
                   f"{out.dist_avg_ms[-1]:.1f} ms)", file=sys.stderr, flush=True)
     finally:
         server.stop()
