@@ -207,9 +207,10 @@ class Server:
     cpus: str
     port: int
     proc: subprocess.Popen | None = None
-    dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="tern-bench-iso-"))
+    dir: str = ""
 
     def start(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="tern-bench-iso-")
         log = open(os.path.join(self.dir, "server.log"), "wb")
         self.proc = subprocess.Popen(
             ["taskset", "-c", self.cpus, *self.argv, "--port", str(self.port), "--bind", "127.0.0.1"],
@@ -244,7 +245,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Disturber(threading.Thread):
