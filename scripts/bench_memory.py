@@ -10,10 +10,10 @@ Method. For every dataset, each server in turn (redis-server first, then tern) i
 otherwise, not pinned), and:
   1. after it answers PING, its RSS (VmRSS in /proc/PID/status) and INFO memory `used_memory`
      are read: the "empty" figures;
-  2. the dataset is loaded over one raw socket: the RESP of many commands is generated in chunks
-     and written with sendall() while a second thread reads and counts the replies (every reply
-     of these loaders is one line: +OK, :n or -ERR), so the socket is always pipelined and never
-     deadlocks;
+  2. the dataset is loaded over one raw socket: the RESP of all its commands, generated once
+     per dataset before either server starts, is written in chunks with sendall() while a second
+     thread reads and counts the replies (every reply of these loaders is one line: +OK, :n or
+     -ERR), so the socket is always pipelined and never deadlocks; "load s" is that time;
   3. after the last reply and a short settle pause (BENCH_MEM_SETTLE seconds, default 1), RSS and
      used_memory are read again, plus DBSIZE and OBJECT ENCODING of a sample key;
   4. the server is stopped (SIGTERM, then SIGKILL).
@@ -141,16 +141,15 @@ class Dataset:
 
     _cache: list[tuple[int, bytes]] | None = None
 
+    def generate(self) -> None:
+        """Build the whole RESP stream up front (a few hundred MB at most), so that "load s"
+        times the servers, not this script's generation, and both servers get the same bytes."""
+        self._cache = list(chunked(self.commands, self.one))
+
     def chunks(self) -> Iterator[tuple[int, bytes]]:
-        """Generated while the first server loads, kept for the second (a few hundred MB at most)."""
-        if self._cache is not None:
-            yield from self._cache
-            return
-        cache = []
-        for c in chunked(self.commands, self.one):
-            cache.append(c)
-            yield c
-        self._cache = cache
+        if self._cache is None:
+            self.generate()
+        return iter(self._cache)
 
     def forget(self) -> None:
         self._cache = None
@@ -419,6 +418,10 @@ def main() -> None:
 
     rows: list[tuple[Row, Row]] = []
     for ds in datasets:
+        t0 = time.monotonic()
+        ds.generate()
+        print(f"  {ds.name:<8} generated {sum(len(b) for _, b in ds.chunks()) / 2**20:.0f} MiB of RESP "
+              f"in {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
         r = measure(Server("redis-server", [redis, "--save", "", "--appendonly", "no"], pick_port(PORT_BASE)), ds)
         t = measure(Server("tern", [tern, "--save", ""], pick_port(PORT_BASE + 1)), ds)
         ds.forget()
