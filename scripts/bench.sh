@@ -2,6 +2,8 @@
 # Side-by-side benchmark of tern-server and Debian's redis-server in one run (see scripts/bench.py
 # for the method). Never part of `make test`: numbers depend on the machine.
 #   BENCH_REQUESTS=200000 (unpipelined; pipelined runs use 5x)   BENCH_KEYSPACE=100000
+# BENCH_SCRIPT picks another report-only bench with the same set-up (tern build, redis tools):
+#   bench_memory.py (make bench-memory), bench_isolation.py (make bench-isolation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v redis-benchmark >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 \
@@ -15,4 +17,4 @@ if [ -z "${TERN_SERVER:-}" ]; then
     cargo build --release --bin tern-server
     export TERN_SERVER="$PWD/target/release/tern-server"
 fi
-exec python3 scripts/bench.py "$@"
+exec python3 "scripts/${BENCH_SCRIPT:-bench.py}" "$@"
