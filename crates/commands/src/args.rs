@@ -145,8 +145,7 @@ pub fn eq_ic(a: &[u8], b: &str) -> bool {
 /// (hex floats, "inf", leading blanks unless `no_leading_space`), rejecting trailing bytes,
 /// NaN and out-of-range values.
 pub fn strtod_exact(s: &[u8], no_leading_space: bool) -> Option<f64> {
-    if s.contains(&0) || (no_leading_space && s.first().is_some_and(|c| c.is_ascii_whitespace()))
-    {
+    if s.contains(&0) || (no_leading_space && s.first().is_some_and(|c| c.is_ascii_whitespace())) {
         return None;
     }
     let c = std::ffi::CString::new(s).ok()?;

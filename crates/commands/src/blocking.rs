@@ -385,7 +385,10 @@ mod tests {
             parse_timeout_secs(b"0x7FFFFFFFFFFFFF", 1000),
             Err("ERR timeout is out of range")
         );
-        assert_eq!(parse_timeout_secs(b"inf", 1000), Err("ERR timeout is out of range"));
+        assert_eq!(
+            parse_timeout_secs(b"inf", 1000),
+            Err("ERR timeout is out of range")
+        );
         assert!(parse_timeout_secs(b" 1", 1000).is_err());
         assert_eq!(parse_timeout_ms(b"10", 1000), Ok(1010));
         assert!(parse_timeout_ms(b"1.5", 1000).is_err());

@@ -62,7 +62,6 @@ impl Raw {
                 let items: Vec<String> = (0..2 * n).map(|_| self.read()).collect();
                 format!("{{{}}}", items.join(","))
             }
-            "_" => "(nil)".into(),
             _ => panic!("unexpected reply {l:?}"),
         }
     }
