@@ -7,6 +7,7 @@ pub mod clients;
 pub mod config;
 pub mod ctx;
 pub mod dispatch;
+pub mod double;
 pub mod float;
 pub mod glob;
 pub mod notify;
