@@ -704,14 +704,31 @@ fn parse_and_search(
         kind: shape_kind,
     };
     let mut points = search_points(z, &shape, if any { count as usize } else { 0 });
-    match sort {
-        Sort::None => {}
-        Sort::Asc => points.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-        Sort::Desc => points.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
+    let returned = if count == 0 {
+        points.len()
+    } else {
+        points.len().min(count as usize)
+    };
+    if sort != Sort::None {
+        let desc = sort == Sort::Desc;
+        let cmp = |a: &Point, b: &Point| {
+            let o = cmp_dist(a.dist, b.dist);
+            if desc {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        if returned == points.len() {
+            // A full sort: libc's qsort is a stable merge sort, as Rust's sort is.
+            points.sort_by(cmp);
+        } else if returned > 0 {
+            // Only the first `returned` places matter: Redis's partial quicksort, whose
+            // choices among equal distances decide which members make it.
+            pqsort(&mut points, &cmp, 0, returned - 1);
+        }
     }
-    if count > 0 {
-        points.truncate(count as usize);
-    }
+    points.truncate(returned);
     found.points = Some(points);
     Ok(found)
 }
@@ -857,4 +874,168 @@ fn geosearch(ctx: &mut Ctx, args: &Args) {
 
 fn geosearchstore(ctx: &mut Ctx, args: &Args) {
     search_generic(ctx, args, Search::GeosearchStore, false);
+}
+
+/// Distances compared the way Redis's sort callback does (greater, equal, else less).
+fn cmp_dist(a: f64, b: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    if a > b {
+        Ordering::Greater
+    } else if a == b {
+        Ordering::Equal
+    } else {
+        Ordering::Less
+    }
+}
+
+/// The median of three elements by index, with the comparisons in Bentley and McIlroy's order.
+fn med3<T>(
+    v: &[T],
+    a: usize,
+    b: usize,
+    c: usize,
+    cmp: &impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> usize {
+    use std::cmp::Ordering::{Greater, Less};
+    if cmp(&v[a], &v[b]) == Less {
+        if cmp(&v[b], &v[c]) == Less {
+            b
+        } else if cmp(&v[a], &v[c]) == Less {
+            c
+        } else {
+            a
+        }
+    } else if cmp(&v[b], &v[c]) == Greater {
+        b
+    } else if cmp(&v[a], &v[c]) == Less {
+        a
+    } else {
+        c
+    }
+}
+
+/// Swap the `n` elements at `a..` with those at `b..`, one pair after the other.
+fn vecswap<T>(v: &mut [T], a: usize, b: usize, n: usize) {
+    for i in 0..n {
+        v.swap(a + i, b + i);
+    }
+}
+
+/// Partial sort (Bentley-McIlroy three-way quicksort that only recurses into the parts
+/// overlapping positions `lo..=hi`), the algorithm Redis uses to sort a search's nearest
+/// members when COUNT cuts the result: equal distances are ordered as Redis orders them.
+fn pqsort<T>(v: &mut [T], cmp: &impl Fn(&T, &T) -> std::cmp::Ordering, lo: usize, hi: usize) {
+    let len = v.len();
+    pqsort_part(v, 0, len, cmp, lo, hi);
+}
+
+fn pqsort_part<T>(
+    v: &mut [T],
+    mut a: usize,
+    mut n: usize,
+    cmp: &impl Fn(&T, &T) -> std::cmp::Ordering,
+    lo: usize,
+    hi: usize,
+) {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let overlaps = |start: usize, count: usize| !(hi < start || lo >= start + count);
+    loop {
+        if n < 7 {
+            for m in a + 1..a + n {
+                let mut l = m;
+                while l > a && cmp(&v[l - 1], &v[l]) == Greater {
+                    v.swap(l, l - 1);
+                    l -= 1;
+                }
+            }
+            return;
+        }
+        let mut pm = a + n / 2;
+        if n > 7 {
+            let mut pl = a;
+            let mut pn = a + n - 1;
+            if n > 40 {
+                let d = n / 8;
+                pl = med3(v, pl, pl + d, pl + 2 * d, cmp);
+                pm = med3(v, pm - d, pm, pm + d, cmp);
+                pn = med3(v, pn - 2 * d, pn - d, pn, cmp);
+            }
+            pm = med3(v, pl, pm, pn, cmp);
+        }
+        v.swap(a, pm);
+        let (mut pa, mut pb) = (a + 1, a + 1);
+        let (mut pc, mut pd) = (a + n - 1, a + n - 1);
+        loop {
+            while pb <= pc {
+                let c = cmp(&v[pb], &v[a]);
+                if c == Greater {
+                    break;
+                }
+                if c == Equal {
+                    v.swap(pa, pb);
+                    pa += 1;
+                }
+                pb += 1;
+            }
+            while pb <= pc {
+                let c = cmp(&v[pc], &v[a]);
+                if c == Less {
+                    break;
+                }
+                if c == Equal {
+                    v.swap(pc, pd);
+                    pd -= 1;
+                }
+                pc -= 1;
+            }
+            if pb > pc {
+                break;
+            }
+            v.swap(pb, pc);
+            pb += 1;
+            pc -= 1;
+        }
+        let pn = a + n;
+        let r = (pa - a).min(pb - pa);
+        vecswap(v, a, pb - r, r);
+        let r = (pd - pc).min(pn - pd - 1);
+        vecswap(v, pb, pn - r, r);
+        let r = pb - pa;
+        if r > 1 && overlaps(a, r) {
+            pqsort_part(v, a, r, cmp, lo, hi);
+        }
+        let r = pd - pc;
+        if r > 1 {
+            a = pn - r;
+            n = r;
+            if overlaps(a, n) {
+                continue;
+            }
+        }
+        return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pqsort_sorts_the_requested_prefix() {
+        let mut seed = 12345u64;
+        for n in [1usize, 2, 5, 7, 8, 13, 40, 41, 100, 1000] {
+            for hi in [0, n / 3, n - 1] {
+                let mut v: Vec<u32> = (0..n)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        ((seed >> 33) % 50) as u32
+                    })
+                    .collect();
+                let mut sorted = v.clone();
+                sorted.sort();
+                pqsort(&mut v, &|a: &u32, b: &u32| a.cmp(b), 0, hi);
+                assert_eq!(v[..=hi], sorted[..=hi], "n={n} hi={hi}");
+            }
+        }
+    }
 }
