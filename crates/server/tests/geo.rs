@@ -608,6 +608,7 @@ impl Lcg {
     }
 }
 
+/// `GEO_DIFF_SEED` and `GEO_DIFF_ROUNDS` vary the run (defaults 42 and 300).
 #[test]
 fn differential_against_redis() {
     let Some(r) = Server::redis(&[]) else {
@@ -629,7 +630,11 @@ fn differential_against_redis() {
                 "command: {cmd}"
             );
         };
-        let mut rng = Lcg(if resp3 { 7 } else { 42 });
+        let seed: u64 = std::env::var("GEO_DIFF_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(42);
+        let mut rng = Lcg(if resp3 { seed + 7 } else { seed });
         same("FLUSHALL");
         let centers = [
             (13.4, 38.1),
@@ -669,7 +674,11 @@ fn differential_against_redis() {
             "ft" => 0.3048,
             _ => 1.0,
         };
-        for round in 0..300 {
+        let rounds: usize = std::env::var("GEO_DIFF_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300);
+        for round in 0..rounds {
             let key = if round % 4 == 0 { "small" } else { "big" };
             let (lon, lat) = if round % 2 == 0 {
                 (rng.between(-180.0, 180.0), rng.between(-85.05, 85.05))
