@@ -217,7 +217,7 @@ pub fn score_of(longitude: f64, latitude: f64) -> Option<f64> {
 pub fn score_bits(score: f64) -> u64 {
     const TWO63: f64 = 9223372036854775808.0;
     let cvt = |x: f64| -> u64 {
-        if x.is_nan() || x >= TWO63 || x < -TWO63 {
+        if !(-TWO63..TWO63).contains(&x) {
             1u64 << 63
         } else {
             x as i64 as u64
