@@ -211,10 +211,29 @@ pub fn score_of(longitude: f64, latitude: f64) -> Option<f64> {
     encode_wgs84(longitude, latitude, STEP_MAX).map(|h| align52(h) as f64)
 }
 
+/// A score converted to cell bits as C's `(uint64_t)` cast does on x86-64: negative scores wrap
+/// (two's complement of the truncated integer), out-of-range ones give the "integer
+/// indefinite" pattern. Only sorted sets filled by ZADD hold such scores.
+pub fn score_bits(score: f64) -> u64 {
+    const TWO63: f64 = 9223372036854775808.0;
+    let cvt = |x: f64| -> u64 {
+        if !(-TWO63..TWO63).contains(&x) {
+            1u64 << 63
+        } else {
+            x as i64 as u64
+        }
+    };
+    if score < TWO63 {
+        cvt(score)
+    } else {
+        cvt(score - TWO63) ^ (1u64 << 63)
+    }
+}
+
 /// The position (longitude, latitude) a score stands for, as GEOPOS reports it.
 pub fn position_of(score: f64) -> Option<(f64, f64)> {
     let hash = HashBits {
-        bits: score as u64,
+        bits: score_bits(score),
         step: STEP_MAX,
     };
     decode_wgs84(hash).map(|a| area_center(&a))
