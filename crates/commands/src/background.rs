@@ -1,5 +1,5 @@
 //! Work kept off the connection threads: freeing huge values and running commands over huge
-//! values. These threads run at a lower CPU priority (nice 10), so that on a busy machine the
+//! values. These threads run at the idle CPU priority (SCHED_IDLE), so that on a busy machine the
 //! workers serving ordinary commands win the CPU and a big ZINTERSTORE or DEL slows only the
 //! client that asked for it.
 
@@ -36,10 +36,15 @@ fn pool() -> &'static Mutex<Sender<Job>> {
 }
 
 fn worker(rx: Arc<Mutex<Receiver<Job>>>) {
-    // Per-thread nice value (Linux applies PRIO_PROCESS with a thread id to that thread).
+    // SCHED_IDLE: run only when no worker wants the CPU (a nice value still lets the kernel
+    // delay a waking worker). Per thread on Linux; fall back to the lowest nice value.
+    // SAFETY: plain syscalls on the calling thread with a valid parameter block.
     unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        let param = libc::sched_param { sched_priority: 0 };
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+        }
     }
     loop {
         let job = match rx.lock() {

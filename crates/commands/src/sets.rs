@@ -835,6 +835,11 @@ fn sinter_generic(ctx: &mut Ctx, keys: &[&[u8]], dst: Option<&[u8]>, mode: Inter
             None => any_missing = true,
         }
     }
+    // Huge inputs run on a background thread so this worker keeps serving other clients.
+    let total: usize = sets.iter().map(|s| s.len()).sum();
+    if total > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        return;
+    }
     if any_missing {
         // Intersection with an empty set.
         drop(sets);
@@ -1000,6 +1005,10 @@ fn sunion_diff(ctx: &mut Ctx, keys: &[&[u8]], dst: Option<&[u8]>, op: SetOp) {
         return;
     }
     let mut sets = l.sets(ctx, keys);
+    let total: usize = sets.iter().flatten().map(|s| s.len()).sum();
+    if total > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        return;
+    }
     let result = union_diff(&mut sets, op);
     drop(sets);
     match dst {

@@ -194,6 +194,9 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
     let mut elems = match src {
         Source::List(v) | Source::Set(v) | Source::ZSet(v) => v,
     };
+    if elems.len() > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        return;
+    }
     let len = elems.len() as i64;
     let (start, end) = limit_range(o.limit, len);
 

@@ -1676,6 +1676,13 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
             return ctx.error(ERR_SYNTAX);
         }
     }
+    // Huge inputs run on a background thread so this worker keeps serving other clients.
+    let total: usize = srcs.iter().map(|s| s.0.len()).sum();
+    if total > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        drop(srcs);
+        drop(g);
+        return;
+    }
     if op != SetOp::Diff {
         srcs.sort_by_key(|s| s.0.len());
     }
