@@ -33,7 +33,9 @@ class Waiter(threading.Thread):
 
     def __init__(self, srv, fn, protocol=2):
         super().__init__(daemon=True)
-        self.conn = srv.client(protocol=protocol)
+        # One connection, so the id read here is the connection that will block.
+        self.conn = srv.client(protocol=protocol, single_connection_client=True)
+        self.id = self.conn.client_id()
         self.fn = fn
         self.result = None
         self.error = None
@@ -126,14 +128,13 @@ def test_client_unblock_timeout_and_error(srv):
     w = Waiter(srv, lambda r: r.blpop("u", timeout=0))
     w.start()
     wait_blocked(c, 1)
-    wid = w.conn.client_id()
-    assert c.client_unblock(wid) is True
+    assert c.client_unblock(w.id) is True
     w.join(5)
     assert w.result is None and w.error is None
     w2 = Waiter(srv, lambda r: r.blpop("u", timeout=0))
     w2.start()
     wait_blocked(c, 1)
-    assert c.client_unblock(w2.conn.client_id(), error=True) is True
+    assert c.client_unblock(w2.id, error=True) is True
     w2.join(5)
     assert isinstance(w2.error, redis.ResponseError)
     assert "client unblocked via CLIENT UNBLOCK" in str(w2.error)
@@ -145,7 +146,7 @@ def test_killed_and_disconnected_waiters_leave(srv):
     w = Waiter(srv, lambda r: r.blpop("gone", timeout=0))
     w.start()
     wait_blocked(c, 1)
-    c.client_kill_filter(_id=w.conn.client_id())
+    c.client_kill_filter(_id=w.id)
     w.join(5)
     wait_blocked(c, 0)
     # A raw client that blocks and then simply closes its socket.
