@@ -540,12 +540,7 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
     }
     let overwritten = dst_shard.remove(hd, dst);
     let old = g.shard(db, hs).remove(hs, src).expect("source key is live");
-    let moved = Entry {
-        key: dst.into(),
-        value: old.value,
-        expire_at: old.expire_at,
-        access: old.access,
-    };
+    let moved = old.renamed(dst);
     g.shard(db, hd).insert_entry(hd, moved, now);
     drop(g);
     drop(overwritten);
@@ -639,7 +634,7 @@ fn copy(ctx: &mut Ctx, args: &Args) {
         }
         overwritten = dshard.remove(hd, dst);
     }
-    let mut entry = Entry::new_at(dst.into(), value, now);
+    let mut entry = Entry::new_at(dst, value, now);
     entry.expire_at = expire_at;
     g.shard(dst_db, hd).insert_entry(hd, entry, now);
     drop(g);
@@ -833,8 +828,8 @@ fn keys(ctx: &mut Ctx, args: &Args) {
     let mut found: Vec<Box<[u8]>> = Vec::new();
     for shard in g.guards_mut() {
         for e in shard.dict().iter() {
-            if (all || glob::matches(pattern, &e.key, false)) && !e.is_expired(now) {
-                found.push(e.key.clone());
+            if (all || glob::matches(pattern, e.key(), false)) && !e.is_expired(now) {
+                found.push(e.key().into());
             }
         }
     }
@@ -878,7 +873,7 @@ pub fn random_key(ctx: &mut Ctx, db: usize) -> Option<Box<[u8]>> {
         let Some(e) = shard.dict().random_entry(&mut ctx.conn.rng) else {
             continue; // emptied since we counted
         };
-        let key = e.key.clone();
+        let key: Box<[u8]> = e.key().into();
         if e.is_expired(now) {
             reap_expired(&mut shard, &key);
             continue;
@@ -1130,11 +1125,11 @@ pub fn scan_keyspace(
         let mut expired: Vec<Box<[u8]>> = Vec::new();
         if !shard.is_empty() {
             c = scan_dict(shard.dict(), c, &mut budget, |e| {
-                if !opts.matches(&e.key) {
+                if !opts.matches(e.key()) {
                     return;
                 }
                 if e.is_expired(now) {
-                    expired.push(e.key.clone());
+                    expired.push(e.key().into());
                     return;
                 }
                 if let Some(t) = opts.type_name {
@@ -1142,7 +1137,7 @@ pub fn scan_keyspace(
                         return;
                     }
                 }
-                out.push(e.key.clone());
+                out.push(e.key().into());
             });
         } else {
             c = 0;

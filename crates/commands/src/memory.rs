@@ -158,7 +158,7 @@ fn usage(ctx: &mut Ctx, args: &Args) {
     let (h, shard) = ctx.lock(key);
     let size = shard
         .peek(h, key, ctx.now_ms)
-        .map(|e| PER_KEY_OVERHEAD + e.key.len() + e.value.heap_size());
+        .map(|e| PER_KEY_OVERHEAD + e.key().len() + e.value.heap_size());
     drop(shard);
     match size {
         Some(n) => ctx.out.int(n as i64),

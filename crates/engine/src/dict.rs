@@ -44,7 +44,7 @@ impl Dict {
         }
         let mut cur = self.buckets[(hash & self.mask()) as usize].as_deref();
         while let Some(node) = cur {
-            if &*node.entry.key == key {
+            if node.entry.key() == key {
                 return Some(&node.entry);
             }
             cur = node.next.as_deref();
@@ -59,7 +59,7 @@ impl Dict {
         let idx = (hash & self.mask()) as usize;
         let mut cur = self.buckets[idx].as_deref_mut();
         while let Some(node) = cur {
-            if &*node.entry.key == key {
+            if node.entry.key() == key {
                 return Some(&mut node.entry);
             }
             cur = node.next.as_deref_mut();
@@ -89,7 +89,7 @@ impl Dict {
         loop {
             match link {
                 None => return None,
-                Some(node) if &*node.entry.key == key => {
+                Some(node) if node.entry.key() == key => {
                     let mut node = link.take().expect("matched node");
                     *link = node.next.take();
                     self.len -= 1;
@@ -115,7 +115,7 @@ impl Dict {
         for mut head in old {
             while let Some(mut node) = head {
                 head = node.next.take();
-                let idx = (key_hash(&node.entry.key) & mask) as usize;
+                let idx = (key_hash(node.entry.key()) & mask) as usize;
                 node.next = self.buckets[idx].take();
                 self.buckets[idx] = Some(node);
             }
@@ -152,7 +152,7 @@ impl Dict {
         let mut cur = self.buckets.get(bucket).and_then(|b| b.as_deref());
         while let Some(node) = cur {
             if pred(&node.entry) {
-                out.push(node.entry.key.clone());
+                out.push(node.entry.key().into());
             }
             cur = node.next.as_deref();
         }
@@ -215,7 +215,7 @@ mod tests {
     use std::collections::HashSet;
 
     fn entry(k: &str) -> Entry {
-        Entry::new(k.as_bytes().into(), Value::from_bytes(b"v"))
+        Entry::new(k.as_bytes(), Value::from_bytes(b"v"))
     }
 
     #[test]
@@ -248,7 +248,7 @@ mod tests {
         let mut extra = 0;
         loop {
             cursor = d.scan(cursor, |e| {
-                seen.insert(e.key.clone());
+                seen.insert(e.key().to_vec());
             });
             // grow the table while the scan is under way
             for _ in 0..(if extra < 2000 { 20 } else { 0 }) {

@@ -77,14 +77,15 @@ impl ShardData {
             return Some(old);
         }
         self.dict
-            .insert_new(hash, Entry::new_at(key.into(), value, now_ms));
+            .insert_new(hash, Entry::new_at(key, value, now_ms));
         None
     }
 
     /// Insert a whole entry (expiry included) for a key known to be absent or expired.
     pub fn insert_entry(&mut self, hash: u64, entry: Entry, now_ms: u64) {
-        if self.get(hash, &entry.key, now_ms).is_some() {
-            self.remove(hash, &entry.key.clone());
+        if self.get(hash, entry.key(), now_ms).is_some() {
+            let k = entry.key().to_vec();
+            self.remove(hash, &k);
         }
         if entry.expire_at != 0 {
             self.volatile += 1;
@@ -144,7 +145,7 @@ impl ShardData {
                 if e.expire_at != 0 {
                     sampled += 1;
                     if e.expire_at <= now_ms {
-                        victims.push(e.key.clone());
+                        victims.push(e.key().to_vec());
                     }
                 }
             });

@@ -228,7 +228,7 @@ fn slot_mut(nodes: &mut VecDeque<Listpack>, front: bool) -> Option<&mut Listpack
 #[derive(Debug, Clone, PartialEq)]
 pub enum ListValue {
     Listpack(Listpack),
-    Quicklist(Quicklist),
+    Quicklist(Box<Quicklist>),
 }
 
 impl Default for ListValue {
@@ -299,7 +299,7 @@ impl ListValue {
                 if !lp.is_empty() {
                     q.nodes.push_back(lp);
                 }
-                *self = ListValue::Quicklist(q);
+                *self = ListValue::Quicklist(Box::new(q));
             }
         }
     }
