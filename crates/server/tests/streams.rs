@@ -1,30 +1,8 @@
 //! Stream family: every command against the real binary, error texts, RESP3 shapes, the
 //! command table, and differential runs against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{bulk, err, int, q, Server};
 use redis::{Connection, Value};
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    common::cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The full error line ("ERR ...", "NOGROUP ...") a command fails with.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match common::cmd(args).query::<Value>(c) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
-fn int(n: i64) -> Value {
-    Value::Int(n)
-}
 
 fn arr(v: Vec<Value>) -> Value {
     Value::Array(v)

@@ -1,26 +1,16 @@
 //! Blocking XREAD / XREADGROUP: clients that wait for entries, time out, or are woken with an
 //! error when their stream or group goes away. These need the server's wait/wake machinery.
 mod common;
-use common::Server;
+use common::{bulk, q, Server};
 use redis::{Connection, Value};
 use std::thread;
 use std::time::{Duration, Instant};
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    common::cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
 
 /// A connection that gives up after 10 s, so a missing wake-up fails instead of hanging.
 fn conn(s: &Server) -> Connection {
     let c = s.conn();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     c
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
 }
 
 fn arr(v: Vec<Value>) -> Value {

@@ -147,3 +147,49 @@ pub fn both(
     let c = cmd(args);
     (c.query(a), c.query(b))
 }
+
+/// Run a command whose arguments may be binary.
+pub fn run(c: &mut redis::Connection, args: &[&[u8]]) -> redis::RedisResult<redis::Value> {
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+/// Run a command that must succeed and return its reply.
+pub fn q(c: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    cmd(args)
+        .query(c)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// The full error line ("ERR ...", "WRONGTYPE ...") a command fails with.
+pub fn err(c: &mut redis::Connection, args: &[&str]) -> String {
+    match cmd(args).query::<redis::Value>(c) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+    }
+}
+
+pub fn bulk(s: &str) -> redis::Value {
+    redis::Value::BulkString(s.as_bytes().to_vec())
+}
+
+pub fn int(n: i64) -> redis::Value {
+    redis::Value::Int(n)
+}
+
+/// SET a key to a binary value.
+pub fn set_bytes(c: &mut redis::Connection, key: &str, val: &[u8]) {
+    run(c, &[b"SET", key.as_bytes(), val]).unwrap();
+}
+
+/// OBJECT ENCODING of a key.
+pub fn encoding(c: &mut redis::Connection, key: &str) -> String {
+    match q(c, &["OBJECT", "ENCODING", key]) {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        redis::Value::SimpleString(s) => s,
+        v => panic!("{v:?}"),
+    }
+}
