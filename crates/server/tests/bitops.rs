@@ -2,7 +2,7 @@
 //! binary (replies, error texts, encodings, dirty counting, RESP3), plus randomized
 //! differential runs against Debian's redis-server when it is installed.
 mod common;
-use common::{encoding, err, int, q, run, set_bytes, Server};
+use common::{encoding, err, int, norm, q, run, set_bytes, Server};
 use redis::{Connection, Value};
 
 fn ints(v: &[i64]) -> Value {
@@ -890,17 +890,6 @@ fn random_bitmap(rng: &mut Rng) -> Vec<u8> {
             }
         })
         .collect()
-}
-
-fn norm(r: redis::RedisResult<Value>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error: {} {}",
-            e.code().unwrap_or("?"),
-            e.detail().unwrap_or("")
-        ),
-    }
 }
 
 fn random_index(rng: &mut Rng, len: i64) -> String {

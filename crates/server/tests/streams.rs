@@ -1,19 +1,11 @@
 //! Stream family: every command against the real binary, error texts, RESP3 shapes, the
 //! command table, and differential runs against Debian's redis-server when it is installed.
 mod common;
-use common::{bulk, err, int, q, Server};
+use common::{bulk, entry, err, int, norm, q, Server};
 use redis::{Connection, Value};
 
 fn arr(v: Vec<Value>) -> Value {
     Value::Array(v)
-}
-
-/// `[id, [f1, v1, ...]]`
-fn entry(id: &str, fields: &[&str]) -> Value {
-    arr(vec![
-        bulk(id),
-        arr(fields.iter().map(|f| bulk(f)).collect()),
-    ])
 }
 
 fn as_str(v: &Value) -> String {
@@ -840,18 +832,6 @@ fn copy_and_resp3_info() {
     };
     assert!(matches!(cs[0], Value::Map(_)));
     assert_eq!(field(&cs[0], "pel-count"), int(1));
-}
-
-/// Replies with the times (idle, seen, delivery) that differ between two servers zeroed.
-fn norm(v: redis::RedisResult<Value>) -> String {
-    match v {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error: {} {}",
-            e.code().unwrap_or("?"),
-            e.detail().unwrap_or("")
-        ),
-    }
 }
 
 #[test]

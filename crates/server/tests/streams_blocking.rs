@@ -1,7 +1,7 @@
 //! Blocking XREAD / XREADGROUP: clients that wait for entries, time out, or are woken with an
 //! error when their stream or group goes away. These need the server's wait/wake machinery.
 mod common;
-use common::{bulk, q, Server};
+use common::{bulk, entry, q, Server};
 use redis::{Connection, Value};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -15,13 +15,6 @@ fn conn(s: &Server) -> Connection {
 
 fn arr(v: Vec<Value>) -> Value {
     Value::Array(v)
-}
-
-fn entry(id: &str, fields: &[&str]) -> Value {
-    arr(vec![
-        bulk(id),
-        arr(fields.iter().map(|f| bulk(f)).collect()),
-    ])
 }
 
 /// Run `args` on a fresh connection in a thread; the result comes back through the handle.

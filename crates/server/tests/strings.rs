@@ -1,7 +1,7 @@
 //! String family: every command against the real binary, error texts, and a differential run
 //! against Debian's redis-server when it is installed.
 mod common;
-use common::{bulk, err, int, q, run, Server};
+use common::{bulk, err, int, norm, q, run, Server};
 use redis::Value;
 
 fn ok() -> Value {
@@ -583,18 +583,6 @@ fn command_info_for_the_family() {
         assert_eq!(entry[3], int(first), "{name}");
         assert_eq!(entry[4], int(last), "{name}");
         assert_eq!(entry[5], int(step), "{name}");
-    }
-}
-
-/// Normalize a reply for comparison: errors become their full text.
-fn norm(r: redis::RedisResult<Value>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error: {} {}",
-            e.code().unwrap_or("?"),
-            e.detail().unwrap_or("")
-        ),
     }
 }
 

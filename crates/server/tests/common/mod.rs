@@ -340,3 +340,23 @@ impl<const DISTINCT_NILS: bool> Raw<DISTINCT_NILS> {
         self.read_raw()
     }
 }
+
+/// A reply as comparable text: its debug form, or `error: CODE detail`.
+pub fn norm(r: redis::RedisResult<redis::Value>) -> String {
+    match r {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!(
+            "error: {} {}",
+            e.code().unwrap_or("?"),
+            e.detail().unwrap_or("")
+        ),
+    }
+}
+
+/// A stream entry reply: `[id, [f1, v1, ...]]`.
+pub fn entry(id: &str, fields: &[&str]) -> redis::Value {
+    redis::Value::Array(vec![
+        bulk(id),
+        redis::Value::Array(fields.iter().map(|f| bulk(f)).collect()),
+    ])
+}
