@@ -45,6 +45,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench_common import fmt, pick_port, save_table, stop_process
+
 ROOT = Path(__file__).resolve().parents[1]
 CLK_TCK = int(subprocess.check_output(["getconf", "CLK_TCK"]).strip())
 N = int(os.environ.get("BENCH_REQUESTS", "200000"))
@@ -133,25 +135,8 @@ class Server:
         return int(reply[1:].split(b"\r\n")[0]) if reply.startswith(b":") else -1
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 10)
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def pick_port(preferred: int) -> int:
-    """preferred if nothing listens there, else any free port."""
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
 
 
 def parse_report(text: str, requests: int) -> tuple[float, float, float, float]:
@@ -227,10 +212,6 @@ def median_result(runs: list[Result]) -> Result:
     return r
 
 
-def fmt(x: float, spec: str) -> str:
-    return "n/a" if x != x else format(x, spec)
-
-
 def main() -> None:
     tern = os.environ.get("TERN_SERVER", str(ROOT / "target" / "release" / "tern-server"))
     redis = shutil.which("redis-server")
@@ -287,13 +268,7 @@ def main() -> None:
         "\\* tern --threads 2 runs on cores 0,1 and shares core 1 with redis-benchmark. "
         "p99.9 = latency at the first HDR percentile tick >= 99.9% (99.902%)."
     )
-    table = "\n".join(lines)
-    print(table)
-    out_dir = ROOT / "bench-results"
-    out_dir.mkdir(exist_ok=True)
-    path = out_dir / time.strftime("bench-%Y%m%d-%H%M%S.md")
-    path.write_text(table + "\n")
-    print(f"\n(saved to {path.relative_to(ROOT)})", file=sys.stderr)
+    save_table("\n".join(lines), "bench")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import parse_report  # noqa: E402  (same report parser as the throughput bench)
+from bench_common import fmt, resp, save_table, stop_process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMBERS = int(os.environ.get("BENCH_ISO_MEMBERS", "1000000"))
@@ -77,13 +78,6 @@ PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35200"))
 CLIENTS = 50
 BATCH = 1000  # members per ZADD / SADD
 TESTS = ("SET", "GET")
-
-
-def resp(*args: bytes) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Reader:
@@ -238,13 +232,7 @@ class Server:
             return r.reply()
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 20)
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -402,10 +390,6 @@ def run_server(server: Server, cmd: list[bytes], kind: str) -> Outcome:
     return out
 
 
-def fmt(x: float, spec: str) -> str:
-    return "n/a" if x != x else format(x, spec)
-
-
 def ratio(b: float, a: float) -> str:
     """b/a with 2 decimals, 3 below 0.1 (a blocked server lands far below 0.01)."""
     r = b / a if a else float("nan")
@@ -475,13 +459,7 @@ def main() -> None:
     )
     if any(x.p99 >= 3000 for o in outcomes for v in o.disturbed.values() for x in v):
         lines.append("3000.319 ms = redis-benchmark's histogram ceiling: the latency was >= 3 s.")
-    table = "\n".join(lines)
-    print(table)
-    out_dir = ROOT / "bench-results"
-    out_dir.mkdir(exist_ok=True)
-    path = out_dir / time.strftime("bench-isolation-%Y%m%d-%H%M%S.md")
-    path.write_text(table + "\n")
-    print(f"\n(saved to {path.relative_to(ROOT)})", file=sys.stderr)
+    save_table("\n".join(lines), "bench-isolation")
 
 
 if __name__ == "__main__":

@@ -53,19 +53,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from bench_common import fmt, pick_port, resp, save_table, stop_process
+
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = float(os.environ.get("BENCH_MEM_SCALE", "1.0"))
 SETTLE = float(os.environ.get("BENCH_MEM_SETTLE", "1"))
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35100"))
 N = max(1, int(1_000_000 * SCALE))
 CHUNK = 2000  # commands per generated chunk
-
-
-def resp(*args: bytes) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 # --- dataset generators: each yields (command count, RESP bytes) chunks; the first chunk holds
@@ -218,13 +213,7 @@ class Server:
         return -1
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 20)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -386,20 +375,6 @@ def measure(server: Server, ds: Dataset) -> Row:
     return row
 
 
-def pick_port(preferred: int) -> int:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-
-def fmt(x: float, spec: str) -> str:
-    return "n/a" if x != x else format(x, spec)
-
-
 def main() -> None:
     tern = os.environ.get("TERN_SERVER", str(ROOT / "target" / "release" / "tern-server"))
     redis = shutil.which("redis-server")
@@ -452,13 +427,7 @@ def main() -> None:
         f"dataset loaded into a fresh server. B/entry = (after load - empty) / entries; an entry is a "
         f"key, a list element for the list. BENCH_MEM_SCALE={SCALE}."
     )
-    table = "\n".join(lines)
-    print(table)
-    out_dir = ROOT / "bench-results"
-    out_dir.mkdir(exist_ok=True)
-    path = out_dir / time.strftime("bench-memory-%Y%m%d-%H%M%S.md")
-    path.write_text(table + "\n")
-    print(f"\n(saved to {path.relative_to(ROOT)})", file=sys.stderr)
+    save_table("\n".join(lines), "bench-memory")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,8 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
 use crate::notify;
-use crate::strings::{as_str, as_str_mut};
+use crate::strings::{as_str, as_str_mut, max_bulk_len, store_value};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::{RString, ShardData, Value};
 
 const BM: u64 = acl::BITMAP;
@@ -120,11 +119,6 @@ pub static COMMANDS: &[CommandSpec] = &[
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 // ---------------------------------------------------------------------------------------------
-
-/// proto-max-bulk-len: the longest string a bit offset may address.
-fn max_bulk_len(ctx: &Ctx) -> i64 {
-    ctx.srv.config.hot.proto_max_bulk_len.load(Relaxed)
-}
 
 /// A bit offset argument: a non-negative integer whose byte lies below proto-max-bulk-len.
 /// With `bits > 0` (BITFIELD) the `#N` form means N fields of `bits` bits (the product wraps
@@ -552,18 +546,7 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
     let h = hashes[0];
     let shard = g.shard(db, h);
     if len > 0 {
-        match shard.get(h, dest, now) {
-            Some(e) => {
-                ctx.touch(e);
-                e.value = Value::Str(RString::Raw(res));
-                if e.expire_at != 0 {
-                    shard.set_expire(h, dest, 0, now);
-                }
-            }
-            None => {
-                shard.set(h, dest, Value::Str(RString::Raw(res)), false, now);
-            }
-        }
+        store_value(ctx, shard, h, dest, Value::Str(RString::Raw(res)), false);
         drop(g);
         ctx.notify(notify::STRING, "set", dest);
         ctx.dirty(1);

@@ -1244,7 +1244,7 @@ fn object_freq(ctx: &mut Ctx, args: &Args) {
         .int(tern_engine::clock::lfu_decayed_counter(access, decay) as i64);
 }
 
-fn object_help(ctx: &mut Ctx, args: &Args) {
+fn object_help(ctx: &mut Ctx, _args: &Args) {
     const LINES: &[&str] = &[
         "ENCODING <key>",
         "    Return the kind of internal representation used in order to store the value",
@@ -1259,19 +1259,5 @@ fn object_help(ctx: &mut Ctx, args: &Args) {
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
     ];
-    reply_help(ctx, &args[0], LINES);
-}
-
-/// Redis's help reply: a header naming the command, the lines, then HELP's own entry.
-pub fn reply_help(ctx: &mut Ctx, cmd: &[u8], lines: &[&str]) {
-    let name = String::from_utf8_lossy(cmd).to_ascii_uppercase();
-    ctx.out.array(lines.len() + 3);
-    ctx.out.simple(
-        format!("{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
-    );
-    for l in lines {
-        ctx.out.simple(l.as_bytes());
-    }
-    ctx.out.simple(b"HELP");
-    ctx.out.simple(b"    Print this help.");
+    crate::client_cmd::reply_help(ctx, "OBJECT", LINES);
 }

@@ -801,7 +801,22 @@ fn brpoplpush(ctx: &mut Ctx, args: &Args) {
 // ---- reads ----
 
 fn llen(ctx: &mut Ctx, args: &Args) {
-    let key = &args[1];
+    read_list(
+        ctx,
+        &args[1],
+        |ctx| ctx.out.int(0),
+        |ctx, l| ctx.out.int(l.len() as i64),
+    );
+}
+
+/// A read of the list at `key` the way Redis's lookupKeyRead counts it: WRONGTYPE for another
+/// type, `missing` when there is no key, else `found` with the list (under the shard lock).
+fn read_list(
+    ctx: &mut Ctx,
+    key: &[u8],
+    missing: impl FnOnce(&mut Ctx),
+    found: impl FnOnce(&mut Ctx, &ListValue),
+) {
     let (h, mut shard) = ctx.lock(key);
     match list_of(&mut shard, h, key, ctx.now_ms) {
         Err(()) => {
@@ -812,14 +827,13 @@ fn llen(ctx: &mut Ctx, args: &Args) {
         Ok(None) => {
             drop(shard);
             ctx.hit(false);
-            ctx.out.int(0)
+            missing(ctx)
         }
         Ok(Some(e)) => {
             ctx.touch(e);
-            let n = as_list(e).len();
+            found(ctx, as_list(e));
             drop(shard);
             ctx.hit(true);
-            ctx.out.int(n as i64)
         }
     }
 }
@@ -848,34 +862,19 @@ fn lrange(ctx: &mut Ctx, args: &Args) {
     let Some(end) = long_arg(ctx, &args[3]) else {
         return;
     };
-    let key = &args[1];
-    let (h, mut shard) = ctx.lock(key);
-    match list_of(&mut shard, h, key, ctx.now_ms) {
-        Err(()) => {
-            drop(shard);
-            ctx.hit(true);
-            ctx.error(ERR_WRONGTYPE)
-        }
-        Ok(None) => {
-            drop(shard);
-            ctx.hit(false);
-            ctx.out.array(0)
-        }
-        Ok(Some(e)) => {
-            ctx.touch(e);
-            let l = as_list(e);
-            match norm_range(start, end, l.len()) {
-                None => ctx.out.array(0),
-                Some((s, n)) => {
-                    let out = &mut *ctx.out;
-                    out.array(n);
-                    l.for_range(s, n, |e| reply_entry(out, e));
-                }
+    read_list(
+        ctx,
+        &args[1],
+        |ctx| ctx.out.array(0),
+        |ctx, l| match norm_range(start, end, l.len()) {
+            None => ctx.out.array(0),
+            Some((s, n)) => {
+                let out = &mut *ctx.out;
+                out.array(n);
+                l.for_range(s, n, |e| reply_entry(out, e));
             }
-            drop(shard);
-            ctx.hit(true);
-        }
-    }
+        },
+    );
 }
 
 fn lindex(ctx: &mut Ctx, args: &Args) {

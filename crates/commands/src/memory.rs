@@ -273,9 +273,9 @@ fn purge(ctx: &mut Ctx, _args: &Args) {
 }
 
 fn help(ctx: &mut Ctx, _args: &Args) {
-    crate::keys::reply_help(
+    crate::client_cmd::reply_help(
         ctx,
-        b"memory",
+        "MEMORY",
         &[
             "DOCTOR",
             "    Return memory problems reports.",

@@ -205,40 +205,16 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
         if o.desc {
             elems.reverse();
         }
-        elems = if end >= start {
-            elems
-                .into_iter()
-                .skip(start as usize)
-                .take((end - start + 1) as usize)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        elems = cut_limit(elems, start, end);
     } else if !o.dontsort {
         match sort_elements(ctx, elems, &o) {
             Ok(sorted) => elems = sorted,
             Err(e) => return ctx.error(e),
         }
-        elems = if end >= start {
-            elems
-                .into_iter()
-                .skip(start as usize)
-                .take((end - start + 1) as usize)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        elems = cut_limit(elems, start, end);
     } else {
         // A set with a constant BY and no STORE: any order, LIMIT applied as is.
-        elems = if end >= start {
-            elems
-                .into_iter()
-                .skip(start as usize)
-                .take((end - start + 1) as usize)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        elems = cut_limit(elems, start, end);
     }
 
     // Resolve GET patterns (each lookup locks its own key only).
@@ -261,6 +237,19 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
             }
         }
         Some(dest) => store_result(ctx, dest, output),
+    }
+}
+
+/// The elements from `start` to `end` inclusive (none when end < start).
+fn cut_limit<T>(elems: Vec<T>, start: i64, end: i64) -> Vec<T> {
+    if end >= start {
+        elems
+            .into_iter()
+            .skip(start as usize)
+            .take((end - start + 1) as usize)
+            .collect()
+    } else {
+        Vec::new()
     }
 }
 

@@ -1261,7 +1261,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
             "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
             "    Set the current group ID and entries_read counter.",
         ];
-        return crate::keys::reply_help(ctx, &args[0], LINES);
+        return crate::client_cmd::reply_help(ctx, "XGROUP", LINES);
     }
     let create = eq_ic(opt, "CREATE");
     let setid = eq_ic(opt, "SETID");
@@ -1889,7 +1889,7 @@ fn xinfo(ctx: &mut Ctx, args: &Args) {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
         ];
-        return crate::keys::reply_help(ctx, &args[0], LINES);
+        return crate::client_cmd::reply_help(ctx, "XINFO", LINES);
     }
     let key = &args[2];
     let now = ctx.now_ms as i64;

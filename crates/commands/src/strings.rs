@@ -318,7 +318,8 @@ fn plain_string(b: Vec<u8>) -> RString {
     }
 }
 
-fn max_bulk_len(ctx: &Ctx) -> i64 {
+/// proto-max-bulk-len: the longest string a command may build.
+pub(crate) fn max_bulk_len(ctx: &Ctx) -> i64 {
     ctx.srv.config.hot.proto_max_bulk_len.load(Relaxed)
 }
 
@@ -332,7 +333,7 @@ fn too_long_for(limit: i64, size: i64, extra: i64) -> bool {
 
 /// Store `value` under `key` the way Redis's setKey does: an existing entry is touched and
 /// keeps its access clock (so LFU counters survive overwrites); its TTL goes unless `keep_ttl`.
-fn store_value(
+pub(crate) fn store_value(
     ctx: &mut Ctx,
     shard: &mut ShardData,
     h: u64,

@@ -2,35 +2,8 @@
 //! binary (replies, error texts, encodings, dirty counting, RESP3), plus randomized
 //! differential runs against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{encoding, err, int, norm, q, run, set_bytes, Server};
 use redis::{Connection, Value};
-
-/// Run a command whose arguments may be binary.
-fn run(c: &mut Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
-    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    run(c, &a).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The full error line ("ERR ...", "WRONGTYPE ...") a command fails with.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    match run(c, &a) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
-fn int(n: i64) -> Value {
-    Value::Int(n)
-}
 
 fn ints(v: &[i64]) -> Value {
     Value::Array(v.iter().map(|&n| Value::Int(n)).collect())
@@ -41,18 +14,6 @@ fn bytes_of(c: &mut Connection, key: &str) -> Vec<u8> {
         Value::BulkString(b) => b,
         Value::Nil => Vec::new(),
         v => panic!("GET {key}: {v:?}"),
-    }
-}
-
-fn set_bytes(c: &mut Connection, key: &str, val: &[u8]) {
-    run(c, &[b"SET", key.as_bytes(), val]).unwrap();
-}
-
-fn encoding(c: &mut Connection, key: &str) -> String {
-    match q(c, &["OBJECT", "ENCODING", key]) {
-        Value::BulkString(b) => String::from_utf8(b).unwrap(),
-        Value::SimpleString(s) => s,
-        v => panic!("{v:?}"),
     }
 }
 
@@ -929,17 +890,6 @@ fn random_bitmap(rng: &mut Rng) -> Vec<u8> {
             }
         })
         .collect()
-}
-
-fn norm(r: redis::RedisResult<Value>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error: {} {}",
-            e.code().unwrap_or("?"),
-            e.detail().unwrap_or("")
-        ),
-    }
 }
 
 fn random_index(rng: &mut Rng, len: i64) -> String {

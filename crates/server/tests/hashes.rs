@@ -2,39 +2,9 @@
 //! conversions (also after CONFIG SET), RESP3 shapes, HRANDFIELD and HSCAN behaviour, and a
 //! differential run against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{bulk, encoding, err, int, q, run, Server};
 use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-fn run(c: &mut Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
-    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    run(c, &a).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The full error line ("ERR ...", "WRONGTYPE ...") a command fails with.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    match run(c, &a) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
-fn int(n: i64) -> Value {
-    Value::Int(n)
-}
 
 fn s(v: &Value) -> String {
     match v {
@@ -51,10 +21,6 @@ fn strings(v: &Value) -> Vec<String> {
         Value::Array(a) => a.iter().map(s).collect(),
         other => panic!("not an array: {other:?}"),
     }
-}
-
-fn encoding(c: &mut Connection, key: &str) -> String {
-    s(&q(c, &["OBJECT", "ENCODING", key]))
 }
 
 /// HGETALL as a map, whichever protocol.

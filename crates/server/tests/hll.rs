@@ -2,21 +2,8 @@
 //! Redis byte format (sparse and dense) and a differential run against Debian's redis-server:
 //! the same elements give the same bytes and counts, and HLLs move between the two servers.
 mod common;
-use common::Server;
+use common::{err, q, run, set_bytes, Server};
 use redis::{Connection, Value};
-
-fn run(c: &mut Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
-    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    run(c, &a).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
 
 fn qi(c: &mut Connection, args: &[&str]) -> i64 {
     match q(c, args) {
@@ -25,23 +12,11 @@ fn qi(c: &mut Connection, args: &[&str]) -> i64 {
     }
 }
 
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    match run(c, &a) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
 fn get(c: &mut Connection, key: &str) -> Vec<u8> {
     match q(c, &["GET", key]) {
         Value::BulkString(b) => b,
         v => panic!("GET {key}: {v:?}"),
     }
-}
-
-fn set_bytes(c: &mut Connection, key: &str, val: &[u8]) {
-    run(c, &[b"SET", key.as_bytes(), val]).unwrap();
 }
 
 fn status(c: &mut Connection, args: &[&str]) -> String {

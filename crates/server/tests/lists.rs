@@ -2,29 +2,8 @@
 //! conversions, RESP3 shapes, blocking commands when data is already there, and a differential
 //! run against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{bulk, encoding, err, int, q, Server};
 use redis::{Connection, Value};
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    common::cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match common::cmd(args).query::<Value>(c) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
-fn int(n: i64) -> Value {
-    Value::Int(n)
-}
 
 fn arr(items: &[&str]) -> Value {
     Value::Array(items.iter().map(|s| bulk(s)).collect())
@@ -33,10 +12,6 @@ fn arr(items: &[&str]) -> Value {
 fn range(c: &mut Connection, key: &str) -> Vec<String> {
     let v: Vec<String> = common::cmd(&["LRANGE", key, "0", "-1"]).query(c).unwrap();
     v
-}
-
-fn encoding(c: &mut Connection, key: &str) -> String {
-    common::cmd(&["OBJECT", "ENCODING", key]).query(c).unwrap()
 }
 
 const NOT_INT: &str = "ERR value is not an integer or out of range";

@@ -3,20 +3,10 @@
 //! chains of BLMOVEs, keys deleted or retyped while a client waits, and disconnected waiters.
 //! These need the server's wait/wake machinery; the non-blocking paths are in `lists.rs`.
 mod common;
-use common::Server;
+use common::{bulk, q, Server};
 use redis::{Connection, Value};
 use std::thread;
 use std::time::{Duration, Instant};
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    common::cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
 
 fn arr(items: &[&str]) -> Value {
     Value::Array(items.iter().map(|s| bulk(s)).collect())

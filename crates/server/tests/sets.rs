@@ -2,25 +2,9 @@
 //! conversions (intset / listpack / hashtable, also after CONFIG SET), RESP3 shapes, and
 //! differential runs against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{encoding, err, q, Server};
 use redis::{Connection, Value};
 use std::collections::BTreeSet;
-
-fn run(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    common::cmd(args).query(c)
-}
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    run(c, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The full error line ("ERR ...", "WRONGTYPE ...") a command fails with.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match run(c, args) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
 
 fn int(c: &mut Connection, args: &[&str]) -> i64 {
     match q(c, args) {
@@ -57,10 +41,6 @@ fn strs(v: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
     v.sort();
     v
-}
-
-fn encoding(c: &mut Connection, key: &str) -> String {
-    text(&q(c, &["OBJECT", "ENCODING", key]))
 }
 
 /// SADD `members` one command at a time.

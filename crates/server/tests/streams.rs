@@ -1,41 +1,11 @@
 //! Stream family: every command against the real binary, error texts, RESP3 shapes, the
 //! command table, and differential runs against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
+use common::{bulk, entry, err, int, norm, q, Server};
 use redis::{Connection, Value};
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    common::cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The full error line ("ERR ...", "NOGROUP ...") a command fails with.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match common::cmd(args).query::<Value>(c) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
-fn int(n: i64) -> Value {
-    Value::Int(n)
-}
 
 fn arr(v: Vec<Value>) -> Value {
     Value::Array(v)
-}
-
-/// `[id, [f1, v1, ...]]`
-fn entry(id: &str, fields: &[&str]) -> Value {
-    arr(vec![
-        bulk(id),
-        arr(fields.iter().map(|f| bulk(f)).collect()),
-    ])
 }
 
 fn as_str(v: &Value) -> String {
@@ -862,18 +832,6 @@ fn copy_and_resp3_info() {
     };
     assert!(matches!(cs[0], Value::Map(_)));
     assert_eq!(field(&cs[0], "pel-count"), int(1));
-}
-
-/// Replies with the times (idle, seen, delivery) that differ between two servers zeroed.
-fn norm(v: redis::RedisResult<Value>) -> String {
-    match v {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error: {} {}",
-            e.code().unwrap_or("?"),
-            e.detail().unwrap_or("")
-        ),
-    }
 }
 
 #[test]

@@ -1,16 +1,10 @@
 //! Blocking XREAD / XREADGROUP: clients that wait for entries, time out, or are woken with an
 //! error when their stream or group goes away. These need the server's wait/wake machinery.
 mod common;
-use common::Server;
+use common::{bulk, entry, q, Server};
 use redis::{Connection, Value};
 use std::thread;
 use std::time::{Duration, Instant};
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    common::cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
 
 /// A connection that gives up after 10 s, so a missing wake-up fails instead of hanging.
 fn conn(s: &Server) -> Connection {
@@ -19,19 +13,8 @@ fn conn(s: &Server) -> Connection {
     c
 }
 
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
 fn arr(v: Vec<Value>) -> Value {
     Value::Array(v)
-}
-
-fn entry(id: &str, fields: &[&str]) -> Value {
-    arr(vec![
-        bulk(id),
-        arr(fields.iter().map(|f| bulk(f)).collect()),
-    ])
 }
 
 /// Run `args` on a fresh connection in a thread; the result comes back through the handle.

@@ -1,39 +1,8 @@
 //! String family: every command against the real binary, error texts, and a differential run
 //! against Debian's redis-server when it is installed.
 mod common;
-use common::Server;
-use redis::{Connection, Value};
-
-/// Run a command whose arguments may be binary.
-fn run(c: &mut Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
-    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-fn q(c: &mut Connection, args: &[&str]) -> Value {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    run(c, &a).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The full error line ("ERR ...", "WRONGTYPE ...") a command fails with.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    match run(c, &a) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
-fn int(n: i64) -> Value {
-    Value::Int(n)
-}
+use common::{bulk, err, int, norm, q, run, Server};
+use redis::Value;
 
 fn ok() -> Value {
     Value::Okay
@@ -614,18 +583,6 @@ fn command_info_for_the_family() {
         assert_eq!(entry[3], int(first), "{name}");
         assert_eq!(entry[4], int(last), "{name}");
         assert_eq!(entry[5], int(step), "{name}");
-    }
-}
-
-/// Normalize a reply for comparison: errors become their full text.
-fn norm(r: redis::RedisResult<Value>) -> String {
-    match r {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error: {} {}",
-            e.code().unwrap_or("?"),
-            e.detail().unwrap_or("")
-        ),
     }
 }
 

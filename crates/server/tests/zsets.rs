@@ -3,96 +3,9 @@
 //! differential run against Debian's redis-server when it is installed.
 mod common;
 use common::Server;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 
-/// A raw RESP connection that renders each reply compactly: `:1`, `"a"` → `a`, nil `(nil)`,
-/// arrays `[a,b]`, maps `{k:v}`, RESP3 doubles `,1.5`, errors `!ERR ...`.
-struct Raw {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
-}
-
-impl Raw {
-    fn new(port: u16) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        Raw {
-            w: s.try_clone().unwrap(),
-            r: BufReader::new(s),
-        }
-    }
-
-    fn send(&mut self, args: &[&[u8]]) {
-        let mut buf = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            buf.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            buf.extend_from_slice(a);
-            buf.extend_from_slice(b"\r\n");
-        }
-        self.w.write_all(&buf).unwrap();
-    }
-
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.r.read_line(&mut l).unwrap();
-        l.trim_end_matches("\r\n").to_string()
-    }
-
-    fn read(&mut self) -> String {
-        let l = self.line();
-        let (t, rest) = l.split_at(1);
-        match t {
-            "+" => rest.to_string(),
-            "-" => format!("!{rest}"),
-            ":" => format!(":{rest}"),
-            "," => format!(",{rest}"),
-            "#" => format!("#{rest}"),
-            "_" => "(nil)".into(),
-            "$" => {
-                let n: i64 = rest.parse().unwrap();
-                if n < 0 {
-                    return "(nil)".into();
-                }
-                let mut b = vec![0u8; n as usize + 2];
-                self.r.read_exact(&mut b).unwrap();
-                String::from_utf8_lossy(&b[..n as usize]).into_owned()
-            }
-            "*" | "~" => {
-                let n: i64 = rest.parse().unwrap();
-                if n < 0 {
-                    return "(nil)".into();
-                }
-                let items: Vec<String> = (0..n).map(|_| self.read()).collect();
-                format!("[{}]", items.join(","))
-            }
-            "%" => {
-                let n: i64 = rest.parse().unwrap();
-                let items: Vec<String> = (0..n)
-                    .map(|_| {
-                        let k = self.read();
-                        format!("{k}:{}", self.read())
-                    })
-                    .collect();
-                format!("{{{}}}", items.join(","))
-            }
-            _ => panic!("unexpected reply line {l:?}"),
-        }
-    }
-
-    /// Run a command given as space-separated words.
-    fn q(&mut self, cmd: &str) -> String {
-        let words: Vec<&[u8]> = cmd.split_whitespace().map(|w| w.as_bytes()).collect();
-        self.send(&words);
-        self.read()
-    }
-
-    fn qa(&mut self, args: &[&[u8]]) -> String {
-        self.send(args);
-        self.read()
-    }
-}
+/// Replies rendered compactly; every nil is `(nil)`.
+type Raw = common::Raw;
 
 fn check(c: &mut Raw, cases: &[(&str, &str)]) {
     for (cmd, want) in cases {

@@ -2,75 +2,9 @@
 //! server's wait/wake machinery; the non-waiting paths are covered in zsets.rs.
 mod common;
 use common::Server;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-struct Raw {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
-}
-
-impl Raw {
-    fn new(port: u16) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Raw {
-            w: s.try_clone().unwrap(),
-            r: BufReader::new(s),
-        }
-    }
-
-    fn send(&mut self, cmd: &str) {
-        let words: Vec<&str> = cmd.split_whitespace().collect();
-        let mut buf = format!("*{}\r\n", words.len()).into_bytes();
-        for a in words {
-            buf.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.w.write_all(&buf).unwrap();
-    }
-
-    fn read(&mut self) -> String {
-        let mut l = String::new();
-        self.r.read_line(&mut l).unwrap();
-        let l = l.trim_end_matches("\r\n").to_string();
-        let (t, rest) = l.split_at(1);
-        match t {
-            "+" => rest.to_string(),
-            "-" => format!("!{rest}"),
-            ":" | "," => format!("{t}{rest}"),
-            "_" => "(nil)".into(),
-            "$" => {
-                let n: i64 = rest.parse().unwrap();
-                if n < 0 {
-                    return "(nil)".into();
-                }
-                let mut b = vec![0u8; n as usize + 2];
-                self.r.read_exact(&mut b).unwrap();
-                String::from_utf8_lossy(&b[..n as usize]).into_owned()
-            }
-            "*" => {
-                let n: i64 = rest.parse().unwrap();
-                if n < 0 {
-                    return "(nil)".into();
-                }
-                let items: Vec<String> = (0..n).map(|_| self.read()).collect();
-                format!("[{}]", items.join(","))
-            }
-            "%" => {
-                let n: usize = rest.parse().unwrap();
-                let items: Vec<String> = (0..2 * n).map(|_| self.read()).collect();
-                format!("{{{}}}", items.join(","))
-            }
-            _ => panic!("unexpected reply {l:?}"),
-        }
-    }
-
-    fn q(&mut self, cmd: &str) -> String {
-        self.send(cmd);
-        self.read()
-    }
-}
+type Raw = common::Raw;
 
 /// Wait until the server reports `n` blocked clients.
 fn wait_blocked(c: &mut Raw, n: usize) {
@@ -90,7 +24,7 @@ fn bzpopmin_wakes_on_zadd() {
     let s = Server::tern(&[]);
     let mut c = Raw::new(s.port);
     let mut w = Raw::new(s.port);
-    w.send("BZPOPMIN k1 k2 0");
+    w.send_cmd("BZPOPMIN k1 k2 0");
     wait_blocked(&mut c, 1);
     assert_eq!(c.q("ZADD k2 5 a 1 b"), ":2");
     assert_eq!(w.read(), "[k2,b,1]");
@@ -113,7 +47,7 @@ fn bzmpop_wakes_with_count() {
     let s = Server::tern(&[]);
     let mut c = Raw::new(s.port);
     let mut w = Raw::new(s.port);
-    w.send("BZMPOP 0 2 a b MAX COUNT 2");
+    w.send_cmd("BZMPOP 0 2 a b MAX COUNT 2");
     wait_blocked(&mut c, 1);
     assert_eq!(c.q("ZADD b 1 x 2 y 3 z"), ":3");
     assert_eq!(w.read(), "[b,[[z,3],[y,2]]]");
@@ -124,7 +58,7 @@ fn wrong_type_keeps_waiting() {
     let s = Server::tern(&[]);
     let mut c = Raw::new(s.port);
     let mut w = Raw::new(s.port);
-    w.send("BZPOPMIN k 0");
+    w.send_cmd("BZPOPMIN k 0");
     wait_blocked(&mut c, 1);
     c.q("SET k str");
     c.q("DEL k");
@@ -138,9 +72,9 @@ fn first_waiter_served_first() {
     let mut c = Raw::new(s.port);
     let mut w1 = Raw::new(s.port);
     let mut w2 = Raw::new(s.port);
-    w1.send("BZPOPMIN k 0");
+    w1.send_cmd("BZPOPMIN k 0");
     wait_blocked(&mut c, 1);
-    w2.send("BZPOPMIN k 0");
+    w2.send_cmd("BZPOPMIN k 0");
     wait_blocked(&mut c, 2);
     assert_eq!(c.q("ZADD k 1 a 2 b"), ":2");
     assert_eq!(w1.read(), "[k,a,1]");

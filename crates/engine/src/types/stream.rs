@@ -140,6 +140,15 @@ struct Node {
     master_fields: Box<[u8]>,
 }
 
+impl Node {
+    /// The node's entries with `start <= id <= end`.
+    fn entries_in(&self, start: StreamId, end: StreamId) -> &[StreamEntry] {
+        let i = self.entries.partition_point(|e| e.id < start);
+        let j = self.entries.partition_point(|e| e.id <= end);
+        &self.entries[i..j.max(i)]
+    }
+}
+
 /// Bytes of one listpack element holding `s` (integers are stored as integers).
 fn lp_elem_size(s: &[u8]) -> usize {
     let body = match crate::value::parse_canonical_i64(s) {
@@ -385,17 +394,21 @@ impl StreamValue {
         if start > end {
             return Box::new(std::iter::empty());
         }
-        let from = self
-            .nodes
+        let from = self.first_node_key(start);
+        Box::new(
+            self.nodes
+                .range(from..=end)
+                .flat_map(move |(_, n)| n.entries_in(start, end).iter()),
+        )
+    }
+
+    /// The key of the node that may hold `start`: the last node starting at or before it.
+    fn first_node_key(&self, start: StreamId) -> StreamId {
+        self.nodes
             .range(..=start)
             .next_back()
             .map(|(k, _)| *k)
-            .unwrap_or(StreamId::MIN);
-        Box::new(self.nodes.range(from..=end).flat_map(move |(_, n)| {
-            let i = n.entries.partition_point(|e| e.id < start);
-            let j = n.entries.partition_point(|e| e.id <= end);
-            n.entries[i..j.max(i)].iter()
-        }))
+            .unwrap_or(StreamId::MIN)
     }
 
     /// Entries with `start <= id <= end`, from the last.
@@ -407,17 +420,13 @@ impl StreamValue {
         if start > end {
             return Box::new(std::iter::empty());
         }
-        let from = self
-            .nodes
-            .range(..=start)
-            .next_back()
-            .map(|(k, _)| *k)
-            .unwrap_or(StreamId::MIN);
-        Box::new(self.nodes.range(from..=end).rev().flat_map(move |(_, n)| {
-            let i = n.entries.partition_point(|e| e.id < start);
-            let j = n.entries.partition_point(|e| e.id <= end);
-            n.entries[i..j.max(i)].iter().rev()
-        }))
+        let from = self.first_node_key(start);
+        Box::new(
+            self.nodes
+                .range(from..=end)
+                .rev()
+                .flat_map(move |(_, n)| n.entries_in(start, end).iter().rev()),
+        )
     }
 
     pub fn get(&self, id: StreamId) -> Option<&StreamEntry> {

@@ -500,27 +500,19 @@ impl SkipList {
     /// The first node for which `below(score, ele)` is false (nodes are partitioned: every
     /// node for which `below` holds comes first). None when all are below.
     pub fn first_not_below(&self, below: impl Fn(f64, &[u8]) -> bool) -> Option<Cursor> {
-        let mut x = HEAD;
-        for i in (0..self.level).rev() {
-            loop {
-                let f = self.fwd(x, i);
-                if f == NIL {
-                    break;
-                }
-                let fnode = &self.nodes[f as usize];
-                if below(fnode.score, &fnode.ele) {
-                    x = f;
-                } else {
-                    break;
-                }
-            }
-        }
-        let f = self.fwd(x, 0);
+        let f = self.fwd(self.last_where(below), 0);
         (f != NIL).then_some(Cursor(f))
     }
 
     /// The last node for which `upto(score, ele)` holds (nodes satisfying it come first).
     pub fn last_upto(&self, upto: impl Fn(f64, &[u8]) -> bool) -> Option<Cursor> {
+        let x = self.last_where(upto);
+        (x != HEAD).then_some(Cursor(x))
+    }
+
+    /// The last node for which `pred(score, ele)` holds (nodes satisfying it come first),
+    /// or HEAD when none does.
+    fn last_where(&self, pred: impl Fn(f64, &[u8]) -> bool) -> u32 {
         let mut x = HEAD;
         for i in (0..self.level).rev() {
             loop {
@@ -529,14 +521,14 @@ impl SkipList {
                     break;
                 }
                 let fnode = &self.nodes[f as usize];
-                if upto(fnode.score, &fnode.ele) {
+                if pred(fnode.score, &fnode.ele) {
                     x = f;
                 } else {
                     break;
                 }
             }
         }
-        (x != HEAD).then_some(Cursor(x))
+        x
     }
 
     /// 0-based index of the node at `c`.

@@ -147,3 +147,216 @@ pub fn both(
     let c = cmd(args);
     (c.query(a), c.query(b))
 }
+
+/// Run a command whose arguments may be binary.
+pub fn run(c: &mut redis::Connection, args: &[&[u8]]) -> redis::RedisResult<redis::Value> {
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+/// Run a command that must succeed and return its reply.
+pub fn q(c: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    cmd(args)
+        .query(c)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// The full error line ("ERR ...", "WRONGTYPE ...") a command fails with.
+pub fn err(c: &mut redis::Connection, args: &[&str]) -> String {
+    match cmd(args).query::<redis::Value>(c) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+    }
+}
+
+pub fn bulk(s: &str) -> redis::Value {
+    redis::Value::BulkString(s.as_bytes().to_vec())
+}
+
+pub fn int(n: i64) -> redis::Value {
+    redis::Value::Int(n)
+}
+
+/// SET a key to a binary value.
+pub fn set_bytes(c: &mut redis::Connection, key: &str, val: &[u8]) {
+    run(c, &[b"SET", key.as_bytes(), val]).unwrap();
+}
+
+/// OBJECT ENCODING of a key.
+pub fn encoding(c: &mut redis::Connection, key: &str) -> String {
+    match q(c, &["OBJECT", "ENCODING", key]) {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        redis::Value::SimpleString(s) => s,
+        v => panic!("{v:?}"),
+    }
+}
+
+/// A raw RESP connection that renders each reply compactly: `:1`, bulk `a`, arrays `[a,b]`,
+/// maps `{k:v}`, RESP3 doubles `,1.5`, booleans `#t`, errors `!ERR ...`. A nil bulk string is
+/// `(nil)`; with `DISTINCT_NILS` a RESP3 null is `(null)` and a nil array `(nilarr)`, otherwise
+/// both are `(nil)` too.
+pub struct Raw<const DISTINCT_NILS: bool = false> {
+    pub port: u16,
+    w: TcpStream,
+    r: std::io::BufReader<TcpStream>,
+}
+
+impl<const DISTINCT_NILS: bool> Raw<DISTINCT_NILS> {
+    pub fn new(port: u16) -> Self {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw {
+            port,
+            w: s.try_clone().unwrap(),
+            r: std::io::BufReader::new(s),
+        }
+    }
+
+    /// A connection switched to RESP3 with HELLO 3.
+    pub fn resp3(port: u16) -> Self {
+        let mut c = Self::new(port);
+        c.send(&[b"HELLO", b"3"]);
+        c.read_raw();
+        c
+    }
+
+    pub fn send(&mut self, args: &[&[u8]]) {
+        let mut buf = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            buf.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            buf.extend_from_slice(a);
+            buf.extend_from_slice(b"\r\n");
+        }
+        self.w.write_all(&buf).unwrap();
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        l.trim_end_matches("\r\n").to_string()
+    }
+
+    pub fn read(&mut self) -> String {
+        let (null, nil_array) = if DISTINCT_NILS {
+            ("(null)", "(nilarr)")
+        } else {
+            ("(nil)", "(nil)")
+        };
+        let l = self.line();
+        let (t, rest) = l.split_at(1);
+        match t {
+            "+" => rest.to_string(),
+            "-" => format!("!{rest}"),
+            ":" => format!(":{rest}"),
+            "," => format!(",{rest}"),
+            "#" => format!("#{rest}"),
+            "_" => null.into(),
+            "$" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return "(nil)".into();
+                }
+                let mut b = vec![0u8; n as usize + 2];
+                self.r.read_exact(&mut b).unwrap();
+                String::from_utf8_lossy(&b[..n as usize]).into_owned()
+            }
+            "*" | "~" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return nil_array.into();
+                }
+                let items: Vec<String> = (0..n).map(|_| self.read()).collect();
+                format!("[{}]", items.join(","))
+            }
+            "%" => {
+                let n: i64 = rest.parse().unwrap();
+                let items: Vec<String> = (0..n)
+                    .map(|_| {
+                        let k = self.read();
+                        format!("{k}:{}", self.read())
+                    })
+                    .collect();
+                format!("{{{}}}", items.join(","))
+            }
+            _ => panic!("unexpected reply line {l:?}"),
+        }
+    }
+
+    /// The exact bytes of one reply.
+    pub fn read_raw(&mut self) -> Vec<u8> {
+        use std::io::BufRead;
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        let mut out = l.clone().into_bytes();
+        let (t, rest) = l.trim_end_matches("\r\n").split_at(1);
+        match t {
+            "$" | "=" | "!" => {
+                let n: i64 = rest.parse().unwrap();
+                if n >= 0 {
+                    let mut b = vec![0u8; n as usize + 2];
+                    self.r.read_exact(&mut b).unwrap();
+                    out.extend_from_slice(&b);
+                }
+            }
+            "*" | "~" | ">" | "%" | "|" => {
+                let mut n: i64 = rest.parse().unwrap();
+                if matches!(t, "%" | "|") {
+                    n *= 2;
+                }
+                for _ in 0..n.max(0) {
+                    out.extend(self.read_raw());
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Send a command given as space-separated words without reading its reply.
+    pub fn send_cmd(&mut self, cmd: &str) {
+        let words: Vec<&[u8]> = cmd.split_whitespace().map(|w| w.as_bytes()).collect();
+        self.send(&words);
+    }
+
+    /// Run a command given as space-separated words.
+    pub fn q(&mut self, cmd: &str) -> String {
+        self.send_cmd(cmd);
+        self.read()
+    }
+
+    /// Run a command with binary arguments.
+    pub fn qa(&mut self, args: &[&[u8]]) -> String {
+        self.send(args);
+        self.read()
+    }
+
+    /// Run a command given as space-separated words; the exact bytes of its reply.
+    pub fn q_raw(&mut self, cmd: &str) -> Vec<u8> {
+        self.send_cmd(cmd);
+        self.read_raw()
+    }
+}
+
+/// A reply as comparable text: its debug form, or `error: CODE detail`.
+pub fn norm(r: redis::RedisResult<redis::Value>) -> String {
+    match r {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!(
+            "error: {} {}",
+            e.code().unwrap_or("?"),
+            e.detail().unwrap_or("")
+        ),
+    }
+}
+
+/// A stream entry reply: `[id, [f1, v1, ...]]`.
+pub fn entry(id: &str, fields: &[&str]) -> redis::Value {
+    redis::Value::Array(vec![
+        bulk(id),
+        redis::Value::Array(fields.iter().map(|f| bulk(f)).collect()),
+    ])
+}
