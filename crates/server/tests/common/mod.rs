@@ -7,9 +7,24 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A port no other test of this process was given, below the kernel's ephemeral range (so a
+/// client socket's local port cannot take it between this check and the server's bind).
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind ephemeral port");
-    l.local_addr().expect("local addr").port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let _ = NEXT.compare_exchange(
+        0,
+        10_000 + (std::process::id() % 400) as u16 * 50,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    loop {
+        let p = NEXT.fetch_add(1, Ordering::SeqCst);
+        let p = 10_000 + (p - 10_000) % 20_000;
+        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            return p;
+        }
+    }
 }
 
 pub struct Server {
