@@ -65,7 +65,6 @@ enum State {
 
 /// One blocked client: what it waits for and how to run its command again.
 pub struct Waiter {
-    pub client_id: u64,
     pub db: usize,
     keys: Vec<Vec<u8>>,
     args: OwnedArgs,
@@ -143,14 +142,14 @@ impl Blocking {
                 .or_default()
                 .push_back(w.clone());
         }
-        q.by_client.insert(w.client_id, w.clone());
+        q.by_client.insert(w.handle.id, w.clone());
         self.blocked.fetch_add(1, SeqCst);
         w.handle.set_flag(cflags::BLOCKED, true);
     }
 
     fn unregister(&self, w: &Arc<Waiter>) {
         let mut q = self.queues.lock();
-        if q.by_client.remove(&w.client_id).is_none() {
+        if q.by_client.remove(&w.handle.id).is_none() {
             return;
         }
         for k in &w.keys {
@@ -190,10 +189,15 @@ impl Blocking {
         } else {
             Outcome::Timeout
         };
+        self.end_if_waiting(&w, o)
+    }
+
+    /// End `w`'s wait with `o` unless a writer got there first: out of the registry, woken.
+    fn end_if_waiting(&self, w: &Arc<Waiter>, o: Outcome) -> bool {
         if !w.finish_if_waiting(o) {
             return false;
         }
-        self.unregister(&w);
+        self.unregister(w);
         w.wake.notify_one();
         true
     }
@@ -212,7 +216,6 @@ pub fn start_wait(
     keys.sort();
     keys.dedup();
     let w = Arc::new(Waiter {
-        client_id: conn.handle.id,
         db: conn.db,
         keys,
         args: OwnedArgs::new(spec.rewritten_args.unwrap_or(args)),
@@ -234,8 +237,7 @@ pub fn start_wait(
 /// The client stopped waiting on its own side (deadline passed, connection closed). Returns
 /// the outcome to deliver: `own` if the wait was still open, or what a writer delivered first.
 pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
-    if w.finish_if_waiting(own.clone()) {
-        srv.blocking.unregister(w);
+    if srv.blocking.end_if_waiting(w, own.clone()) {
         return own;
     }
     loop {

@@ -167,12 +167,19 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         conn.now_ms = tern_engine::clock::now_ms();
     }
     let f = entry.spec.flags;
+    // MONITOR sees a command once, when the client sent it: not again when it is run for a
+    // blocked client or moved to a background thread.
+    let rerun = conn.serving_blocked || conn.offloaded;
+    if srv.has_monitors()
+        && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0
+        && !conn.is_monitor()
+        && !rerun
+    {
+        let hidden = redacted_args(&entry.fullname, args);
+        srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
+    }
     if conn.pending_block.is_some() || conn.pending_offload {
         // The command runs again later (served, or on a background thread): count it then.
-        if !conn.serving_blocked && srv.has_monitors() && f & flags::SKIP_MONITOR == 0 {
-            let hidden = redacted_args(&entry.fullname, args);
-            srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
-        }
         return;
     }
     let st = &conn.stats.cmds[entry.id];
@@ -199,15 +206,6 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
             },
             ms,
         );
-    }
-    let rerun = conn.serving_blocked || conn.offloaded;
-    if srv.has_monitors()
-        && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0
-        && !conn.is_monitor()
-        && !rerun
-    {
-        let hidden = redacted_args(&entry.fullname, args);
-        srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
     }
 }
 
