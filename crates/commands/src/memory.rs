@@ -134,9 +134,9 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     ..CommandSpec::DEFAULT
 }];
 
-/// Bytes tern spends per key besides the key and value themselves: the table entry and its
-/// bucket slot.
-const PER_KEY_OVERHEAD: usize = 80 + 8;
+/// Bytes tern spends per key besides the key and value themselves: the table node (the entry
+/// and its chain link) and its bucket slot; derived from the layout so it cannot go stale.
+const PER_KEY_OVERHEAD: usize = std::mem::size_of::<tern_engine::Entry>() + 8 + 8;
 
 /// MEMORY USAGE key [SAMPLES count]: the key, its entry and its value's heap. tern's sizes are
 /// exact rather than sampled, so SAMPLES is validated and otherwise has no effect.

@@ -173,12 +173,13 @@ impl Value {
     }
 
     /// Roughly how many allocations freeing this value takes (Redis's lazyfreeGetFreeEffort):
-    /// decides whether it is freed in the background.
+    /// decides whether it is freed in the background. O(1): no walk over the value.
     pub fn free_effort(&self) -> usize {
         match self {
             Value::Str(_) => 1,
-            _ if self.heap_size() < 64 * 1024 => 1,
-            Value::List(v) => v.len() / 64 + 1,
+            // Compact encodings are one allocation however many elements they hold.
+            v if matches!(v.encoding(), "listpack" | "intset") => 1,
+            Value::List(v) => v.node_count(),
             Value::Hash(v) => v.len(),
             Value::Set(v) => v.len(),
             Value::ZSet(v) => v.len(),
