@@ -143,21 +143,33 @@ pub fn eq_ic(a: &[u8], b: &str) -> bool {
 
 /// C strtod over the whole of `s`: what Redis accepts where it calls strtod/strtold directly
 /// (hex floats, "inf", leading blanks unless `no_leading_space`), rejecting trailing bytes,
-/// NaN and out-of-range values.
+/// NaN and out-of-range values. Uses the engine's strtod work-alike (the one scores use).
 pub fn strtod_exact(s: &[u8], no_leading_space: bool) -> Option<f64> {
-    if s.contains(&0) || (no_leading_space && s.first().is_some_and(|c| c.is_ascii_whitespace())) {
+    if no_leading_space && s.first().is_some_and(|c| c.is_ascii_whitespace()) {
         return None;
     }
-    let c = std::ffi::CString::new(s).ok()?;
-    let mut end: *mut libc::c_char = std::ptr::null_mut();
-    // SAFETY: `c` is NUL-terminated and outlives the call; errno is thread-local.
-    unsafe {
-        *libc::__errno_location() = 0;
-        let d = libc::strtod(c.as_ptr(), &mut end);
-        let consumed = end.offset_from(c.as_ptr()) as usize;
-        if consumed != s.len() || *libc::__errno_location() == libc::ERANGE || d.is_nan() {
-            return None;
-        }
-        Some(d)
+    let (d, consumed, erange) = tern_engine::types::double::strtod(s);
+    if consumed != s.len() || erange || d.is_nan() {
+        return None;
+    }
+    Some(d)
+}
+
+#[cfg(test)]
+mod strtod_tests {
+    use super::strtod_exact;
+
+    #[test]
+    fn whole_string_strtod() {
+        assert_eq!(strtod_exact(b"1.5", false), Some(1.5));
+        assert_eq!(strtod_exact(b"", false), Some(0.0));
+        assert_eq!(strtod_exact(b" 3", false), Some(3.0));
+        assert_eq!(strtod_exact(b" 3", true), None);
+        assert_eq!(strtod_exact(b"0x10", false), Some(16.0));
+        assert_eq!(strtod_exact(b"inf", false), Some(f64::INFINITY));
+        assert_eq!(strtod_exact(b"nan", false), None);
+        assert_eq!(strtod_exact(b"1a", false), None);
+        assert_eq!(strtod_exact(b"1e400", false), None);
+        assert_eq!(strtod_exact(b"1\0", false), None);
     }
 }
