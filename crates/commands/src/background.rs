@@ -85,3 +85,34 @@ pub async fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R
     });
     rx.await.expect("background job panicked")
 }
+
+/// Store `value` under `key` in place of whatever was there (TTL dropped), as the STORE
+/// variants do; a big replaced value is freed off this thread.
+pub fn replace_value(
+    shard: &mut tern_engine::ShardData,
+    h: u64,
+    key: &[u8],
+    value: tern_engine::Value,
+    now_ms: u64,
+) {
+    if let Some(old) = shard.set(h, key, value, false, now_ms) {
+        let effort = old.free_effort();
+        drop_later(old, effort);
+    }
+}
+
+/// Delete `key` if it is live (an empty STORE result); a big value is freed off this thread.
+/// True if there was a live key.
+pub fn delete_live(shard: &mut tern_engine::ShardData, h: u64, key: &[u8], now_ms: u64) -> bool {
+    if shard.get(h, key, now_ms).is_none() {
+        return false;
+    }
+    match shard.remove(h, key) {
+        Some(e) => {
+            let effort = e.value.free_effort();
+            drop_later(e, effort);
+            true
+        }
+        None => false,
+    }
+}

@@ -783,10 +783,7 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Search, nostore: bool) {
     let shard = g.shard(db, dh);
     let points = found.points.unwrap_or_default();
     if points.is_empty() {
-        let existed = shard.get(dh, dst, ctx.now_ms).is_some();
-        if existed {
-            shard.remove(dh, dst);
-        }
+        let existed = crate::background::delete_live(shard, dh, dst, ctx.now_ms);
         drop(g);
         if existed {
             ctx.notify(notify::GENERIC, "del", dst);
@@ -808,11 +805,11 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Search, nostore: bool) {
             (p.member, score)
         })
         .collect();
-    shard.set(
+    crate::background::replace_value(
+        shard,
         dh,
         dst,
         Value::ZSet(ZSetValue::from_pairs(pairs)),
-        false,
         ctx.now_ms,
     );
     drop(g);

@@ -744,22 +744,20 @@ impl<'a> Locked<'a> {
         let now = ctx.now_ms;
         let shard = self.g.shard(self.db, h);
         if result.is_empty() {
-            let old = shard.remove(h, dst).filter(|e| !e.is_expired(now));
+            let existed = crate::background::delete_live(shard, h, dst, now);
             drop(self);
             ctx.out.int(0);
-            if old.is_some() {
+            if existed {
                 ctx.dirty(1);
                 ctx.notify(notify::GENERIC, "del", dst);
             }
-            drop(old);
             return;
         }
         let n = result.len();
         let mut result = result;
         result.compact();
-        let old = shard.set(h, dst, Value::Set(result), false, now);
+        crate::background::replace_value(shard, h, dst, Value::Set(result), now);
         drop(self);
-        drop(old);
         ctx.out.int(n as i64);
         ctx.notify(notify::SET, event, dst);
         ctx.dirty(1);

@@ -373,16 +373,12 @@ fn store_result(ctx: &mut Ctx, dest: &[u8], output: Vec<Option<Vec<u8>>>) {
         let mut list = ListValue::new();
         list.push_all(output.iter().map(|v| v.as_deref().unwrap_or(b"")), false);
         list.try_auto();
-        let old = shard.set(h, dest, Value::List(list), false, now);
+        crate::background::replace_value(&mut shard, h, dest, Value::List(list), now);
         drop(shard);
-        if let Some(old) = old {
-            let effort = old.free_effort();
-            crate::background::drop_later(old, effort);
-        }
         ctx.notify(notify::LIST, "sortstore", dest);
         ctx.dirty(n as u64);
     } else {
-        let removed = shard.get(h, dest, now).is_some() && shard.remove(h, dest).is_some();
+        let removed = crate::background::delete_live(&mut shard, h, dest, now);
         drop(shard);
         if removed {
             ctx.notify(notify::GENERIC, "del", dest);

@@ -981,11 +981,11 @@ fn store_result(
 ) {
     let n = pairs.len();
     if n > 0 {
-        shard.set(
+        crate::background::replace_value(
+            shard,
             h,
             dst,
             Value::ZSet(ZSetValue::from_pairs(pairs)),
-            false,
             ctx.now_ms,
         );
         ctx.out.int(n as i64);
@@ -993,9 +993,7 @@ fn store_result(
         ctx.dirty(1);
     } else {
         ctx.out.int(0);
-        let existed = shard.get(h, dst, ctx.now_ms).is_some();
-        if existed {
-            shard.remove(h, dst);
+        if crate::background::delete_live(shard, h, dst, ctx.now_ms) {
             ctx.notify(notify::GENERIC, "del", dst);
             ctx.dirty(1);
         }
