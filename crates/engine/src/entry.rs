@@ -82,11 +82,6 @@ impl Entry {
         self
     }
 
-    /// The value, giving up the key (the entry is gone from the keyspace).
-    pub fn into_value(mut self) -> Value {
-        std::mem::replace(&mut self.value, Value::Str(crate::RString::Int(0)))
-    }
-
     #[inline]
     pub fn key(&self) -> &[u8] {
         // SAFETY: key_ptr/key_len describe the bytes alloc_key copied and only Drop frees.
@@ -140,7 +135,7 @@ mod tests {
             assert_eq!(e.key(), k);
             let e = e.renamed(b"other");
             assert_eq!(e.key(), b"other");
-            assert_eq!(e.into_value(), Value::from_bytes(b"v"));
+            assert_eq!(e.value, Value::from_bytes(b"v"));
         }
     }
 }
