@@ -91,12 +91,12 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// The HLL bytes of a value, or the error Redis gives (wrong type, or a string that is not an
 /// HLL: too short, bad magic, unknown encoding, dense of the wrong length).
-#[allow(unreachable_patterns)]
 fn hll_of(v: &Value) -> Result<&[u8], &'static str> {
     let b: &[u8] = match v {
-        Value::Str(RString::Emb(b)) => b,
-        Value::Str(RString::Raw(b)) => b,
-        Value::Str(RString::Int(_)) => return Err(ERR_NOT_HLL),
+        Value::Str(s) => match s.as_bytes() {
+            Some(b) => b,
+            None => return Err(ERR_NOT_HLL),
+        },
         _ => return Err(ERR_WRONGTYPE),
     };
     if fmt::is_valid(b) {
@@ -110,12 +110,7 @@ fn hll_of(v: &Value) -> Result<&[u8], &'static str> {
 /// dbUnshareStringValue does.
 fn unshare(v: &mut Value) -> &mut Vec<u8> {
     if let Value::Str(s) = v {
-        if let RString::Emb(b) = s {
-            *s = RString::Raw(b.to_vec());
-        }
-        if let RString::Raw(b) = s {
-            return b;
-        }
+        return s.make_raw();
     }
     unreachable!("unshare on a value that is not a validated HLL")
 }

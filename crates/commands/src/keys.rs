@@ -13,7 +13,7 @@ use crate::glob;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::dict::Dict;
-use tern_engine::{key_hash, Entry, ShardData};
+use tern_engine::{key_hash, Entry, EntryBox, ShardData};
 
 const KS: u64 = acl::KEYSPACE;
 
@@ -423,7 +423,7 @@ fn reap_expired(shard: &mut ShardData, key: &[u8]) {
 // ---------------------------------------------------------------------------------------------
 
 /// Remove every live key among `args[1..]` under one multi-shard lock; returns the entries.
-fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<Entry> {
+fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
     let (hashes, mut g) = lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
@@ -445,7 +445,7 @@ fn del(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
     let n = removed.len();
     // Freeing never changes a reply, so huge values go to the background even for DEL.
-    let weight = removed.iter().map(free_effort).sum();
+    let weight = removed.iter().map(|e| free_effort(e)).sum();
     crate::background::drop_later(removed, weight);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
@@ -454,7 +454,7 @@ fn del(ctx: &mut Ctx, args: &Args) {
 fn unlink(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
     let n = removed.len();
-    let weight = removed.iter().map(free_effort).sum();
+    let weight = removed.iter().map(|e| free_effort(e)).sum();
     crate::background::drop_later(removed, weight);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
@@ -634,7 +634,7 @@ fn copy(ctx: &mut Ctx, args: &Args) {
         }
         overwritten = dshard.remove(hd, dst);
     }
-    let mut entry = Entry::new_at(dst, value, now);
+    let mut entry = EntryBox::new_at(dst, value, now);
     entry.expire_at = expire_at;
     g.shard(dst_db, hd).insert_entry(hd, entry, now);
     drop(g);

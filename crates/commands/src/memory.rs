@@ -134,9 +134,11 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     ..CommandSpec::DEFAULT
 }];
 
-/// Bytes tern spends per key besides the key and value themselves: the table node (the entry
-/// and its chain link) and its bucket slot; derived from the layout so it cannot go stale.
-const PER_KEY_OVERHEAD: usize = std::mem::size_of::<tern_engine::Entry>() + 8 + 8;
+/// Bytes tern spends per key besides its value's heap: the entry allocation (header, chain link
+/// and key bytes) and its bucket slot; derived from the layout so it cannot go stale.
+fn per_key_bytes(key_len: usize) -> usize {
+    tern_engine::entry::entry_alloc_size(key_len) + 8
+}
 
 /// MEMORY USAGE key [SAMPLES count]: the key, its entry and its value's heap. tern's sizes are
 /// exact rather than sampled, so SAMPLES is validated and otherwise has no effect.
@@ -158,7 +160,7 @@ fn usage(ctx: &mut Ctx, args: &Args) {
     let (h, shard) = ctx.lock(key);
     let size = shard
         .peek(h, key, ctx.now_ms)
-        .map(|e| PER_KEY_OVERHEAD + e.key().len() + e.value.heap_size());
+        .map(|e| per_key_bytes(e.key().len()) + e.value.heap_size());
     drop(shard);
     match size {
         Some(n) => ctx.out.int(n as i64),

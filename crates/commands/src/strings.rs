@@ -312,7 +312,7 @@ pub fn as_str_mut(v: &mut Value) -> Option<&mut RString> {
 /// createStringObject: embstr when short, raw otherwise).
 fn plain_string(b: Vec<u8>) -> RString {
     if b.len() <= EMBSTR_LIMIT {
-        RString::Emb(b.into_boxed_slice())
+        RString::embstr(&b)
     } else {
         RString::Raw(b)
     }
@@ -361,8 +361,7 @@ pub(crate) fn store_value(
 fn reply_str(ctx: &mut Ctx, s: &RString) {
     match s {
         RString::Int(n) => ctx.out.bulk_int(*n),
-        RString::Emb(b) => ctx.out.bulk(b),
-        RString::Raw(b) => ctx.out.bulk(b),
+        _ => ctx.out.bulk(s.as_bytes().unwrap_or_default()),
     }
 }
 

@@ -4,17 +4,12 @@
 //! RANDOMKEY pick buckets directly. Resizes happen at once; a shard holds a small slice of the
 //! keyspace, so they stay short.
 
-use crate::entry::Entry;
+use crate::entry::{Entry, EntryBox};
 use crate::hash::key_hash;
-
-struct Node {
-    entry: Entry,
-    next: Option<Box<Node>>,
-}
 
 #[derive(Default)]
 pub struct Dict {
-    buckets: Vec<Option<Box<Node>>>,
+    buckets: Vec<Option<EntryBox>>,
     len: usize,
 }
 
@@ -44,8 +39,8 @@ impl Dict {
         }
         let mut cur = self.buckets[(hash & self.mask()) as usize].as_deref();
         while let Some(node) = cur {
-            if node.entry.key() == key {
-                return Some(&node.entry);
+            if node.key() == key {
+                return Some(node);
             }
             cur = node.next.as_deref();
         }
@@ -59,8 +54,8 @@ impl Dict {
         let idx = (hash & self.mask()) as usize;
         let mut cur = self.buckets[idx].as_deref_mut();
         while let Some(node) = cur {
-            if node.entry.key() == key {
-                return Some(&mut node.entry);
+            if node.key() == key {
+                return Some(node);
             }
             cur = node.next.as_deref_mut();
         }
@@ -68,19 +63,17 @@ impl Dict {
     }
 
     /// Insert an entry whose key is known to be absent.
-    pub fn insert_new(&mut self, hash: u64, entry: Entry) -> &mut Entry {
+    pub fn insert_new(&mut self, hash: u64, mut entry: EntryBox) -> &mut Entry {
         if self.len >= self.buckets.len() {
             self.resize((self.buckets.len() * 2).max(MIN_BUCKETS));
         }
         let idx = (hash & self.mask()) as usize;
-        let next = self.buckets[idx].take();
+        entry.next = self.buckets[idx].take();
         self.len += 1;
-        &mut self.buckets[idx]
-            .insert(Box::new(Node { entry, next }))
-            .entry
+        self.buckets[idx].insert(entry)
     }
 
-    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         if self.len == 0 {
             return None;
         }
@@ -89,13 +82,12 @@ impl Dict {
         loop {
             match link {
                 None => return None,
-                Some(node) if node.entry.key() == key => {
+                Some(node) if node.key() == key => {
                     let mut node = link.take().expect("matched node");
                     *link = node.next.take();
                     self.len -= 1;
-                    let entry = node.entry;
                     self.maybe_shrink();
-                    return Some(entry);
+                    return Some(node);
                 }
                 Some(node) => link = &mut node.next,
             }
@@ -115,7 +107,7 @@ impl Dict {
         for mut head in old {
             while let Some(mut node) = head {
                 head = node.next.take();
-                let idx = (key_hash(node.entry.key()) & mask) as usize;
+                let idx = (key_hash(node.key()) & mask) as usize;
                 node.next = self.buckets[idx].take();
                 self.buckets[idx] = Some(node);
             }
@@ -132,7 +124,7 @@ impl Dict {
         let mask = self.mask();
         let mut cur = self.buckets[(cursor & mask) as usize].as_deref();
         while let Some(node) = cur {
-            f(&node.entry);
+            f(node);
             cur = node.next.as_deref();
         }
         let mut v = cursor | !mask;
@@ -151,8 +143,8 @@ impl Dict {
         let mut out = Vec::new();
         let mut cur = self.buckets.get(bucket).and_then(|b| b.as_deref());
         while let Some(node) = cur {
-            if pred(&node.entry) {
-                out.push(node.entry.key().into());
+            if pred(node) {
+                out.push(node.key().into());
             }
             cur = node.next.as_deref();
         }
@@ -171,7 +163,7 @@ impl Dict {
                 let mut chain = Vec::new();
                 let mut cur = Some(head);
                 while let Some(n) = cur {
-                    chain.push(&n.entry);
+                    chain.push(n);
                     cur = n.next.as_deref();
                 }
                 return Some(chain[rng.gen_range(0..chain.len())]);
@@ -185,7 +177,7 @@ impl Dict {
             std::iter::from_fn(move || {
                 let n = cur?;
                 cur = n.next.as_deref();
-                Some(&n.entry)
+                Some(n)
             })
         })
     }
@@ -196,26 +188,14 @@ impl Dict {
     }
 }
 
-impl Drop for Dict {
-    // Free chains iteratively: a long chain must not recurse through Box drops.
-    fn drop(&mut self) {
-        for head in self.buckets.iter_mut() {
-            let mut cur = head.take();
-            while let Some(mut node) = cur {
-                cur = node.next.take();
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::value::Value;
     use std::collections::HashSet;
 
-    fn entry(k: &str) -> Entry {
-        Entry::new(k.as_bytes(), Value::from_bytes(b"v"))
+    fn entry(k: &str) -> EntryBox {
+        EntryBox::new(k.as_bytes(), Value::from_bytes(b"v"))
     }
 
     #[test]

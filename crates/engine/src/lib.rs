@@ -11,7 +11,7 @@ pub mod store;
 pub mod types;
 pub mod value;
 
-pub use entry::Entry;
+pub use entry::{Entry, EntryBox};
 pub use hash::key_hash;
 pub use shard::ShardData;
 pub use store::{MultiGuard, ShardGuard, Store};

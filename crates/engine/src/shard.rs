@@ -2,7 +2,7 @@
 //! shard that owns it, which applies lazy expiry and keeps the counts INFO reports.
 
 use crate::dict::Dict;
-use crate::entry::Entry;
+use crate::entry::{Entry, EntryBox};
 use crate::value::Value;
 
 #[derive(Default)]
@@ -77,12 +77,12 @@ impl ShardData {
             return Some(old);
         }
         self.dict
-            .insert_new(hash, Entry::new_at(key, value, now_ms));
+            .insert_new(hash, EntryBox::new_at(key, value, now_ms));
         None
     }
 
     /// Insert a whole entry (expiry included) for a key known to be absent or expired.
-    pub fn insert_entry(&mut self, hash: u64, entry: Entry, now_ms: u64) {
+    pub fn insert_entry(&mut self, hash: u64, entry: EntryBox, now_ms: u64) {
         if self.get(hash, entry.key(), now_ms).is_some() {
             let k = entry.key().to_vec();
             self.remove(hash, &k);
@@ -93,7 +93,7 @@ impl ShardData {
         self.dict.insert_new(hash, entry);
     }
 
-    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         let e = self.dict.remove(hash, key)?;
         if e.expire_at != 0 {
             self.volatile -= 1;

@@ -6,10 +6,45 @@ use crate::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 /// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_LIMIT: usize = 44;
 
+/// The longest string kept inside the value itself: 15 bytes plus a length byte is what fits
+/// beside the other variants without growing `Value` past 32 bytes.
+pub const INLINE_MAX: usize = 15;
+
+/// A string of at most INLINE_MAX bytes stored in place: no allocation of its own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct InlineStr {
+    len: u8,
+    buf: [u8; INLINE_MAX],
+}
+
+impl InlineStr {
+    fn new(b: &[u8]) -> InlineStr {
+        let mut buf = [0; INLINE_MAX];
+        buf[..b.len()].copy_from_slice(b);
+        InlineStr {
+            len: b.len() as u8,
+            buf,
+        }
+    }
+
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for InlineStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RString {
     /// A canonical decimal integer that fits an i64 (`int` encoding).
     Int(i64),
+    /// A short string held in the value itself (reported as `embstr`, as Redis would).
+    Inline(InlineStr),
     /// A short string stored in one allocation, never modified in place (`embstr`).
     Emb(Box<[u8]>),
     /// A string that may grow in place (APPEND, SETRANGE) (`raw`).
@@ -70,9 +105,31 @@ impl RString {
             return RString::Int(n);
         }
         if b.len() <= EMBSTR_LIMIT {
-            RString::Emb(b.into())
+            RString::embstr(b)
         } else {
             RString::Raw(b.to_vec())
+        }
+    }
+
+    /// An `embstr` of `b` (at most EMBSTR_LIMIT bytes): in place when it fits, else one
+    /// exact-size allocation.
+    pub fn embstr(b: &[u8]) -> RString {
+        debug_assert!(b.len() <= EMBSTR_LIMIT);
+        if b.len() <= INLINE_MAX {
+            RString::Inline(InlineStr::new(b))
+        } else {
+            RString::Emb(b.into())
+        }
+    }
+
+    /// The bytes of a non-integer string (None for the `int` encoding).
+    #[inline]
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            RString::Int(_) => None,
+            RString::Inline(s) => Some(s.as_bytes()),
+            RString::Emb(b) => Some(b),
+            RString::Raw(v) => Some(v),
         }
     }
 
@@ -82,7 +139,9 @@ impl RString {
                 return RString::Int(n);
             }
         }
-        if v.len() <= EMBSTR_LIMIT {
+        if v.len() <= INLINE_MAX {
+            RString::embstr(&v)
+        } else if v.len() <= EMBSTR_LIMIT {
             RString::Emb(v.into_boxed_slice())
         } else {
             RString::Raw(v)
@@ -92,6 +151,7 @@ impl RString {
     pub fn len(&self) -> usize {
         match self {
             RString::Int(n) => itoa::Buffer::new().format(*n).len(),
+            RString::Inline(s) => s.len as usize,
             RString::Emb(b) => b.len(),
             RString::Raw(v) => v.len(),
         }
@@ -105,6 +165,7 @@ impl RString {
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
             RString::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
+            RString::Inline(s) => f(s.as_bytes()),
             RString::Emb(b) => f(b),
             RString::Raw(v) => f(v),
         }
@@ -128,7 +189,7 @@ impl RString {
     pub fn encoding(&self) -> &'static str {
         match self {
             RString::Int(_) => "int",
-            RString::Emb(_) => "embstr",
+            RString::Inline(_) | RString::Emb(_) => "embstr",
             RString::Raw(_) => "raw",
         }
     }
@@ -136,7 +197,7 @@ impl RString {
     /// Heap bytes this string uses (for memory accounting).
     pub fn heap_size(&self) -> usize {
         match self {
-            RString::Int(_) => 0,
+            RString::Int(_) | RString::Inline(_) => 0,
             RString::Emb(b) => b.len(),
             RString::Raw(v) => v.capacity(),
         }
@@ -212,6 +273,24 @@ mod tests {
         assert_eq!(parse_canonical_i64(b"+1"), None);
         assert_eq!(parse_canonical_i64(b"-0"), None);
         assert_eq!(parse_canonical_i64(b" 1"), None);
+    }
+
+    #[test]
+    fn value_stays_32_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+    }
+
+    #[test]
+    fn short_strings_live_in_place() {
+        for len in [0, 1, INLINE_MAX, INLINE_MAX + 1, EMBSTR_LIMIT] {
+            let b = vec![b'x'; len];
+            let s = RString::from_bytes(&b);
+            assert_eq!(s.encoding(), "embstr");
+            assert_eq!(s.as_bytes(), Some(&b[..]));
+            assert_eq!(s.len(), len);
+            assert_eq!(s.heap_size() == 0, len <= INLINE_MAX);
+            assert_eq!(RString::from_vec(b.clone()), s);
+        }
     }
 
     #[test]
