@@ -616,7 +616,7 @@ fn copy(ctx: &mut Ctx, args: &Args) {
     let (value, expire_at) = match g.shard(src_db, hs).get(hs, src, now) {
         Some(e) => {
             ctx.touch(e);
-            (e.value.clone(), e.expire_at)
+            (e.value.clone(), e.expire_at())
         }
         None => {
             drop(g);
@@ -634,8 +634,8 @@ fn copy(ctx: &mut Ctx, args: &Args) {
         }
         overwritten = dshard.remove(hd, dst);
     }
-    let mut entry = EntryBox::new_at(dst, value, now);
-    entry.expire_at = expire_at;
+    let access = tern_engine::clock::initial_access_at(now);
+    let entry = EntryBox::new_expiring(dst, value, access, expire_at);
     g.shard(dst_db, hd).insert_entry(hd, entry, now);
     drop(g);
     drop(overwritten);
@@ -723,10 +723,10 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
         return ctx.out.int(0);
     };
     ctx.touch(e);
-    let current: i64 = if e.expire_at == 0 {
+    let current: i64 = if e.expire_at() == 0 {
         -1
     } else {
-        e.expire_at as i64
+        e.expire_at() as i64
     };
     let refuse = (fl & EXP_NX != 0 && current != -1)
         || (fl & EXP_XX != 0 && current == -1)
@@ -757,7 +757,7 @@ fn persist(ctx: &mut Ctx, args: &Args) {
         return ctx.out.int(0);
     };
     ctx.touch(e);
-    let had = e.expire_at != 0;
+    let had = e.expire_at() != 0;
     if had {
         shard.set_expire(h, key, 0, now);
     }
@@ -772,7 +772,7 @@ fn ttl_generic(ctx: &mut Ctx, args: &Args, ms: bool, absolute: bool) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let at = shard.get(h, key, now).map(|e| e.expire_at);
+    let at = shard.get(h, key, now).map(|e| e.expire_at());
     drop(shard);
     ctx.hit(at.is_some());
     let reply = match at {

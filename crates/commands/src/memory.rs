@@ -136,8 +136,8 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
 
 /// Bytes tern spends per key besides its value's heap: the entry allocation (header, chain link
 /// and key bytes) and its bucket slot; derived from the layout so it cannot go stale.
-fn per_key_bytes(key_len: usize) -> usize {
-    tern_engine::entry::entry_alloc_size(key_len) + 8
+fn per_key_bytes(key_len: usize, expiring: bool) -> usize {
+    tern_engine::entry::entry_alloc_size(key_len, expiring) + 8
 }
 
 /// MEMORY USAGE key [SAMPLES count]: the key, its entry and its value's heap. tern's sizes are
@@ -160,7 +160,7 @@ fn usage(ctx: &mut Ctx, args: &Args) {
     let (h, shard) = ctx.lock(key);
     let size = shard
         .peek(h, key, ctx.now_ms)
-        .map(|e| per_key_bytes(e.key().len()) + e.value.heap_size());
+        .map(|e| per_key_bytes(e.key().len(), e.expire_at() != 0) + e.value.heap_size());
     drop(shard);
     match size {
         Some(n) => ctx.out.int(n as i64),

@@ -348,7 +348,7 @@ pub(crate) fn store_value(
             let old = std::mem::replace(&mut e.value, value);
             let effort = old.free_effort();
             crate::background::drop_later(old, effort);
-            if !keep_ttl && e.expire_at != 0 {
+            if !keep_ttl && e.expire_at() != 0 {
                 shard.set_expire(h, key, 0, now);
             }
         }
@@ -627,7 +627,7 @@ fn getex(ctx: &mut Ctx, args: &Args) {
         None => None,
     };
     reply_str(ctx, s);
-    let had_ttl = e.expire_at != 0;
+    let had_ttl = e.expire_at() != 0;
     let changed = match expire {
         // Only absolute times can already be over; those delete the key.
         Some(at) if fl & (opt::EXAT | opt::PXAT) != 0 && at <= now => {

@@ -1,10 +1,11 @@
 //! One key of the keyspace: its value, expiry, access clock and key bytes, in ONE allocation.
 //!
-//! Layout matters here (it is most of the per-key overhead): a 56-byte header (the dict's chain
-//! link, the key length, the access clock, the 32-byte value, the expiry) followed directly by
-//! the key bytes. A key of up to 8 bytes makes a 64-byte jemalloc block, up to 24 an 80-byte
-//! one; there is no separate key allocation to pay for or to miss the cache on when a lookup
-//! compares keys.
+//! Layout matters here (it is most of the per-key overhead): a 48-byte header (the dict's chain
+//! link, the key length and flags, the access clock, the 32-byte value), then an 8-byte expiry
+//! slot only for keys that have (or had) a TTL, then the key bytes. A persistent key of up to 16
+//! bytes makes a 64-byte jemalloc block, up to 32 an 80-byte one; there is no separate key
+//! allocation to pay for or to miss the cache on when a lookup compares keys. Giving a TTL to a
+//! key without a slot rebuilds its allocation (`ShardData::set_expire` does that).
 //!
 //! `Entry` is the header, only ever seen by reference (`&Entry` / `&mut Entry` from the dict);
 //! `EntryBox` owns an allocation (a new entry, or one removed from the dict) the way a `Box` does.
@@ -18,14 +19,13 @@ use std::ptr::NonNull;
 pub struct Entry {
     /// The next entry of the same dict bucket (owned by the chain).
     pub(crate) next: Option<EntryBox>,
-    /// Key length; `u32::MAX` means the length is stored as a u64 in front of the bytes
-    /// (keys of 4 GiB and more, which only a raised `proto-max-bulk-len` allows).
-    key_len: u32,
+    /// Key length (low 31 bits; `LONG` means the length is stored as a u64 in front of the
+    /// bytes: keys of 2 GiB and more, which only a raised `proto-max-bulk-len` allows), plus the
+    /// `HAS_EXPIRE_SLOT` flag.
+    len_flags: u32,
     /// LRU clock (seconds, 24 bits) or, under an LFU policy, Redis's 16-bit minutes + 8-bit counter.
     pub access: u32,
     pub value: Value,
-    /// Absolute expiry in unix milliseconds; 0 = persistent.
-    pub expire_at: u64,
 }
 
 /// Owner of one entry allocation (header + key bytes).
@@ -35,13 +35,21 @@ pub struct EntryBox(NonNull<Entry>);
 unsafe impl Send for EntryBox {}
 unsafe impl Sync for EntryBox {}
 
-const LONG: u32 = u32::MAX;
+const HAS_EXPIRE_SLOT: u32 = 1 << 31;
+const LONG: u32 = HAS_EXPIRE_SLOT - 1;
 const PREFIX: usize = std::mem::size_of::<u64>();
 const HEADER: usize = std::mem::size_of::<Entry>();
+const SLOT: usize = std::mem::size_of::<u64>();
 
-fn layout(key_len: usize, long: bool) -> Layout {
-    let size = HEADER + key_len + if long { PREFIX } else { 0 };
-    Layout::from_size_align(size, std::mem::align_of::<Entry>()).expect("entry layout")
+/// Size of an entry allocation: header, optional expiry slot, optional long-length prefix, key.
+fn alloc_size(key_len: usize, slot: bool) -> usize {
+    let long = key_len >= LONG as usize;
+    HEADER + key_len + if slot { SLOT } else { 0 } + if long { PREFIX } else { 0 }
+}
+
+fn layout(key_len: usize, slot: bool) -> Layout {
+    Layout::from_size_align(alloc_size(key_len, slot), std::mem::align_of::<Entry>())
+        .expect("entry layout")
 }
 
 impl EntryBox {
@@ -54,24 +62,34 @@ impl EntryBox {
         Self::build(key, value, crate::clock::initial_access_at(now_ms), 0)
     }
 
+    /// An entry with an expiry (`expire_at` != 0 also reserves the slot).
+    pub fn new_expiring(key: &[u8], value: Value, access: u32, expire_at: u64) -> EntryBox {
+        Self::build(key, value, access, expire_at)
+    }
+
     fn build(key: &[u8], value: Value, access: u32, expire_at: u64) -> EntryBox {
         let long = key.len() >= LONG as usize;
-        let layout = layout(key.len(), long);
+        let slot = expire_at != 0;
+        let layout = layout(key.len(), slot);
         // SAFETY: the layout is non-empty (the header); the header is written before any read
-        // and the key bytes land inside the allocation, right after it.
+        // and the slot and key bytes land inside the allocation, right after it.
         unsafe {
             let p = alloc(layout) as *mut Entry;
             let Some(p) = NonNull::new(p) else {
                 handle_alloc_error(layout)
             };
+            let len = if long { LONG } else { key.len() as u32 };
             p.as_ptr().write(Entry {
                 next: None,
-                key_len: if long { LONG } else { key.len() as u32 },
+                len_flags: len | if slot { HAS_EXPIRE_SLOT } else { 0 },
                 access,
                 value,
-                expire_at,
             });
             let mut dst = (p.as_ptr() as *mut u8).add(HEADER);
+            if slot {
+                (dst as *mut u64).write(expire_at);
+                dst = dst.add(SLOT);
+            }
             if long {
                 (dst as *mut u64).write_unaligned(key.len() as u64);
                 dst = dst.add(PREFIX);
@@ -94,12 +112,12 @@ impl EntryBox {
         // running Entry's drop glue (the value has moved out; `next` is None outside a chain,
         // and is dropped explicitly here anyway).
         unsafe {
+            let expire_at = this.expire_at();
             let Entry {
                 next,
-                key_len: _,
+                len_flags: _,
                 access,
                 value,
-                expire_at,
             } = this.0.as_ptr().read();
             drop(next);
             this.dealloc();
@@ -107,11 +125,13 @@ impl EntryBox {
         }
     }
 
-    /// SAFETY: the header must already have been dropped or moved out.
+    /// SAFETY: the header must already have been dropped or moved out (its bytes unchanged).
     unsafe fn dealloc(&self) {
-        let len = (*self.0.as_ptr()).key().len();
-        let long = (*self.0.as_ptr()).key_len == LONG;
-        dealloc(self.0.as_ptr() as *mut u8, layout(len, long));
+        let e = &*self.0.as_ptr();
+        dealloc(
+            self.0.as_ptr() as *mut u8,
+            layout(e.key().len(), e.has_slot()),
+        );
     }
 }
 
@@ -124,9 +144,9 @@ impl Drop for EntryBox {
         }
         // SAFETY: the allocation is ours; the value is dropped once, before the memory goes.
         unsafe {
-            let key_info = ((**self).key().len(), (*self.0.as_ptr()).key_len == LONG);
+            let layout = layout(self.key().len(), self.has_slot());
             std::ptr::drop_in_place(self.0.as_ptr());
-            dealloc(self.0.as_ptr() as *mut u8, layout(key_info.0, key_info.1));
+            dealloc(self.0.as_ptr() as *mut u8, layout);
         }
     }
 }
@@ -150,29 +170,67 @@ impl DerefMut for EntryBox {
 
 impl Entry {
     #[inline]
+    fn has_slot(&self) -> bool {
+        self.len_flags & HAS_EXPIRE_SLOT != 0
+    }
+
+    /// Start of what follows the header (the slot, if any).
+    #[inline]
+    fn tail(&self) -> *const u8 {
+        // SAFETY: an Entry only exists inside an EntryBox allocation, which extends past it.
+        unsafe { (self as *const Entry as *const u8).add(HEADER) }
+    }
+
+    #[inline]
     pub fn key(&self) -> &[u8] {
-        // SAFETY: an Entry only exists inside an EntryBox allocation, whose key bytes follow the
-        // header (after a u64 length for long keys), written once by EntryBox::build.
+        // SAFETY: the key bytes follow the header and slot (after a u64 length for long keys),
+        // written once by EntryBox::build.
         unsafe {
-            let base = (self as *const Entry as *const u8).add(HEADER);
-            if self.key_len == LONG {
+            let base = self.tail().add(if self.has_slot() { SLOT } else { 0 });
+            let len = self.len_flags & !HAS_EXPIRE_SLOT;
+            if len == LONG {
                 let len = (base as *const u64).read_unaligned() as usize;
                 std::slice::from_raw_parts(base.add(PREFIX), len)
             } else {
-                std::slice::from_raw_parts(base, self.key_len as usize)
+                std::slice::from_raw_parts(base, len as usize)
             }
+        }
+    }
+
+    /// Absolute expiry in unix milliseconds; 0 = persistent.
+    #[inline]
+    pub fn expire_at(&self) -> u64 {
+        if self.has_slot() {
+            // SAFETY: the slot is the 8-aligned word right after the header.
+            unsafe { (self.tail() as *const u64).read() }
+        } else {
+            0
+        }
+    }
+
+    /// Set the expiry in place. False when the entry has no slot for a non-zero time: the
+    /// caller must rebuild it (`EntryBox::new_expiring`).
+    #[inline]
+    pub fn try_set_expire_at(&mut self, at_ms: u64) -> bool {
+        if self.has_slot() {
+            // SAFETY: as in expire_at; the entry is borrowed mutably.
+            unsafe { (self.tail() as *mut u64).write(at_ms) };
+            true
+        } else {
+            at_ms == 0
         }
     }
 
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != 0 && self.expire_at <= now_ms
+        let at = self.expire_at();
+        at != 0 && at <= now_ms
     }
 }
 
-/// Bytes one entry occupies before its value's own heap: header plus key, as allocated.
-pub fn entry_alloc_size(key_len: usize) -> usize {
-    HEADER + key_len
+/// Bytes one entry allocation asks for, before its value's own heap.
+pub fn entry_alloc_size(key_len: usize, expiring: bool) -> usize {
+    alloc_size(key_len, expiring)
 }
 
 #[cfg(test)]
@@ -180,8 +238,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn header_leaves_room_for_an_8_byte_key_in_64() {
-        assert_eq!(HEADER, 56);
+    fn header_leaves_room_for_a_16_byte_key_in_64() {
+        assert_eq!(HEADER, 48);
+    }
+
+    #[test]
+    fn expiry_slot() {
+        for k in [&b""[..], b"k", &[9u8; 100]] {
+            let mut e = EntryBox::new(k, Value::from_bytes(b"v"));
+            assert_eq!(e.expire_at(), 0);
+            assert!(e.try_set_expire_at(0));
+            assert!(!e.try_set_expire_at(5));
+            let mut e = EntryBox::new_expiring(k, Value::from_bytes(b"v"), 3, 77);
+            assert_eq!((e.key(), e.expire_at(), e.access), (k, 77, 3));
+            assert!(e.try_set_expire_at(0) && e.expire_at() == 0 && e.key() == k);
+            assert!(e.try_set_expire_at(99) && e.expire_at() == 99);
+            let e = e.renamed(b"x");
+            assert_eq!((e.key(), e.expire_at()), (&b"x"[..], 99));
+        }
     }
 
     #[test]

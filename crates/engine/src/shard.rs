@@ -70,8 +70,8 @@ impl ShardData {
             if !crate::clock::lfu_mode() {
                 e.access = crate::clock::lru_clock_at(now_ms);
             }
-            if !keep_ttl && e.expire_at != 0 {
-                e.expire_at = 0;
+            if !keep_ttl && e.expire_at() != 0 {
+                e.try_set_expire_at(0);
                 self.volatile -= 1;
             }
             return Some(old);
@@ -87,7 +87,7 @@ impl ShardData {
             let k = entry.key().to_vec();
             self.remove(hash, &k);
         }
-        if entry.expire_at != 0 {
+        if entry.expire_at() != 0 {
             self.volatile += 1;
         }
         self.dict.insert_new(hash, entry);
@@ -95,7 +95,7 @@ impl ShardData {
 
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         let e = self.dict.remove(hash, key)?;
-        if e.expire_at != 0 {
+        if e.expire_at() != 0 {
             self.volatile -= 1;
         }
         Some(e)
@@ -106,8 +106,14 @@ impl ShardData {
         let Some(e) = self.get(hash, key, now_ms) else {
             return false;
         };
-        let was = e.expire_at != 0;
-        e.expire_at = at_ms;
+        let was = e.expire_at() != 0;
+        if !e.try_set_expire_at(at_ms) {
+            // No slot yet: rebuild the entry with one (same value, access clock and bucket).
+            let old = self.dict.remove(hash, key).expect("entry just found");
+            let (value, access, _) = old.into_parts();
+            self.dict
+                .insert_new(hash, EntryBox::new_expiring(key, value, access, at_ms));
+        }
         match (was, at_ms != 0) {
             (false, true) => self.volatile += 1,
             (true, false) => self.volatile -= 1,
@@ -142,9 +148,9 @@ impl ShardData {
         for _ in 0..max_buckets {
             let cursor = self.expire_cursor;
             self.expire_cursor = self.dict.scan(cursor, |e| {
-                if e.expire_at != 0 {
+                if e.expire_at() != 0 {
                     sampled += 1;
-                    if e.expire_at <= now_ms {
+                    if e.expire_at() <= now_ms {
                         victims.push(e.key().to_vec());
                     }
                 }
