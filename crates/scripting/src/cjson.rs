@@ -1,0 +1,5 @@
+//! Placeholder: filled in by the Lua libraries work.
+
+pub fn register(_lua: &mlua::Lua) -> mlua::Result<()> {
+    Ok(())
+}
