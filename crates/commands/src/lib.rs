@@ -11,6 +11,7 @@ pub mod double;
 pub mod float;
 pub mod glob;
 pub mod notify;
+pub mod push;
 pub mod registry;
 pub mod server;
 pub mod stats;
@@ -25,6 +26,7 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod memory;
+pub mod pubsub;
 pub mod strings;
 
 pub mod bitops;
@@ -46,7 +48,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 19] {
+pub fn families() -> [&'static [CommandSpec]; 20] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -67,6 +69,7 @@ pub fn families() -> [&'static [CommandSpec]; 19] {
         hll::COMMANDS,
         geo::COMMANDS,
         sort::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 
