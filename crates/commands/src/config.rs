@@ -1190,6 +1190,9 @@ pub const NOTIFY_ALL: u32 = (1 << 2)
     | (1 << 10)
     | (1 << 13);
 
+/// `n` was given together with every class of `A` (see notify-keyspace-events' canonical form).
+static NOTIFY_NEW_WITH_ALL: AtomicBool = AtomicBool::new(false);
+
 /// keyspaceEventsStringToFlags; None on an unknown class character.
 pub fn notify_flags_from_str(s: &str) -> Option<u32> {
     let mut f = 0;
@@ -1566,6 +1569,9 @@ impl Config {
                 }
                 let f = notify_flags_from_str(&argv[0])
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
+                // Redis prints only `A` when every class in A is on, so the canonical string
+                // cannot carry `n` then: remember it on the side.
+                NOTIFY_NEW_WITH_ALL.store(f & NOTIFY_ALL == NOTIFY_ALL && f & NOTIFY_NEW != 0, Relaxed);
                 Ok(notify_flags_to_str(f))
             }
             "replicaof" => {
@@ -1786,7 +1792,10 @@ impl Config {
             "requirepass" => h.requirepass_set.store(!v.is_empty(), Relaxed),
             "active-expire-effort" => h.active_expire_effort.store(n() as u64, Relaxed),
             "notify-keyspace-events" => {
-                let f = notify_flags_from_str(v).unwrap_or(0);
+                let mut f = notify_flags_from_str(v).unwrap_or(0);
+                if f & NOTIFY_ALL == NOTIFY_ALL && NOTIFY_NEW_WITH_ALL.load(Relaxed) {
+                    f |= NOTIFY_NEW;
+                }
                 h.notify_flags.store(f, Relaxed);
                 // Expired and new keys are events the engine sees: ask it to record them
                 // only while someone could hear about them.

@@ -715,12 +715,11 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
         let key = &args[1 + 2 * i];
         let val = Value::from_bytes(&args[2 + 2 * i]);
         store_value(ctx, g.shard(db, h), h, key, val, false);
+        // Each key's events in turn (its `new`, then `set`), as Redis orders them.
+        ctx.notify(notify::STRING, "set", key);
     }
     drop(g);
     ctx.dirty(hashes.len() as u64);
-    for i in 0..hashes.len() {
-        ctx.notify(notify::STRING, "set", &args[1 + 2 * i]);
-    }
     if nx {
         ctx.out.int(1);
     } else {
