@@ -148,6 +148,7 @@ fn reset(ctx: &mut Ctx, _args: &Args) {
         ctx.srv.remove_monitor(c.handle.id);
     }
     crate::pubsub::forget_client(ctx.srv, c);
+    crate::tracking::forget_client(ctx.srv, c);
     c.handle.set_flag(
         cflags::MONITOR | cflags::NO_EVICT | cflags::NO_TOUCH | cflags::MULTI,
         false,

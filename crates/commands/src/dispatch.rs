@@ -37,6 +37,9 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
                     &mut conn.ready_keys,
                 );
             }
+            if srv.tracking.active() {
+                crate::tracking::after_command(srv, conn, args, entry);
+            }
         }
         Err(known) => record_errors(srv, conn, out, known, true),
     }

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod server;
 pub mod stats;
 pub mod table;
+pub mod tracking;
 
 pub mod client_cmd;
 pub mod config_cmd;

@@ -62,6 +62,8 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Pub/Sub subscriptions (channels, patterns, shard channels).
     pub pubsub: crate::pubsub::PubSub,
+    /// Client-side caching: tracked keys, BCAST prefixes, tracking clients.
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Server {
@@ -104,6 +106,7 @@ impl Server {
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
         }
     }
 

@@ -183,6 +183,8 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         srv.remove_monitor(handle.id);
     }
     tern_commands::pubsub::forget_client(&srv, &mut conn);
+    tern_commands::tracking::forget_client(&srv, &conn);
+    handle.push.lock().take();
     handle.detach_socket();
     srv.clients.unregister(handle.id);
     let _ = stream.shutdown().await;
