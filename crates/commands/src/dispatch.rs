@@ -37,15 +37,17 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
                     &mut conn.ready_keys,
                 );
             }
-            if srv.tracking.active() {
-                crate::tracking::after_command(srv, conn, args, entry);
-            }
         }
         Err(known) => record_errors(srv, conn, out, known, true),
     }
     if !conn.serving_blocked && !conn.ready_keys.is_empty() {
         let ready = std::mem::take(&mut conn.ready_keys);
         crate::blocking::serve_queue(srv, conn, ready);
+    }
+    if srv.tracking.active() && !conn.serving_blocked {
+        // BCAST invalidations go out once per top-level command (a whole transaction), after
+        // the clients it unblocked got their replies.
+        crate::tracking::flush_pending(srv);
     }
     if tern_engine::events::any_wanted() {
         crate::pubsub::flush_engine_events(srv);
@@ -180,6 +182,9 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
             cmd: entry.spec,
         };
         handler(&mut ctx, args);
+    }
+    if srv.tracking.active() {
+        crate::tracking::after_command(srv, conn, args, entry);
     }
     let end = Instant::now();
     conn.mark = end;

@@ -21,6 +21,7 @@ use crate::registry::CmdEntry;
 use crate::server::Server;
 use crate::table::{flags, kflags};
 use parking_lot::{Mutex, RwLock};
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -64,6 +65,7 @@ pub struct Tracking {
     items: AtomicU64,
     /// BCAST prefix -> ids of the clients that registered it.
     prefixes: RwLock<BTreeMap<Box<[u8]>, Vec<u64>>>,
+    nprefixes: AtomicUsize,
 }
 
 impl Default for Tracking {
@@ -75,6 +77,7 @@ impl Default for Tracking {
             keys: AtomicUsize::new(0),
             items: AtomicU64::new(0),
             prefixes: Default::default(),
+            nprefixes: AtomicUsize::new(0),
         }
     }
 }
@@ -190,36 +193,19 @@ fn keys_array(keys: &[&[u8]]) -> Vec<u8> {
 }
 
 /// `keys` were modified (by client `writer`, None for expiry): tell whoever cached them.
-pub fn invalidate(srv: &Server, writer: Option<u64>, keys: &[&[u8]]) {
+pub fn invalidate(srv: &Server, writer: Option<u64>, keys: &[&[u8]], bcast: bool) {
     let tr = &srv.tracking;
     if keys.is_empty() {
         return;
     }
-    // BCAST: every prefix matching some key, one message per prefix and client.
-    {
-        let prefixes = tr.prefixes.read();
-        if !prefixes.is_empty() {
-            for (prefix, ids) in prefixes.iter() {
-                let mut matched: Vec<&[u8]> = keys
-                    .iter()
-                    .copied()
-                    .filter(|k| k.starts_with(prefix))
-                    .collect();
-                if matched.is_empty() {
-                    continue;
-                }
-                matched.sort_unstable();
-                matched.dedup();
-                let tail = keys_array(&matched);
-                for id in ids {
-                    let Some(t) = tr.get(*id) else { continue };
-                    if t.noloop && writer == Some(*id) {
-                        continue;
-                    }
-                    deliver(srv, &t, &tail);
-                }
+    // BCAST: noted now, sent by `flush_pending` once the top-level command is done.
+    if bcast && tr.nprefixes.load(Relaxed) > 0 {
+        BCAST_PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            for k in keys {
+                p.insert((*k).into(), writer);
             }
-        }
+        });
     }
     // Default mode: each key once, then forgotten.
     for key in keys {
@@ -230,7 +216,67 @@ pub fn invalidate(srv: &Server, writer: Option<u64>, keys: &[&[u8]]) {
             if t.bcast || (t.noloop && writer == Some(id)) {
                 continue;
             }
+            if SERVING.get() == id {
+                SELF_PENDING.with(|p| p.borrow_mut().push((t, tail.clone())));
+                continue;
+            }
             deliver(srv, &t, &tail);
+        }
+    }
+}
+
+thread_local! {
+    /// Keys modified on this thread not yet broadcast to BCAST clients, with the client that
+    /// modified each last (None: expiry).
+    static BCAST_PENDING: RefCell<BTreeMap<Box<[u8]>, Option<u64>>> =
+        const { RefCell::new(BTreeMap::new()) };
+    /// The client a blocked command is being served for on this thread (0 = none): its own
+    /// invalidations wait in SELF_PENDING until its reply has been handed over, as Redis sends
+    /// them after the reply.
+    static SERVING: Cell<u64> = const { Cell::new(0) };
+    static SELF_PENDING: RefCell<Vec<(Arc<Tracker>, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Send BCAST clients the keys modified since the last call, one message per prefix with
+/// matching keys (NOLOOP clients do not hear of their own writes).
+pub fn flush_pending(srv: &Server) {
+    let deferred = SELF_PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    for (t, tail) in deferred {
+        deliver(srv, &t, &tail);
+    }
+    let pending = BCAST_PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if pending.is_empty() {
+        return;
+    }
+    let tr = &srv.tracking;
+    let prefixes = tr.prefixes.read();
+    for (prefix, ids) in prefixes.iter() {
+        let matched: Vec<(&[u8], Option<u64>)> = pending
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, w)| (&k[..], *w))
+            .collect();
+        if matched.is_empty() {
+            continue;
+        }
+        let mut all: Option<Vec<u8>> = None;
+        for id in ids {
+            let Some(t) = tr.get(*id) else { continue };
+            if t.noloop && matched.iter().any(|(_, w)| *w == Some(*id)) {
+                let mine: Vec<&[u8]> = matched
+                    .iter()
+                    .filter(|(_, w)| *w != Some(*id))
+                    .map(|(k, _)| *k)
+                    .collect();
+                if !mine.is_empty() {
+                    deliver(srv, &t, &keys_array(&mine));
+                }
+                continue;
+            }
+            let tail = all.get_or_insert_with(|| {
+                keys_array(&matched.iter().map(|(k, _)| *k).collect::<Vec<_>>())
+            });
+            deliver(srv, &t, tail);
         }
     }
 }
@@ -267,7 +313,15 @@ pub fn flush_expired(srv: &Server) {
         return;
     }
     let keys: Vec<&[u8]> = expired.iter().map(|k| &k[..]).collect();
-    invalidate(srv, None, &keys);
+    invalidate(srv, None, &keys, true);
+}
+
+/// The active-expire cycle's expired keys, BCAST ones included (called by the cron thread).
+pub fn cron(srv: &Server) {
+    if srv.tracking.active() {
+        flush_expired(srv);
+        flush_pending(srv);
+    }
 }
 
 /// Over `tracking-table-max-keys`: forget keys (telling their clients) until under it.
@@ -285,7 +339,7 @@ fn limit(srv: &Server) {
         shard += 1;
         tries += 1;
         if let Some(k) = victim {
-            invalidate(srv, None, &[&k]);
+            invalidate(srv, None, &[&k], false);
         }
     }
 }
@@ -298,6 +352,9 @@ pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &Cm
     let tr = &srv.tracking;
     let id = conn.handle.id;
     let tracking = conn.handle.has_flag(cflags::TRACKING);
+    if conn.serving_blocked {
+        SERVING.set(id);
+    }
     if conn.pending_block.is_none() && !conn.pending_offload {
         if tracking
             && spec.flags & flags::READONLY != 0
@@ -324,11 +381,12 @@ pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &Cm
                     .filter(|(_, f)| f & kflags::RO == 0)
                     .map(|(p, _)| &args[p])
                     .collect();
-                invalidate(srv, Some(id), &keys);
+                invalidate(srv, Some(id), &keys, true);
             }
         }
     }
     flush_expired(srv);
+    SERVING.set(0);
     if tracking && !entry.fullname.starts_with("client|") && !conn.handle.has_flag(cflags::MULTI) {
         if let Some(t) = tr.get(id) {
             t.caching.store(false, Relaxed);
@@ -358,6 +416,7 @@ pub fn forget_client(srv: &Server, conn: &Conn) {
                 }
             }
         }
+        tr.nprefixes.store(p.len(), Relaxed);
         tr.count.fetch_sub(1, Relaxed);
     }
     tern_engine::events::set_tracked(tr.count.load(Relaxed) > 0);
@@ -397,6 +456,7 @@ fn enable(ctx: &mut Ctx, redirect: u64, o: Opts, prefixes: Vec<Box<[u8]>>) {
             p.entry(prefix.clone()).or_default().push(h.id);
             mine.push(prefix);
         }
+        tr.nprefixes.store(p.len(), Relaxed);
         mine.sort();
     }
     let caching = old.as_ref().is_some_and(|t| t.caching.load(Relaxed));

@@ -212,7 +212,9 @@ async fn wait_blocked(
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
             inbuf.reserve(READ_CHUNK);
         }
+        // Biased: a served reply goes out before pushes the serving caused (invalidations).
         tokio::select! {
+            biased;
             _ = w.notified() => {}
             _ = async {
                 match deadline {

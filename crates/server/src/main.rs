@@ -352,7 +352,7 @@ fn spawn_cron(srv: Arc<Server>) {
                         .cycle(&srv.store, tern_engine::clock::now_ms(), budget);
                     // Keyspace events for the keys this cycle expired.
                     tern_commands::pubsub::flush_engine_events(&srv);
-                    tern_commands::tracking::flush_expired(&srv);
+                    tern_commands::tracking::cron(&srv);
                 }
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
