@@ -23,6 +23,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
     out.errors = 0;
     match resolve(srv, conn, out, args) {
+        Ok(entry) if conn.multi.is_some() && !crate::multi::runs_inside_multi(entry.spec.name) => {
+            crate::multi::queue(conn, out, args, entry.spec);
+            if out.errors > 0 {
+                record_errors(srv, conn, out, Some(entry), true);
+            }
+        }
         Ok(entry) => {
             run(srv, conn, out, args, entry);
             if entry.spec.flags & flags::WRITE != 0
@@ -38,7 +44,10 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
                 );
             }
         }
-        Err(known) => record_errors(srv, conn, out, known, true),
+        Err(known) => {
+            crate::multi::flag_error(conn);
+            record_errors(srv, conn, out, known, true)
+        }
     }
     if !conn.serving_blocked && !conn.ready_keys.is_empty() {
         let ready = std::mem::take(&mut conn.ready_keys);
@@ -51,6 +60,28 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             conn.reply_mode = ReplyMode::On;
         }
         _ => {}
+    }
+}
+
+/// Run one command of a transaction inside EXEC (the shards are held already): the checks and
+/// bookkeeping of `execute`, except that clients blocked on the keys it writes are served only
+/// after the whole transaction, by EXEC's own `execute`.
+pub fn execute_queued(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args) {
+    out.errors = 0;
+    match resolve(srv, conn, out, args) {
+        Ok(entry) => {
+            run(srv, conn, out, args, entry);
+            if entry.spec.flags & flags::WRITE != 0 && srv.blocking.any() {
+                crate::blocking::note_written_keys(
+                    srv,
+                    conn.db,
+                    entry.spec,
+                    args,
+                    &mut conn.ready_keys,
+                );
+            }
+        }
+        Err(known) => record_errors(srv, conn, out, known, true),
     }
 }
 
@@ -150,6 +181,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     };
     let start = conn.mark;
     let now_ms = conn.now_ms;
+    tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
     {
         let mut ctx = Ctx {
             srv,

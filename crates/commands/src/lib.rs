@@ -25,6 +25,7 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod memory;
+pub mod multi;
 pub mod strings;
 
 pub mod bitops;
@@ -46,7 +47,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 19] {
+pub fn families() -> [&'static [CommandSpec]; 20] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -67,6 +68,7 @@ pub fn families() -> [&'static [CommandSpec]; 19] {
         hll::COMMANDS,
         geo::COMMANDS,
         sort::COMMANDS,
+        multi::COMMANDS,
     ]
 }
 

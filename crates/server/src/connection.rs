@@ -159,6 +159,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     if conn.is_monitor() {
         srv.remove_monitor(handle.id);
     }
+    tern_commands::multi::reset(&srv, &mut conn);
     handle.detach_socket();
     srv.clients.unregister(handle.id);
     let _ = stream.shutdown().await;
