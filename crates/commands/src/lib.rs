@@ -15,6 +15,7 @@ pub mod registry;
 pub mod server;
 pub mod stats;
 pub mod table;
+pub mod txn;
 
 pub mod client_cmd;
 pub mod config_cmd;
