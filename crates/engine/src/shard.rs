@@ -41,14 +41,20 @@ impl ShardData {
     /// found key counts as touched for WATCH (the caller may change it in place).
     #[inline]
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if self.watched.is_some() && watch::writing() && self.peek(hash, key, now_ms).is_some() {
+            self.touch(key);
+        }
+        self.get_quiet(hash, key, now_ms)
+    }
+
+    /// `get` without counting as a WATCH touch: for a write command that may leave the key
+    /// unchanged and calls `touch` itself when it does change it.
+    pub fn get_quiet(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         let expired = self.dict.get(hash, key)?.is_expired(now_ms);
         if expired {
             self.remove(hash, key);
             self.expired_keys += 1;
             return None;
-        }
-        if self.watched.is_some() && watch::writing() {
-            self.touch(key);
         }
         self.dict.get_mut(hash, key)
     }
