@@ -5,6 +5,7 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+mod lapi;
 pub mod structlib;
 
 /// Register every bundled library as a global of `lua` (`cjson`, `cmsgpack`, `bit`, `struct`),
