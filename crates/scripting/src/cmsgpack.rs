@@ -117,30 +117,6 @@ unsafe fn table_is_an_array(l: *mut lua_State) -> LResult<bool> {
     Ok(max == count)
 }
 
-/// `t[i]` for the table on top of the stack, honouring `__index` like `lua_gettable`. Tables
-/// with a metatable are read in a protected call so that a failing metamethod cannot unwind
-/// through Rust frames; its error is re-raised unchanged.
-unsafe fn get_index(l: *mut lua_State, i: usize) -> LResult<()> {
-    if ffi::lua_getmetatable(l, -1) == 0 {
-        ffi::lua_pushnumber(l, i as f64);
-        ffi::lua_rawget_(l, -2);
-        return Ok(());
-    }
-    ffi::lua_pop(l, 1);
-    unsafe extern "C-unwind" fn gettable(l: *mut lua_State) -> c_int {
-        ffi::lua_gettable_(l, 1);
-        1
-    }
-    lapi::check_stack(l, 3, "in function mp_encode_lua_table_as_array")?;
-    ffi::lua_pushcfunction(l, gettable);
-    ffi::lua_pushvalue(l, -2);
-    ffi::lua_pushnumber(l, i as f64);
-    if ffi::lua_pcall(l, 2, 1, 0) != 0 {
-        return Err(LuaErr::Rethrow);
-    }
-    Ok(())
-}
-
 /// Encode the value on top of the stack and pop it.
 unsafe fn encode_value(l: *mut lua_State, buf: &mut Vec<u8>, level: c_int) -> LResult<()> {
     let mut t = ffi::lua_type(l, -1);
@@ -161,7 +137,9 @@ unsafe fn encode_value(l: *mut lua_State, buf: &mut Vec<u8>, level: c_int) -> LR
                 encode_len(buf, len as u64, 0x90, 0xdc, 0xdd);
                 lapi::check_stack(l, 1, "in function mp_encode_lua_table_as_array")?;
                 for i in 1..=len {
-                    get_index(l, i)?;
+                    // The keys are exactly 1..len, so a raw read is what lua_gettable would
+                    // give (__index is only consulted for absent keys).
+                    ffi::lua_rawgeti_(l, -1, i as c_int);
                     encode_value(l, buf, level + 1)?;
                 }
             } else {
@@ -259,9 +237,9 @@ impl Cursor<'_> {
 /// NaN key is the error Lua itself raises.
 unsafe fn set_field(l: *mut lua_State) -> Result<(), DecodeErr> {
     match ffi::lua_type(l, -2) {
-        ffi::LUA_TNIL => return Err(msg("table index is nil").into()),
+        ffi::LUA_TNIL => return Err(LuaErr::Plain(b"table index is nil".to_vec()).into()),
         ffi::LUA_TNUMBER if ffi::lua_tonumber(l, -2).is_nan() => {
-            return Err(msg("table index is NaN").into())
+            return Err(LuaErr::Plain(b"table index is NaN".to_vec()).into())
         }
         _ => {}
     }
@@ -354,7 +332,7 @@ unsafe fn decode_value(l: *mut lua_State, c: &mut Cursor) -> Result<(), DecodeEr
             ffi::lua_pushnumber(l, f64::from_bits(c.be(1, 8)));
             c.pos += 9;
         }
-        0xd9 | 0xda | 0xdb => {
+        0xd9..=0xdb => {
             let hdr = match tag {
                 0xd9 => 1,
                 0xda => 2,
@@ -367,7 +345,7 @@ unsafe fn decode_value(l: *mut lua_State, c: &mut Cursor) -> Result<(), DecodeEr
             lapi::push_bytes(l, &c.data[start..start + len]);
             c.pos = start + len;
         }
-        0xdc | 0xdd | 0xde | 0xdf => {
+        0xdc..=0xdf => {
             let hdr = if tag == 0xdc || tag == 0xde { 2 } else { 4 };
             c.need(1 + hdr)?;
             let len = c.be(1, hdr) as usize;

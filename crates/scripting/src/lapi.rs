@@ -17,13 +17,13 @@ use std::ptr;
 pub(crate) enum LuaErr {
     /// `luaL_error`: the message, after the position of the Lua code that made the call.
     Msg(Vec<u8>),
+    /// An error raised by the Lua core itself inside an API call ("table index is nil"):
+    /// no position prefix, as the running function is a C function.
+    Plain(Vec<u8>),
     /// `luaL_argerror(L, narg, extramsg)`: "bad argument #n to 'f' (extramsg)".
     Arg(c_int, Vec<u8>),
     /// `luaL_typerror(L, narg, tname)`: "bad argument #n to 'f' (tname expected, got t)".
     Type(c_int, &'static CStr),
-    /// The error value is already on top of the Lua stack (an error caught by a protected
-    /// call that must propagate unchanged).
-    Rethrow,
 }
 
 pub(crate) type LResult<T> = Result<T, LuaErr>;
@@ -43,6 +43,11 @@ pub(crate) unsafe fn raise(l: *mut lua_State, e: LuaErr) -> ! {
             ffi::lua_concat(l, 2);
             ffi::lua_error(l)
         }
+        LuaErr::Plain(s) => {
+            push_bytes(l, &s);
+            drop(s);
+            ffi::lua_error(l)
+        }
         LuaErr::Arg(narg, s) => {
             push_bytes(l, &s);
             drop(s);
@@ -55,7 +60,6 @@ pub(crate) unsafe fn raise(l: *mut lua_State, e: LuaErr) -> ! {
             ffi::luaL_typerror(l, narg, tname.as_ptr());
             std::process::abort()
         }
-        LuaErr::Rethrow => ffi::lua_error(l),
     }
 }
 
@@ -167,7 +171,7 @@ pub(crate) fn c_f64_to_i32(d: f64) -> i32 {
 
 /// `(int64_t)d`: truncation; out of range or NaN gives INT64_MIN.
 pub(crate) fn c_f64_to_i64(d: f64) -> i64 {
-    if d.is_nan() || d >= 9223372036854775808.0 || d < -9223372036854775808.0 {
+    if !(-9223372036854775808.0..9223372036854775808.0).contains(&d) {
         i64::MIN
     } else {
         d as i64
@@ -219,4 +223,45 @@ pub(crate) unsafe fn c_strtod(s: *const u8) -> (f64, usize) {
     let mut end: *mut c_char = ptr::null_mut();
     let v = strtod(s as *const c_char, &mut end);
     (v, (end as usize).saturating_sub(s as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_conversions_match_x86_64() {
+        assert_eq!(c_f64_to_i32(2147483647.9), i32::MAX);
+        assert_eq!(c_f64_to_i32(2147483648.0), i32::MIN);
+        assert_eq!(c_f64_to_i32(-2147483648.9), i32::MIN);
+        assert_eq!(c_f64_to_i32(f64::NAN), i32::MIN);
+        assert_eq!(c_f64_to_i64(-1.9), -1);
+        assert_eq!(c_f64_to_i64(1e19), i64::MIN);
+        assert_eq!(c_f64_to_u64(f64::NAN), 1u64 << 63);
+        assert_eq!(c_f64_to_u64(18446744073709551616.0), 0);
+        assert_eq!(c_f64_to_u64(9223372036854779904.0), (1u64 << 63) | 4096);
+        assert_eq!(c_f64_to_u64(-1.0), u64::MAX);
+    }
+
+    #[test]
+    fn printf_g_and_strtod() {
+        let g = |x: f64, p: i32| {
+            let mut v = Vec::new();
+            fmt_g(x, p, &mut v);
+            String::from_utf8(v).unwrap()
+        };
+        assert_eq!(g(0.1, 14), "0.1");
+        assert_eq!(g(1e15, 14), "1e+15");
+        assert_eq!(g(123456789012345.0, 14), "1.2345678901234e+14");
+        assert_eq!(g(f64::INFINITY, 14), "inf");
+        assert_eq!(g(1.23456, 3), "1.23");
+        let d = |s: &str| {
+            let c = std::ffi::CString::new(s).unwrap();
+            unsafe { c_strtod(c.as_ptr() as *const u8) }
+        };
+        assert_eq!(d("1.5x"), (1.5, 3));
+        assert_eq!(d("0x10"), (16.0, 4));
+        assert_eq!(d("-"), (0.0, 0));
+        assert!(d("nan").0.is_nan());
+    }
 }
