@@ -792,7 +792,7 @@ lua_cfn!(decode => json_decode);
 
 /// Build a new `cjson` module table (with its own settings) and leave it on the stack.
 unsafe extern "C-unwind" fn cjson_new(l: *mut lua_State) -> c_int {
-    ffi::lua_createtable(l, 0, 14);
+    ffi::lua_createtable(l, 0, 0);
     let cfg = ffi::lua_newuserdata(l, std::mem::size_of::<Config>()) as *mut Config;
     cfg.write(DEFAULT_CONFIG);
     lapi::set_funcs(

@@ -447,7 +447,7 @@ lua_cfn!(unpack_one => mp_unpack_one);
 lua_cfn!(unpack_limit => mp_unpack_limit);
 
 unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
-    ffi::lua_createtable(l, 0, 8);
+    ffi::lua_createtable(l, 0, 0);
     lapi::set_funcs(
         l,
         &[
