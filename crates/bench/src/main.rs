@@ -169,7 +169,10 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
 fn main() {
     let o = parse_opts();
     let sha = (o.workload == "evalsha").then(|| {
-        let reply = request(&mut connect(o.port), &[b"SCRIPT", b"LOAD", SCRIPT.as_bytes()]);
+        let reply = request(
+            &mut connect(o.port),
+            &[b"SCRIPT", b"LOAD", SCRIPT.as_bytes()],
+        );
         let text = String::from_utf8_lossy(&reply).to_string();
         match text.lines().find(|l| l.len() == 40) {
             Some(sha) => sha.to_string(),
@@ -246,7 +249,10 @@ fn main() {
                             1
                         }
                         "publish" => {
-                            encode(&mut out, &[b"PUBLISH", b"bench-channel", b"0123456789abcdef"]);
+                            encode(
+                                &mut out,
+                                &[b"PUBLISH", b"bench-channel", b"0123456789abcdef"],
+                            );
                             1
                         }
                         w => panic!("unknown workload {w}"),

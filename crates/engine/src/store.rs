@@ -64,8 +64,17 @@ pub enum LockPlan {
 /// The shards the running atomic unit of this thread holds (see `run_locked`).
 struct HeldSet<'a> {
     store: &'a Store,
-    held: Vec<bool>,
+    /// Every shard (LockPlan::AllShards), or the sorted indices in `held`.
+    all: bool,
+    held: Vec<usize>,
     guards: Vec<MutexGuard<'a, ShardData>>,
+}
+
+impl HeldSet<'_> {
+    #[inline]
+    fn holds(&self, i: usize) -> bool {
+        self.all || self.held.binary_search(&i).is_ok()
+    }
 }
 
 thread_local! {
@@ -221,12 +230,13 @@ impl Store {
         if !std::ptr::eq(set.store, self) {
             return None;
         }
-        if !set.held[i] {
+        if !set.holds(i) {
             let g = self.shards[i].lock();
             // SAFETY: the guard borrows `self`, which the HeldSet's own store borrow keeps alive.
             let g: MutexGuard<'_, ShardData> = unsafe { std::mem::transmute(g) };
             set.guards.push(g);
-            set.held[i] = true;
+            let at = set.held.binary_search(&i).unwrap_err();
+            set.held.insert(at, i);
         }
         // SAFETY: this thread holds shard i's mutex until the unit ends. A handler never holds
         // two guards of one shard at once (that would deadlock outside a unit), so this
@@ -335,13 +345,11 @@ impl Store {
                 .map(|(_, g)| g)
                 .collect()
         };
-        let mut held = vec![false; self.shards.len()];
-        for &i in &idx {
-            held[i] = true;
-        }
+        let all = matches!(plan, LockPlan::AllShards);
         let mut set = HeldSet {
             store: self,
-            held,
+            all,
+            held: if all { Vec::new() } else { idx },
             guards,
         };
         HELD.with(|h| h.set(&mut set as *mut HeldSet<'_> as *mut ()));
