@@ -119,7 +119,7 @@ pub fn queue(conn: &mut Conn, out: &mut tern_resp::Reply, args: &Args, spec: &Co
         out.error("ERR Command not allowed inside a transaction");
         return;
     }
-    state.queue.push(OwnedArgs::new(args.iter()));
+    state.queue.push(OwnedArgs::from_args(args));
     conn.handle
         .multi_len
         .store(state.queue.len() as i64, Relaxed);
@@ -137,7 +137,10 @@ fn multi(ctx: &mut Ctx, _args: &Args) {
     if ctx.conn.multi.is_some() {
         return ctx.error("ERR MULTI calls can not be nested");
     }
-    ctx.conn.multi = Some(MultiState::default());
+    ctx.conn.multi = Some(MultiState {
+        queue: Vec::with_capacity(8),
+        aborted: false,
+    });
     ctx.conn.handle.set_flag(cflags::MULTI, true);
     ctx.conn.handle.multi_len.store(0, Relaxed);
     ctx.out.ok();
