@@ -1571,7 +1571,8 @@ impl Config {
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
                 // Redis prints only `A` when every class in A is on, so the canonical string
                 // cannot carry `n` then: remember it on the side.
-                NOTIFY_NEW_WITH_ALL.store(f & NOTIFY_ALL == NOTIFY_ALL && f & NOTIFY_NEW != 0, Relaxed);
+                NOTIFY_NEW_WITH_ALL
+                    .store(f & NOTIFY_ALL == NOTIFY_ALL && f & NOTIFY_NEW != 0, Relaxed);
                 Ok(notify_flags_to_str(f))
             }
             "replicaof" => {

@@ -643,7 +643,10 @@ fn pubsub_numpat(ctx: &mut Ctx, _args: &Args) {
 
 /// Redis's addReplySubcommandSyntaxError.
 fn syntax_error(ctx: &mut Ctx, args: &Args) {
-    let sub: String = String::from_utf8_lossy(&args[1]).chars().take(128).collect();
+    let sub: String = String::from_utf8_lossy(&args[1])
+        .chars()
+        .take(128)
+        .collect();
     ctx.error(&format!(
         "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP."
     ));

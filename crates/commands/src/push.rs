@@ -53,9 +53,7 @@ impl PushTx {
             return false;
         }
         if over_limit(srv, h, used) {
-            srv.pubsub
-                .obuf_limit_disconnections
-                .fetch_add(1, Relaxed);
+            srv.pubsub.obuf_limit_disconnections.fetch_add(1, Relaxed);
             h.kill();
             return false;
         }

@@ -5,8 +5,8 @@ use crate::args::{
     ERR_SYNTAX, ERR_WRONGTYPE,
 };
 use crate::ctx::Ctx;
-use crate::notify;
 use crate::float::{self, IncrError};
+use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::EMBSTR_LIMIT;

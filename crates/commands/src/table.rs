@@ -301,7 +301,11 @@ impl CommandSpec {
             ..
         }] = self.keys
         {
-            let last = if *lastkey < 0 { *lastkey } else { idx + lastkey };
+            let last = if *lastkey < 0 {
+                *lastkey
+            } else {
+                idx + lastkey
+            };
             return (*idx, last, *step);
         }
         let mut first = 0;

@@ -141,8 +141,9 @@ fn shard_channels_are_separate() {
         q(&mut c, &["PUBSUB", "SHARDNUMSUB", "ch", "x"]),
         Value::Array(vec![bulk("ch"), int(1), bulk("x"), int(0)])
     );
-    let mut chans: Vec<String> =
-        common::cmd(&["PUBSUB", "SHARDCHANNELS"]).query(&mut c).unwrap();
+    let mut chans: Vec<String> = common::cmd(&["PUBSUB", "SHARDCHANNELS"])
+        .query(&mut c)
+        .unwrap();
     chans.sort();
     assert_eq!(chans, ["ch", "other"]);
     let chans: Vec<String> = common::cmd(&["PUBSUB", "SHARDCHANNELS", "o*"])
@@ -284,7 +285,9 @@ fn redis_crate_pubsub_api_and_order() {
             .unwrap();
         assert_eq!(n, 1);
     }
-    let n: i64 = common::cmd(&["PUBLISH", "ev.a", "p"]).query(&mut c).unwrap();
+    let n: i64 = common::cmd(&["PUBLISH", "ev.a", "p"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(n, 1);
     for i in 0..500 {
         let m = ps.get_message().unwrap();
@@ -380,7 +383,12 @@ fn slow_subscriber_is_disconnected_at_the_hard_limit() {
     let mut c = s.conn();
     q(
         &mut c,
-        &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 262144 0 0"],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 262144 0 0",
+        ],
     );
     let mut slow = Raw::<true>::new(s.port);
     assert_eq!(slow.q("SUBSCRIBE big"), "[subscribe,big,:1]");
@@ -400,7 +408,10 @@ fn slow_subscriber_is_disconnected_at_the_hard_limit() {
         info_field(&mut c, "stats", "client_output_buffer_limit_disconnections"),
         "1"
     );
-    assert_eq!(q(&mut c, &["PUBSUB", "NUMSUB", "big"]), Value::Array(vec![bulk("big"), int(0)]));
+    assert_eq!(
+        q(&mut c, &["PUBSUB", "NUMSUB", "big"]),
+        Value::Array(vec![bulk("big"), int(0)])
+    );
     // Publishers never waited for the slow reader, and the server is fine.
     assert_eq!(q(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
 }
@@ -534,7 +545,10 @@ fn own_keyspace_events_follow_the_reply_in_resp3() {
     let s = Server::tern(&[]);
     let mut c = Raw::<true>::resp3(s.port);
     c.q("CONFIG SET notify-keyspace-events KEg$");
-    assert_eq!(c.q("PSUBSCRIBE __keyevent*"), ">[psubscribe,__keyevent*,:1]");
+    assert_eq!(
+        c.q("PSUBSCRIBE __keyevent*"),
+        ">[psubscribe,__keyevent*,:1]"
+    );
     assert_eq!(c.q("SET k v"), "OK");
     assert_eq!(c.read(), ">[pmessage,__keyevent*,__keyevent@0__:set,k]");
     assert_eq!(c.q("DEL k"), ":1");
@@ -549,6 +563,9 @@ fn notifications_off_publish_nothing() {
     q(&mut c, &["SET", "k", "v"]);
     q(&mut c, &["DEL", "k"]);
     // The first message the subscriber sees is the one published explicitly.
-    assert_eq!(q(&mut c, &["PUBLISH", "__keyspace@0__:marker", "m"]), int(1));
+    assert_eq!(
+        q(&mut c, &["PUBLISH", "__keyspace@0__:marker", "m"]),
+        int(1)
+    );
     assert_eq!(ev.next(), "__keyspace@0__:marker m");
 }
