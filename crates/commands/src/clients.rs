@@ -55,6 +55,10 @@ pub struct ClientHandle {
     pub qbuf_free: AtomicUsize,
     pub obuf: AtomicUsize,
     pub tot_mem: AtomicUsize,
+    /// Bytes queued for this client by others (pub/sub, MONITOR) and not yet written.
+    pub push_pending: AtomicUsize,
+    /// When (unix seconds) queued output went over the soft limit; 0 = it is under.
+    pub obuf_soft_since: AtomicU64,
     pub meta: Mutex<ClientMeta>,
     killed: AtomicBool,
     /// The socket while it is open; KILL shuts it down under this lock so a closed (and
@@ -83,6 +87,8 @@ impl ClientHandle {
             qbuf_free: AtomicUsize::new(0),
             obuf: AtomicUsize::new(0),
             tot_mem: AtomicUsize::new(0),
+            push_pending: AtomicUsize::new(0),
+            obuf_soft_since: AtomicU64::new(0),
             meta: Mutex::new(ClientMeta {
                 user: "default".into(),
                 ..Default::default()
@@ -168,6 +174,7 @@ impl ClientHandle {
         let qbuf = self.qbuf.load(Relaxed);
         let qbuf_free = self.qbuf_free.load(Relaxed);
         let obl = self.obuf.load(Relaxed);
+        let omem = self.push_pending.load(Relaxed);
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
@@ -191,8 +198,8 @@ impl ClientHandle {
             qbuf,
             obl,
             0,
-            0,
-            self.tot_mem.load(Relaxed).max(qbuf + qbuf_free + obl),
+            omem,
+            self.tot_mem.load(Relaxed).max(qbuf + qbuf_free + obl) + omem,
             cmd_name,
             m.user,
             -1,

@@ -1190,6 +1190,9 @@ pub const NOTIFY_ALL: u32 = (1 << 2)
     | (1 << 10)
     | (1 << 13);
 
+/// `n` was given together with every class of `A` (see notify-keyspace-events' canonical form).
+static NOTIFY_NEW_WITH_ALL: AtomicBool = AtomicBool::new(false);
+
 /// keyspaceEventsStringToFlags; None on an unknown class character.
 pub fn notify_flags_from_str(s: &str) -> Option<u32> {
     let mut f = 0;
@@ -1300,6 +1303,9 @@ pub struct Hot {
     pub lazyfree_lazy_user_flush: AtomicBool,
     pub lazyfree_lazy_expire: AtomicBool,
     pub lazyfree_lazy_server_del: AtomicBool,
+    /// client-output-buffer-limit as (hard bytes, soft bytes, soft seconds) per class, in
+    /// `OBUF_CLASSES` order (normal, slave, pubsub).
+    pub obuf_limits: [[AtomicU64; 3]; 3],
 }
 
 /// A function run after a CONFIG SET changed a parameter (the server crate registers e.g. port
@@ -1377,6 +1383,7 @@ impl Config {
                 lazyfree_lazy_user_flush: AtomicBool::new(false),
                 lazyfree_lazy_expire: AtomicBool::new(false),
                 lazyfree_lazy_server_del: AtomicBool::new(false),
+                obuf_limits: Default::default(),
             },
             file: RwLock::new(None),
             save_seen: AtomicBool::new(false),
@@ -1562,6 +1569,10 @@ impl Config {
                 }
                 let f = notify_flags_from_str(&argv[0])
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
+                // Redis prints only `A` when every class in A is on, so the canonical string
+                // cannot carry `n` then: remember it on the side.
+                NOTIFY_NEW_WITH_ALL
+                    .store(f & NOTIFY_ALL == NOTIFY_ALL && f & NOTIFY_NEW != 0, Relaxed);
                 Ok(notify_flags_to_str(f))
             }
             "replicaof" => {
@@ -1781,9 +1792,32 @@ impl Config {
             "lfu-decay-time" => h.lfu_decay_time.store(n() as u64, Relaxed),
             "requirepass" => h.requirepass_set.store(!v.is_empty(), Relaxed),
             "active-expire-effort" => h.active_expire_effort.store(n() as u64, Relaxed),
-            "notify-keyspace-events" => h
-                .notify_flags
-                .store(notify_flags_from_str(v).unwrap_or(0), Relaxed),
+            "notify-keyspace-events" => {
+                let mut f = notify_flags_from_str(v).unwrap_or(0);
+                if f & NOTIFY_ALL == NOTIFY_ALL && NOTIFY_NEW_WITH_ALL.load(Relaxed) {
+                    f |= NOTIFY_NEW;
+                }
+                h.notify_flags.store(f, Relaxed);
+                // Expired and new keys are events the engine sees: ask it to record them
+                // only while someone could hear about them.
+                let mut want = 0;
+                if f & (NOTIFY_KEYSPACE | NOTIFY_KEYEVENT) != 0 {
+                    if f & crate::notify::EXPIRED != 0 {
+                        want |= tern_engine::events::EXPIRED;
+                    }
+                    if f & NOTIFY_NEW != 0 {
+                        want |= tern_engine::events::NEW;
+                    }
+                }
+                tern_engine::events::set_wanted(want);
+            }
+            "client-output-buffer-limit" => {
+                for (slot, (hard, soft, secs)) in h.obuf_limits.iter().zip(parse_obuf_limits(v)) {
+                    slot[0].store(hard, Relaxed);
+                    slot[1].store(soft, Relaxed);
+                    slot[2].store(secs.max(0) as u64, Relaxed);
+                }
+            }
             "replica-read-only" => h.replica_read_only.store(yes, Relaxed),
             "busy-reply-threshold" => h.busy_reply_threshold.store(n() as u64, Relaxed),
             "lazyfree-lazy-user-del" => h.lazyfree_lazy_user_del.store(yes, Relaxed),

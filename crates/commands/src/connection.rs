@@ -102,7 +102,7 @@ fn ping(ctx: &mut Ctx, args: &Args) {
         ctx.error("ERR wrong number of arguments for 'ping' command");
         return;
     }
-    let subscribed = ctx.conn.handle.has_flag(cflags::PUBSUB) && !ctx.out.is_resp3();
+    let subscribed = ctx.conn.subscribed() && !ctx.out.is_resp3();
     match (args.len(), subscribed) {
         (1, false) => ctx.out.simple(b"PONG"),
         (2, false) => ctx.out.bulk(&args[1]),
@@ -147,8 +147,8 @@ fn reset(ctx: &mut Ctx, _args: &Args) {
     c.authenticated = !ctx.srv.config.hot.requirepass_set.load(Relaxed);
     if c.is_monitor() {
         ctx.srv.remove_monitor(c.handle.id);
-        c.monitor_rx = None;
     }
+    crate::pubsub::forget_client(ctx.srv, c);
     c.handle.set_flag(
         cflags::MONITOR | cflags::NO_EVICT | cflags::NO_TOUCH | cflags::MULTI,
         false,

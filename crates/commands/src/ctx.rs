@@ -5,6 +5,7 @@ use crate::clients::{cflags, ClientHandle};
 use crate::server::Server;
 use crate::table::CommandSpec;
 use rand::rngs::SmallRng;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use tern_engine::ShardGuard;
 use tern_resp::Reply;
@@ -29,8 +30,15 @@ pub struct Conn {
     pub close_after_reply: bool,
     pub no_touch: bool,
     pub no_evict: bool,
-    /// Receives MONITOR lines once this client ran MONITOR.
-    pub monitor_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    /// Output other clients send this one (pub/sub messages, MONITOR lines): the connection
+    /// drains it. Created the first time the client subscribes or runs MONITOR.
+    pub push_rx: Option<crate::push::PushRx>,
+    pub push_tx: Option<crate::push::PushTx>,
+    /// What this client is subscribed to.
+    pub subs: crate::pubsub::ClientSubs,
+    /// Set by a command whose reply is a push (the subscribe family): CLIENT REPLY OFF/SKIP
+    /// do not silence it.
+    pub keep_reply: bool,
     pub rng: SmallRng,
     /// This thread's counters (connections never move between threads).
     pub stats: Arc<crate::stats::ThreadStats>,
@@ -73,7 +81,10 @@ impl Conn {
             close_after_reply: false,
             no_touch: false,
             no_evict: false,
-            monitor_rx: None,
+            push_rx: None,
+            push_tx: None,
+            subs: Default::default(),
+            keep_reply: false,
             rng: SmallRng::from_entropy(),
             stats,
             now_ms: tern_engine::clock::now_ms(),
@@ -104,6 +115,35 @@ impl Conn {
 
     pub fn is_monitor(&self) -> bool {
         self.handle.has_flag(cflags::MONITOR)
+    }
+
+    /// The sending side of this client's push queue, created on first use.
+    pub fn push_sender(&mut self) -> crate::push::PushTx {
+        if let Some(tx) = &self.push_tx {
+            return tx.clone();
+        }
+        let (tx, rx) = crate::push::channel(self.handle.clone());
+        self.push_rx = Some(rx);
+        self.push_tx = Some(tx.clone());
+        tx
+    }
+
+    /// True while the client has (P|S)SUBSCRIBEd to anything.
+    #[inline]
+    pub fn subscribed(&self) -> bool {
+        self.subs.total() > 0
+    }
+
+    /// Move push output already queued for this client into its reply buffer (so that it goes
+    /// out in order with the replies around it, as Redis appends pushes to the same buffer).
+    #[inline]
+    pub fn drain_pushes(&mut self, out: &mut Reply) {
+        if let Some(rx) = self.push_rx.as_mut() {
+            let n = rx.drain_into(None, &mut out.buf, usize::MAX);
+            if n > 0 {
+                rx.written(n);
+            }
+        }
     }
 }
 
@@ -195,11 +235,20 @@ impl<'a> Ctx<'a> {
         self.conn.serving_blocked
     }
 
-    /// A keyspace event (`class` from `notify`, Redis's event name). Delivery to subscribers
-    /// lands with pub/sub (issue #4); handlers report their events now so that nothing has to
-    /// be retrofitted.
+    /// A keyspace event (`class` from `notify`, Redis's event name) for `key` in the current
+    /// database: published as `notify-keyspace-events` asks. Costs one relaxed load when that
+    /// class is off.
     #[inline]
     pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
-        let _ = (class, event, key);
+        self.notify_db(class, event, key, self.conn.db);
+    }
+
+    /// `notify` for a key in another database (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_db(&self, class: u32, event: &str, key: &[u8], db: usize) {
+        let flags = self.srv.config.hot.notify_flags.load(Relaxed);
+        if flags & class != 0 {
+            crate::pubsub::notify_keyspace(self.srv, db, class, event, key);
+        }
     }
 }

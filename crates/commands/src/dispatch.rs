@@ -53,10 +53,18 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         let ready = std::mem::take(&mut conn.ready_keys);
         crate::blocking::serve_queue(srv, conn, ready);
     }
+    if tern_engine::events::any_wanted() {
+        crate::pubsub::flush_engine_events(srv);
+    }
+    // Pushes that are a command's reply (subscribe confirmations) get through a silenced
+    // client, as in Redis.
+    let keep = std::mem::take(&mut conn.keep_reply);
     match conn.reply_mode {
-        ReplyMode::Off => out.buf.truncate(mark),
+        ReplyMode::Off if !keep => out.buf.truncate(mark),
         ReplyMode::Skip => {
-            out.buf.truncate(mark);
+            if !keep {
+                out.buf.truncate(mark);
+            }
             conn.reply_mode = ReplyMode::On;
         }
         _ => {}
@@ -141,6 +149,16 @@ fn resolve<'s>(
     }
     if !conn.authenticated && entry.spec.flags & flags::NO_AUTH == 0 {
         out.error("NOAUTH Authentication required.");
+        return Err(Some(entry));
+    }
+    if conn.subscribed()
+        && out.resp == 2
+        && !crate::pubsub::allowed_while_subscribed(&entry.fullname)
+    {
+        out.error(&format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            entry.fullname
+        ));
         return Err(Some(entry));
     }
     if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
@@ -406,8 +424,7 @@ pub fn monitor_line(db: usize, peer: &str, args: &Args, hidden: &[usize]) -> Vec
 
 /// Mark the client as a MONITOR and return the receiver its connection drains.
 pub fn start_monitor(srv: &Server, conn: &mut Conn) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    srv.add_monitor(conn.handle.id, tx);
+    let tx = conn.push_sender();
+    srv.add_monitor(tx);
     conn.handle.set_flag(cflags::MONITOR, true);
-    conn.monitor_rx = Some(rx);
 }

@@ -581,6 +581,7 @@ fn stats_section(srv: &Server, out: &mut String) {
     let input = st.sum(|t| t.net_input_bytes.get());
     let output = st.sum(|t| t.net_output_bytes.get());
     let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
+    let (ps_channels, ps_patterns, ps_shard) = srv.pubsub.counts();
     let _ = write!(
         out,
         "total_connections_received:{}\r\n\
@@ -608,9 +609,9 @@ fn stats_section(srv: &Server, out: &mut String) {
          current_eviction_exceeded_time:0\r\n\
          keyspace_hits:{}\r\n\
          keyspace_misses:{}\r\n\
-         pubsub_channels:0\r\n\
-         pubsub_patterns:0\r\n\
-         pubsubshard_channels:0\r\n\
+         pubsub_channels:{}\r\n\
+         pubsub_patterns:{}\r\n\
+         pubsubshard_channels:{}\r\n\
          latest_fork_usec:0\r\n\
          total_forks:0\r\n\
          migrate_cached_sockets:0\r\n\
@@ -641,16 +642,21 @@ fn stats_section(srv: &Server, out: &mut String) {
          acl_access_denied_auth:0\r\n\
          acl_access_denied_cmd:0\r\n\
          acl_access_denied_key:0\r\n\
-         acl_access_denied_channel:0\r\n",
+         acl_access_denied_channel:0\r\n\
+         client_output_buffer_limit_disconnections:{}\r\n",
         srv.clients.total_connections.load(Relaxed),
         srv.clients.rejected_connections.load(Relaxed),
         srv.store.expired_keys_total(),
         srv.stat_expired_time_cap.load(Relaxed),
         st.sum(|t| t.keyspace_hits.get()),
         st.sum(|t| t.keyspace_misses.get()),
+        ps_channels,
+        ps_patterns,
+        ps_shard,
         st.sum(|t| t.unexpected_error_replies.get()),
         st.sum(|t| t.total_error_replies.get()),
         st.sum(|t| t.cmds.iter().map(|c| c.usec.get()).sum()),
+        srv.pubsub.obuf_limit_disconnections.load(Relaxed),
     );
 }
 

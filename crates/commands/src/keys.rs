@@ -10,6 +10,7 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_DB_RANGE, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::ctx::Ctx;
 use crate::glob;
+use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::dict::Dict;
@@ -441,8 +442,16 @@ fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
     removed
 }
 
+/// The `del` keyspace event of each removed key.
+fn notify_removed(ctx: &Ctx, removed: &[EntryBox]) {
+    for e in removed {
+        ctx.notify(notify::GENERIC, "del", e.key());
+    }
+}
+
 fn del(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
+    notify_removed(ctx, &removed);
     let n = removed.len();
     // Freeing never changes a reply, so huge values go to the background even for DEL.
     let weight = removed.iter().map(|e| free_effort(e)).sum();
@@ -453,6 +462,7 @@ fn del(ctx: &mut Ctx, args: &Args) {
 
 fn unlink(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
+    notify_removed(ctx, &removed);
     let n = removed.len();
     let weight = removed.iter().map(|e| free_effort(e)).sum();
     crate::background::drop_later(removed, weight);
@@ -545,6 +555,8 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
     drop(g);
     drop(overwritten);
     ctx.dirty(1);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
     if nx {
         ctx.out.int(1);
     } else {
@@ -582,6 +594,8 @@ fn move_cmd(ctx: &mut Ctx, args: &Args) {
     dst.insert_entry(h, entry, now);
     drop(g);
     ctx.dirty(1);
+    ctx.notify_db(notify::GENERIC, "move_from", key, src_db);
+    ctx.notify_db(notify::GENERIC, "move_to", key, dst_db);
     ctx.out.int(1);
 }
 
@@ -640,6 +654,7 @@ fn copy(ctx: &mut Ctx, args: &Args) {
     drop(g);
     drop(overwritten);
     ctx.dirty(1);
+    ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);
     ctx.out.int(1);
 }
 
@@ -743,8 +758,10 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
         None
     };
     drop(shard);
+    let event = if gone.is_some() { "del" } else { "expire" };
     drop(gone);
     ctx.dirty(1);
+    ctx.notify(notify::GENERIC, event, key);
     ctx.out.int(1);
 }
 
@@ -764,6 +781,7 @@ fn persist(ctx: &mut Ctx, args: &Args) {
     drop(shard);
     if had {
         ctx.dirty(1);
+        ctx.notify(notify::GENERIC, "persist", key);
     }
     ctx.out.int(had as i64);
 }

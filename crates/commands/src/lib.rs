@@ -11,6 +11,7 @@ pub mod double;
 pub mod float;
 pub mod glob;
 pub mod notify;
+pub mod push;
 pub mod registry;
 pub mod server;
 pub mod stats;
@@ -27,6 +28,7 @@ pub mod introspection;
 pub mod keys;
 pub mod memory;
 pub mod multi;
+pub mod pubsub;
 pub mod strings;
 
 pub mod bitops;
@@ -48,7 +50,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 20] {
+pub fn families() -> [&'static [CommandSpec]; 21] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -70,6 +72,7 @@ pub fn families() -> [&'static [CommandSpec]; 20] {
         geo::COMMANDS,
         sort::COMMANDS,
         multi::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 

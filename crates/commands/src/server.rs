@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 use tern_engine::expire::ActiveExpire;
 use tern_engine::Store;
-use tokio::sync::mpsc::UnboundedSender;
 
 pub struct SlowlogEntry {
     pub id: u64,
@@ -43,7 +42,7 @@ pub struct Server {
     pub commands: Registry,
     pub slowlog: Mutex<Slowlog>,
     pub latency: Mutex<BTreeMap<String, LatencySeries>>,
-    monitors: Mutex<Vec<(u64, UnboundedSender<Vec<u8>>)>>,
+    monitors: Mutex<Vec<crate::push::PushTx>>,
     monitor_count: AtomicUsize,
     pub expire: ActiveExpire,
     pub active_expire_enabled: AtomicBool,
@@ -61,6 +60,8 @@ pub struct Server {
     pub stat_expired_time_cap: AtomicU64,
     /// Clients waiting in BLPOP, BZPOPMIN, XREAD BLOCK, ...
     pub blocking: crate::blocking::Blocking,
+    /// Pub/Sub subscriptions (channels, patterns, shard channels).
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl Server {
@@ -102,6 +103,7 @@ impl Server {
             shutdown: tokio::sync::watch::channel(false).0,
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),
+            pubsub: Default::default(),
         }
     }
 
@@ -114,22 +116,23 @@ impl Server {
         self.monitor_count.load(Relaxed) > 0
     }
 
-    pub fn add_monitor(&self, id: u64, tx: UnboundedSender<Vec<u8>>) {
+    pub fn add_monitor(&self, tx: crate::push::PushTx) {
         let mut m = self.monitors.lock();
-        m.push((id, tx));
+        m.push(tx);
         self.monitor_count.store(m.len(), Relaxed);
     }
 
     pub fn remove_monitor(&self, id: u64) {
         let mut m = self.monitors.lock();
-        m.retain(|(i, _)| *i != id);
+        m.retain(|tx| tx.id() != id);
         self.monitor_count.store(m.len(), Relaxed);
     }
 
     /// Send one already formatted MONITOR line to every monitor; drop closed ones.
     pub fn feed_monitors(&self, line: &[u8]) {
+        let frame: crate::push::Frame = line.into();
         let mut m = self.monitors.lock();
-        m.retain(|(_, tx)| tx.send(line.to_vec()).is_ok());
+        m.retain(|tx| tx.send(self, frame.clone()));
         self.monitor_count.store(m.len(), Relaxed);
     }
 

@@ -6,6 +6,7 @@ use crate::args::{
 };
 use crate::ctx::Ctx;
 use crate::float::{self, IncrError};
+use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::EMBSTR_LIMIT;
@@ -526,6 +527,10 @@ fn set_generic(
     }
     drop(shard);
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "set", key);
+    if expire.is_some() {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
     Ok(true)
 }
 
@@ -595,6 +600,7 @@ fn getdel(ctx: &mut Ctx, args: &Args) {
     drop(shard);
     ctx.hit(true);
     ctx.dirty(1);
+    ctx.notify(notify::GENERIC, "del", key);
 }
 
 fn getex(ctx: &mut Ctx, args: &Args) {
@@ -628,19 +634,24 @@ fn getex(ctx: &mut Ctx, args: &Args) {
     };
     reply_str(ctx, s);
     let had_ttl = e.expire_at() != 0;
-    let changed = match expire {
+    let event = match expire {
         // Only absolute times can already be over; those delete the key.
         Some(at) if fl & (opt::EXAT | opt::PXAT) != 0 && at <= now => {
             shard.remove(h, key);
-            true
+            Some((notify::GENERIC, "del"))
         }
-        Some(at) => shard.set_expire(h, key, at, now),
-        None if fl & opt::PERSIST != 0 && had_ttl => shard.set_expire(h, key, 0, now),
-        None => false,
+        Some(at) => shard
+            .set_expire(h, key, at, now)
+            .then_some((notify::GENERIC, "expire")),
+        None if fl & opt::PERSIST != 0 && had_ttl => shard
+            .set_expire(h, key, 0, now)
+            .then_some((notify::GENERIC, "persist")),
+        None => None,
     };
     drop(shard);
-    if changed {
+    if let Some((class, name)) = event {
         ctx.dirty(1);
+        ctx.notify(class, name, key);
     }
 }
 
@@ -704,6 +715,8 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
         let key = &args[1 + 2 * i];
         let val = Value::from_bytes(&args[2 + 2 * i]);
         store_value(ctx, g.shard(db, h), h, key, val, false);
+        // Each key's events in turn (its `new`, then `set`), as Redis orders them.
+        ctx.notify(notify::STRING, "set", key);
     }
     drop(g);
     ctx.dirty(hashes.len() as u64);
@@ -761,6 +774,7 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
     match result {
         Ok(v) => {
             ctx.dirty(1);
+            ctx.notify(notify::STRING, "incrby", key);
             ctx.out.int(v);
         }
         Err(e) => ctx.error(e),
@@ -825,6 +839,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &Args) {
     match result {
         Ok(v) => {
             ctx.dirty(1);
+            ctx.notify(notify::STRING, "incrbyfloat", key);
             ctx.out.bulk(&v);
         }
         Err(e) => ctx.error(e),
@@ -873,6 +888,7 @@ fn append(ctx: &mut Ctx, args: &Args) {
     match result {
         Ok(n) => {
             ctx.dirty(1);
+            ctx.notify(notify::STRING, "append", key);
             ctx.out.int(n as i64);
         }
         Err(e) => ctx.error(e),
@@ -978,6 +994,7 @@ fn setrange(ctx: &mut Ctx, args: &Args) {
         Ok((n, changed)) => {
             if changed {
                 ctx.dirty(1);
+                ctx.notify(notify::STRING, "setrange", key);
             }
             ctx.out.int(n as i64);
         }

@@ -294,6 +294,20 @@ impl CommandSpec {
     /// The legacy (first key, last key, step) triple COMMAND INFO reports, derived from the
     /// key specs the way Redis derives it: only index/range specs, merged if contiguous.
     pub fn legacy_range(&self) -> (i32, i32, i32) {
+        // One plain range spec is reported as it is, even a not_key one (SPUBLISH), as Redis.
+        if let [KeySpec {
+            begin: BeginSearch::Index(idx),
+            find: FindKeys::Range { lastkey, step, .. },
+            ..
+        }] = self.keys
+        {
+            let last = if *lastkey < 0 {
+                *lastkey
+            } else {
+                idx + lastkey
+            };
+            return (*idx, last, *step);
+        }
         let mut first = 0;
         let mut last = 0;
         let mut step = 0;

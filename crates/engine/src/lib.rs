@@ -2,6 +2,7 @@
 pub mod clock;
 pub mod dict;
 pub mod entry;
+pub mod events;
 pub mod expire;
 pub mod hash;
 pub mod limits;

@@ -18,9 +18,19 @@ pub struct ShardData {
     expire_cursor: u64,
     /// Keys removed because their time ran out (INFO stats `expired_keys`).
     pub expired_keys: u64,
+    /// The database this shard belongs to (for the key events of `events`).
+    db: usize,
 }
 
 impl ShardData {
+    /// An empty shard of database `db`.
+    pub fn new(db: usize) -> ShardData {
+        ShardData {
+            db,
+            ..Default::default()
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.dict.len()
     }
@@ -54,6 +64,7 @@ impl ShardData {
         if expired {
             self.remove(hash, key);
             self.expired_keys += 1;
+            crate::events::record(crate::events::EXPIRED, self.db, key);
             return None;
         }
         self.dict.get_mut(hash, key)
@@ -93,6 +104,7 @@ impl ShardData {
         }
         self.dict
             .insert_new(hash, EntryBox::new_at(key, value, now_ms));
+        crate::events::record(crate::events::NEW, self.db, key);
         None
     }
 
@@ -106,6 +118,7 @@ impl ShardData {
             self.volatile += 1;
         }
         self.touch(entry.key());
+        crate::events::record(crate::events::NEW, self.db, entry.key());
         self.dict.insert_new(hash, entry);
     }
 
@@ -295,6 +308,7 @@ impl ShardData {
             let h = crate::hash::key_hash(&k);
             if self.remove(h, &k).is_some() {
                 expired += 1;
+                crate::events::record(crate::events::EXPIRED, self.db, &k);
             }
         }
         self.expired_keys += expired as u64;

@@ -168,7 +168,9 @@ impl Store {
     pub fn new(databases: usize, shard_bits: u32) -> Store {
         let n = databases << shard_bits;
         Store {
-            shards: (0..n).map(|_| Mutex::new(ShardData::default())).collect(),
+            shards: (0..n)
+                .map(|i| Mutex::new(ShardData::new(i >> shard_bits)))
+                .collect(),
             databases,
             shard_bits,
         }

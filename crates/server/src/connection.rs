@@ -14,6 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const READ_CHUNK: usize = 16 * 1024;
+/// Queued push output written per wake-up at most (the rest follows on the next turn).
+const PUSH_BATCH: usize = 256 * 1024;
 
 pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
@@ -33,14 +35,25 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             if inbuf.capacity() - inbuf.len() < want {
                 inbuf.reserve(want.max(READ_CHUNK));
             }
-            let n = match conn.monitor_rx.as_mut() {
+            let n = match conn.push_rx.as_mut() {
                 None => stream.read_buf(&mut inbuf).await,
                 Some(rx) => {
                     tokio::select! {
                         r = stream.read_buf(&mut inbuf) => r,
-                        line = rx.recv() => {
-                            if let Some(line) = line {
-                                if stream.write_all(&line).await.is_err() { break 'conn; }
+                        frame = rx.recv() => {
+                            // Pub/sub messages or MONITOR lines: write what is queued now.
+                            if let Some(f) = frame {
+                                let n = rx.drain_into(Some(f), &mut out.buf, PUSH_BATCH);
+                                stats.net_output_bytes.add(n as u64);
+                                let ok = stream.write_all(&out.buf).await.is_ok();
+                                out.buf.clear();
+                                rx.written(n);
+                                if !ok {
+                                    break 'conn;
+                                }
+                            }
+                            if handle.is_killed() {
+                                break 'conn;
                             }
                             continue 'conn;
                         }
@@ -77,7 +90,17 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                     let args = Args::new(base, parser.ranges());
                     // CLIENT LIST's qbuf counts the unprocessed input, this command included.
                     handle.qbuf.store(inbuf.len() - pos, Relaxed);
+                    // Pushes queued for this client go out in order with its replies: those
+                    // that came before the command ahead of its reply, those it caused (a
+                    // PUBLISH to itself, its own keyspace events) after it, as in Redis 7.2.
+                    let pushes = conn.push_rx.is_some();
+                    if pushes {
+                        conn.drain_pushes(&mut out);
+                    }
                     dispatch::execute(&srv, &mut conn, &mut out, &args);
+                    if pushes || conn.push_rx.is_some() {
+                        conn.drain_pushes(&mut out);
+                    }
                     pos += used;
                     if let Some(spec) = conn.pending_block.take() {
                         blocked = Some((spec, args.to_vecs()));
@@ -130,7 +153,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                 out.buf.clear();
             }
             let w = blocking::start_wait(&srv, &conn, out.resp, spec, args);
-            let outcome = wait_blocked(&srv, &w, &mut stream, &mut inbuf).await;
+            let outcome = wait_blocked(&srv, &w, &mut stream, &mut inbuf, &mut conn).await;
             if outcome == Outcome::Cancelled {
                 break;
             }
@@ -160,6 +183,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         srv.remove_monitor(handle.id);
     }
     tern_commands::multi::reset(&srv, &mut conn);
+    tern_commands::pubsub::forget_client(&srv, &mut conn);
     handle.detach_socket();
     srv.clients.unregister(handle.id);
     let _ = stream.shutdown().await;
@@ -172,6 +196,7 @@ async fn wait_blocked(
     w: &Arc<Waiter>,
     stream: &mut TcpStream,
     inbuf: &mut BytesMut,
+    conn: &mut Conn,
 ) -> Outcome {
     let deadline = (w.deadline_ms != 0).then(|| {
         let now = tern_engine::clock::now_ms();
@@ -200,6 +225,22 @@ async fn wait_blocked(
                 }
             }
             _ = shutdown.changed() => return blocking::end_wait(srv, w, Outcome::Cancelled),
+            // A RESP3 subscriber may block: its messages keep flowing meanwhile.
+            Some(f) = async {
+                match conn.push_rx.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let Some(rx) = conn.push_rx.as_mut() else { continue };
+                let mut buf = Vec::new();
+                let n = rx.drain_into(Some(f), &mut buf, PUSH_BATCH);
+                let ok = stream.write_all(&buf).await.is_ok();
+                rx.written(n);
+                if !ok {
+                    return blocking::end_wait(srv, w, Outcome::Cancelled);
+                }
+            }
         }
     }
 }

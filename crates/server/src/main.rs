@@ -350,6 +350,8 @@ fn spawn_cron(srv: Arc<Server>) {
                     let budget = period * (25 + 2 * (effort as u32 - 1)) / 100;
                     srv.expire
                         .cycle(&srv.store, tern_engine::clock::now_ms(), budget);
+                    // Keyspace events for the keys this cycle expired.
+                    tern_commands::pubsub::flush_engine_events(&srv);
                 }
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();

@@ -1,0 +1,81 @@
+//! Key events the engine itself causes and the command layer may want to publish as keyspace
+//! notifications: a key removed because its time ran out (lazy or active expiry) and a key
+//! added to a database. The engine knows nothing about pub/sub; it only records the event on
+//! the current thread when someone asked for that kind (one relaxed atomic load otherwise).
+//! Whoever runs engine code on a thread (a command, the active-expire cycle) takes the events
+//! afterwards with `take` and publishes them.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+/// A key expired (lazily on access or in the active cycle).
+pub const EXPIRED: u8 = 1;
+/// A key was added to a database.
+pub const NEW: u8 = 2;
+
+static WANTED: AtomicU8 = AtomicU8::new(0);
+
+thread_local! {
+    static PENDING: RefCell<Vec<KeyEvent>> = const { RefCell::new(Vec::new()) };
+}
+
+/// One recorded event: its kind, the database and the key.
+pub struct KeyEvent {
+    pub kind: u8,
+    pub db: usize,
+    pub key: Box<[u8]>,
+}
+
+/// Which kinds to record from now on (a mask of `EXPIRED`, `NEW`; 0 = none).
+pub fn set_wanted(mask: u8) {
+    WANTED.store(mask, Relaxed);
+    if mask == 0 {
+        PENDING.with(|p| p.borrow_mut().clear());
+    }
+}
+
+/// True when any kind is being recorded.
+#[inline]
+pub fn any_wanted() -> bool {
+    WANTED.load(Relaxed) != 0
+}
+
+#[inline]
+pub(crate) fn record(kind: u8, db: usize, key: &[u8]) {
+    if WANTED.load(Relaxed) & kind != 0 {
+        PENDING.with(|p| {
+            p.borrow_mut().push(KeyEvent {
+                kind,
+                db,
+                key: key.into(),
+            })
+        });
+    }
+}
+
+/// The events recorded on this thread since the last call, oldest first.
+pub fn take() -> Vec<KeyEvent> {
+    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+}
+
+/// True when this thread has recorded events not yet taken.
+pub fn pending() -> bool {
+    PENDING.with(|p| !p.borrow().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_only_wanted_kinds() {
+        set_wanted(EXPIRED);
+        record(NEW, 0, b"a");
+        record(EXPIRED, 3, b"b");
+        let ev = take();
+        assert_eq!(ev.len(), 1);
+        assert_eq!((ev[0].kind, ev[0].db, &*ev[0].key), (EXPIRED, 3, &b"b"[..]));
+        assert!(!pending());
+        set_wanted(0);
+    }
+}
