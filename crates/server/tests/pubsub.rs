@@ -312,6 +312,12 @@ fn resp3_push_through_redis_crate() {
         .query(&mut sub)
         .unwrap();
     let mut c = s.conn();
+    // The SUBSCRIBE was not waited for: publish once the server has processed it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while q(&mut c, &["PUBSUB", "NUMSUB", "r3"]) != Value::Array(vec![bulk("r3"), int(1)]) {
+        assert!(std::time::Instant::now() < deadline, "subscription never registered");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert_eq!(q(&mut c, &["PUBLISH", "r3", "hi"]), int(1));
     // Any command reads what came before its reply; RESP3 clients may run anything.
     assert_eq!(q(&mut sub, &["SET", "k", "v"]), Value::Okay);
