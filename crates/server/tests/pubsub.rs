@@ -315,7 +315,10 @@ fn resp3_push_through_redis_crate() {
     // The SUBSCRIBE was not waited for: publish once the server has processed it.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while q(&mut c, &["PUBSUB", "NUMSUB", "r3"]) != Value::Array(vec![bulk("r3"), int(1)]) {
-        assert!(std::time::Instant::now() < deadline, "subscription never registered");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "subscription never registered"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(q(&mut c, &["PUBLISH", "r3", "hi"]), int(1));
