@@ -20,7 +20,7 @@ pub mod client_cmd;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
-pub mod function;
+pub mod functions;
 pub mod info;
 pub mod introspection;
 pub mod keys;
@@ -39,6 +39,10 @@ pub mod sort;
 pub mod streams;
 pub mod zsets;
 
+pub mod lua;
+pub mod scripting;
+pub mod txn;
+
 pub use args::Args;
 pub use ctx::{Conn, Ctx};
 pub use server::Server;
@@ -46,7 +50,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 19] {
+pub fn families() -> [&'static [CommandSpec]; 20] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -56,7 +60,8 @@ pub fn families() -> [&'static [CommandSpec]; 19] {
         client_cmd::COMMANDS,
         introspection::COMMANDS,
         debug::COMMANDS,
-        function::COMMANDS,
+        functions::COMMANDS,
+        scripting::COMMANDS,
         memory::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,
