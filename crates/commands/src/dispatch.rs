@@ -117,7 +117,10 @@ pub fn execute_for_script(
         );
     }
     conn.mark = Instant::now();
+    // Time stands still inside a script: every command sees the script's start time.
+    let now = conn.now_ms;
     run(srv, conn, out, args, entry);
+    conn.now_ms = now;
     if f & flags::WRITE != 0 && srv.blocking.any() {
         crate::blocking::note_written_keys(srv, conn.db, entry.spec, args, &mut conn.ready_keys);
     }

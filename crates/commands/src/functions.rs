@@ -256,6 +256,11 @@ pub fn counts() -> (usize, usize) {
     (l.libs.len(), l.function_count())
 }
 
+/// The library set's generation (every change bumps it).
+pub fn generation() -> u64 {
+    LIBS.read().gen
+}
+
 /// Bytes the library set keeps outside the Lua states (code, names, descriptions).
 pub fn memory_overhead() -> u64 {
     let l = LIBS.read();

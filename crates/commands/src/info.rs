@@ -58,7 +58,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn time(ctx: &mut Ctx, _args: &Args) {
-    let us = tern_engine::clock::now_us();
+    let us = crate::lua::script_time_us().unwrap_or_else(tern_engine::clock::now_us);
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
@@ -422,7 +422,10 @@ fn memory_section(srv: &Server, out: &mut String) {
     let maxmemory = srv.config.hot.maxmemory.load(Relaxed);
     let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-    let (vm_eval, vm_functions) = crate::lua::vm_memory();
+    let (vm_eval, vm_functions) = crate::lua::vm_memory(
+        crate::scripting::generation(),
+        crate::functions::generation(),
+    );
     let vm_total = vm_eval + vm_functions;
     let (cached_scripts, scripts_eval) = crate::scripting::cache_stats();
     let scripts_eval = scripts_eval as u64;

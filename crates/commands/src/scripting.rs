@@ -178,6 +178,11 @@ static CACHE: LazyLock<RwLock<Cache>> = LazyLock::new(Default::default);
 /// Bumped by SCRIPT FLUSH: every thread then starts a fresh Lua state.
 static GEN: AtomicU64 = AtomicU64::new(0);
 
+/// The script cache's generation (SCRIPT FLUSH bumps it).
+pub fn generation() -> u64 {
+    GEN.load(Relaxed)
+}
+
 /// (number of cached scripts, bytes of their bodies) for INFO.
 pub fn cache_stats() -> (usize, usize) {
     let c = CACHE.read();

@@ -15,7 +15,7 @@ use crate::table::flags;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use tern_resp::Reply;
@@ -155,15 +155,22 @@ impl Drop for Registered {
 // ---------------------------------------------------------------------------------------------
 // Memory accounting (INFO memory)
 
-static MEM_EVAL: AtomicI64 = AtomicI64::new(0);
-static MEM_FUNCTIONS: AtomicI64 = AtomicI64::new(0);
+/// (vm id, is_eval, generation, bytes) of every thread's VMs.
+static VM_MEMORY: Mutex<Vec<(u64, bool, u64, i64)>> = Mutex::new(Vec::new());
+static NEXT_VM_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Bytes used by every thread's script VMs and function VMs.
-pub fn vm_memory() -> (u64, u64) {
-    (
-        MEM_EVAL.load(Relaxed).max(0) as u64,
-        MEM_FUNCTIONS.load(Relaxed).max(0) as u64,
-    )
+/// Bytes used by the script VMs and the function VMs of every thread, counting only VMs of
+/// the current script cache (`eval_gen`) and library set (`function_gen`): a VM left over
+/// from before SCRIPT FLUSH is dropped by its thread on its next use.
+pub fn vm_memory(eval_gen: u64, function_gen: u64) -> (u64, u64) {
+    let m = VM_MEMORY.lock();
+    let sum = |eval: bool, gen: u64| {
+        m.iter()
+            .filter(|e| e.1 == eval && e.2 == gen)
+            .map(|e| e.3.max(0) as u64)
+            .sum::<u64>()
+    };
+    (sum(true, eval_gen), sum(false, function_gen))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,6 +206,7 @@ pub struct RunCtx {
     read_only: bool,
     info: Arc<RunInfo>,
     scratch: Reply,
+    start_us: u64,
 }
 
 thread_local! {
@@ -232,6 +240,16 @@ fn with_run<R>(f: impl FnOnce(&mut RunCtx) -> R) -> Option<R> {
     Some(f(unsafe { &mut *p }))
 }
 
+/// Inside a script, the time it started (µs): TIME answers it, as Redis's cached time.
+pub fn script_time_us() -> Option<u64> {
+    with_run(|rc| rc.start_us)
+}
+
+/// True while a script runs on this thread (its redis.call commands see this).
+pub fn in_script() -> bool {
+    !CURRENT.with(|c| c.get()).is_null()
+}
+
 fn killed() -> bool {
     with_run(|rc| rc.info.killed.load(Relaxed)).unwrap_or(false)
 }
@@ -251,18 +269,13 @@ pub struct Vm {
     /// Script cache / function library generation this VM matches.
     pub gen: u64,
     is_eval: bool,
-    reported_mem: i64,
+    id: u64,
     runs: u32,
 }
 
 impl Drop for Vm {
     fn drop(&mut self) {
-        let c = if self.is_eval {
-            &MEM_EVAL
-        } else {
-            &MEM_FUNCTIONS
-        };
-        c.fetch_sub(self.reported_mem, Relaxed);
+        VM_MEMORY.lock().retain(|e| e.0 != self.id);
     }
 }
 
@@ -288,12 +301,75 @@ fn lua_args(args: &MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
     Ok(out)
 }
 
-fn raw_call(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
-    let argv = match lua_args(&args) {
+thread_local! {
+    /// redis.call's arguments, read off the Lua stack by `call_trampoline` (thousands of
+    /// arguments would not fit mlua's value stack).
+    static CALL_ARGS: RefCell<Result<Vec<Vec<u8>>, &'static str>> = const { RefCell::new(Ok(Vec::new())) };
+}
+
+/// Read the arguments at stack slots 1..=n into CALL_ARGS, as redis.call converts them.
+unsafe fn stash_call_args(state: *mut mlua::ffi::lua_State, n: std::ffi::c_int) {
+    use mlua::ffi;
+    let r = if n == 0 {
+        Err("Please specify at least one argument for this redis lib call")
+    } else {
+        let mut v = Vec::with_capacity(n as usize);
+        let mut bad = false;
+        for i in 1..=n {
+            match ffi::lua_type(state, i) {
+                ffi::LUA_TNUMBER => {
+                    let d = ffi::lua_tonumber(state, i);
+                    let lim = (i64::MAX / 2) as f64;
+                    if d.fract() == 0.0 && (-lim..=lim).contains(&d) {
+                        v.push(itoa::Buffer::new().format(d as i64).as_bytes().to_vec());
+                    } else {
+                        v.push(convert::number_arg(d));
+                    }
+                }
+                ffi::LUA_TSTRING => {
+                    let mut len = 0usize;
+                    let p = ffi::lua_tolstring(state, i, &mut len);
+                    v.push(std::slice::from_raw_parts(p as *const u8, len).to_vec());
+                }
+                _ => {
+                    bad = true;
+                    break;
+                }
+            }
+        }
+        if bad {
+            Err("Lua redis lib command arguments must be strings or integers")
+        } else {
+            Ok(v)
+        }
+    };
+    CALL_ARGS.with(|c| *c.borrow_mut() = r);
+}
+
+/// redis.call / redis.pcall: arguments stashed from the Lua stack, then the Rust side (the
+/// upvalue, returning `(value, failed)`) runs the command; redis.call (`raise` upvalue 2 true)
+/// raises a failure.
+unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    stash_call_args(state, n);
+    ffi::lua_settop(state, 0);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_call(state, 0, 2);
+    let failed = ffi::lua_toboolean(state, -1) != 0;
+    ffi::lua_pop(state, 1);
+    if failed && ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0 {
+        // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
+        ffi::lua_error(state);
+    }
+    1
+}
+
+fn raw_call(lua: &Lua, _: ()) -> mlua::Result<(Value, bool)> {
+    let argv = match CALL_ARGS.with(|c| std::mem::replace(&mut *c.borrow_mut(), Ok(Vec::new()))) {
         Ok(a) => a,
         Err(e) => return Ok((lua_err(lua, e)?, true)),
     };
-    drop(args);
     let p = CURRENT.with(|c| c.get());
     if p.is_null() {
         return Ok((
@@ -564,7 +640,16 @@ impl Vm {
         };
         tern_scripting::register_libs(&lua)?;
         let raw = lua.create_table()?;
-        raw.set("call", lua.create_function(raw_call)?)?;
+        let rc = lua.create_function(raw_call)?;
+        for (name, raise) in [("call", true), ("pcall", false)] {
+            // SAFETY: pushes one C closure over (raw_call, raise) and returns it.
+            let f = unsafe {
+                lua.exec_raw::<Function>((rc.clone(), raise), |state| {
+                    mlua::ffi::lua_pushcclosure(state, call_trampoline, 2);
+                })?
+            };
+            raw.set(name, f)?;
+        }
         raw.set("acl_check_cmd", lua.create_function(raw_acl_check)?)?;
         raw.set("register_function", lua.create_function(raw_register)?)?;
         raw.set(
@@ -609,7 +694,7 @@ impl Vm {
         let env: Table = prelude.call((raw, mode))?;
         let p: Table = env.get("P")?;
         lua.set_globals(p)?;
-        let mut vm = Vm {
+        let vm = Vm {
             globals: env.get("G")?,
             run: env.get("run")?,
             compile: env.get("compile")?,
@@ -618,22 +703,23 @@ impl Vm {
             compiled: Default::default(),
             gen: 0,
             is_eval,
-            reported_mem: 0,
+            id: NEXT_VM_ID.fetch_add(1, Relaxed),
             runs: 0,
         };
-        vm.report_memory();
+        vm.lua.gc_collect()?;
         Ok(vm)
     }
 
     fn report_memory(&mut self) {
         let now = self.lua.used_memory() as i64;
-        let c = if self.is_eval {
-            &MEM_EVAL
-        } else {
-            &MEM_FUNCTIONS
-        };
-        c.fetch_add(now - self.reported_mem, Relaxed);
-        self.reported_mem = now;
+        let mut m = VM_MEMORY.lock();
+        match m.iter_mut().find(|e| e.0 == self.id) {
+            Some(e) => {
+                e.2 = self.gen;
+                e.3 = now;
+            }
+            None => m.push((self.id, self.is_eval, self.gen, now)),
+        }
     }
 
     /// Compile `body` under chunk name `name` ("@user_script"), or Lua's error message.
@@ -749,6 +835,7 @@ pub fn with_vm<R>(
                 Vm::new(is_eval).map_err(|e| format!("ERR Lua initialization failed: {e}"))?;
             vm.gen = gen;
             fill(&mut vm)?;
+            vm.report_memory();
             *slot = Some(vm);
         }
         let vm = slot.as_mut().expect("vm just made");
@@ -830,6 +917,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         resp: 2,
         read_only: spec.read_only,
         info: info.clone(),
+        start_us: tern_engine::clock::now_us(),
         scratch: Reply {
             buf: Vec::new(),
             resp: 2,
@@ -905,7 +993,11 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
     }
     vm.runs += 1;
     if vm.runs % 50 == 0 {
-        let _ = vm.lua.gc_step();
+        for _ in 0..20 {
+            if vm.lua.gc_step().unwrap_or(true) {
+                break;
+            }
+        }
     }
     vm.report_memory();
 }

@@ -64,14 +64,10 @@ local errmeta = { __index = nonexistent }
 -- when failed: errors then point at the script's line, even from a tail call, as they do in
 -- Redis where these are C functions.
 local wrap = raw.wrap
-local rcall = raw.call
 local redis = {}
 
-redis.call = wrap(rcall)
-
-function redis.pcall(...)
-  return (rcall(...))
-end
+redis.call = raw.call
+redis.pcall = raw.pcall
 
 redis.sha1hex = wrap(function(...)
   if select('#', ...) ~= 1 then return errtable('wrong number of arguments'), true end
