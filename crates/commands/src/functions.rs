@@ -213,7 +213,7 @@ impl Libs {
         self.libs.iter().find_map(|l| {
             l.functions
                 .iter()
-                .find(|f| f.name.as_bytes() == name)
+                .find(|f| f.name.as_bytes().eq_ignore_ascii_case(name))
                 .map(|f| (l, f))
         })
     }
@@ -398,7 +398,12 @@ fn fcall_ro(ctx: &mut Ctx, args: &Args) {
 }
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
-    let Some(fl) = LIBS.read().function(&args[1]).map(|(_, f)| f.flags) else {
+    // Function names are case-insensitive for FCALL, as Redis's function dict.
+    let Some((name, fl)) = LIBS
+        .read()
+        .function(&args[1])
+        .map(|(_, f)| (f.name.clone(), f.flags))
+    else {
         return ctx.error("ERR Function not found");
     };
     let Some(nk) = crate::scripting::numkeys(ctx, args, "ERR Bad number of keys provided") else {
@@ -407,7 +412,6 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
     if !crate::scripting::check_flags(ctx, fl, ro) {
         return;
     }
-    let name = String::from_utf8_lossy(&args[1]).into_owned();
     let read_only = ro || fl & sflags::NO_WRITES != 0;
     let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
     let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();

@@ -12,7 +12,7 @@ use crate::args::OwnedArgs;
 use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
 use crate::table::flags;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -207,6 +207,9 @@ pub struct RunCtx {
     info: Arc<RunInfo>,
     scratch: Reply,
     start_us: u64,
+    /// busy-reply-threshold when the script started (ms).
+    threshold: u64,
+    kill_logged: bool,
 }
 
 thread_local! {
@@ -218,6 +221,7 @@ thread_local! {
 
 struct LoadCtx {
     start: Instant,
+    timeout_ms: u64,
     timed_out: bool,
     functions: Vec<NewFunction>,
 }
@@ -618,10 +622,107 @@ fn wrap_with(lua: &Lua, f: Function, t: mlua::ffi::lua_CFunction) -> mlua::Resul
     }
 }
 
-/// True while the hook fires inside the prelude's own code (the error handler, pcall's
-/// wrapper), which must run to completion for the error to reach the client.
-fn in_sandbox(d: &mlua::debug::Debug) -> bool {
-    d.source().source.as_deref() == Some("=[tern]")
+/// What the instruction hook must do: 0 go on, 1 the script was killed (SCRIPT/FUNCTION
+/// KILL), 2 FUNCTION LOAD ran out of time. Also notices a script passing
+/// busy-reply-threshold (from then on other clients get BUSY).
+fn hook_check() -> u8 {
+    if let Some(r) = with_run(|rc| {
+        let i = &rc.info;
+        if i.killed.load(Relaxed) {
+            if !rc.kill_logged {
+                rc.kill_logged = true;
+                log(2, "Lua script killed by user with SCRIPT KILL.");
+            }
+            return 1;
+        }
+        if !i.timed_out.load(Relaxed) && i.start.elapsed().as_millis() as u64 >= rc.threshold {
+            i.timed_out.store(true, Relaxed);
+            TIMED_OUT.fetch_add(1, Relaxed);
+            log(
+                3,
+                &format!(
+                    "Slow script detected: still in execution after {} milliseconds. You can \
+                     try killing the script using the {} command. Script name is: {}.",
+                    i.start.elapsed().as_millis(),
+                    if i.is_eval {
+                        "SCRIPT KILL"
+                    } else {
+                        "FUNCTION KILL"
+                    },
+                    i.name
+                ),
+            );
+        }
+        0
+    }) {
+        return r;
+    }
+    LOADING.with(|l| {
+        let mut l = l.borrow_mut();
+        match l.as_mut() {
+            Some(c)
+                if c.timeout_ms > 0
+                    && (c.timed_out || c.start.elapsed().as_millis() as u64 > c.timeout_ms) =>
+            {
+                c.timed_out = true;
+                2
+            }
+            _ => 0,
+        }
+    })
+}
+
+/// The count hook (every HOOK_EVERY instructions) of a running script or library load. On a
+/// kill or timeout it raises Redis's error table and switches to a per-line hook, so that a
+/// script catching the error with pcall is stopped again at its next line. The prelude's own
+/// frames (error handler, pcall wrapper) are let through.
+unsafe extern "C-unwind" fn script_hook(
+    state: *mut mlua::ffi::lua_State,
+    ar: *mut mlua::ffi::lua_Debug,
+) {
+    use mlua::ffi;
+    let what = hook_check();
+    if what == 0 {
+        return;
+    }
+    if ffi::lua_getinfo(state, c"S".as_ptr(), ar) != 0
+        && !(*ar).source.is_null()
+        && std::ffi::CStr::from_ptr((*ar).source).to_bytes() == b"=[tern]"
+    {
+        return;
+    }
+    ffi::lua_sethook(state, Some(script_hook), ffi::LUA_MASKLINE, 0);
+    ffi::lua_createtable(state, 0, 1);
+    ffi::lua_pushstring(
+        state,
+        if what == 1 {
+            c"ERR Script killed by user with SCRIPT KILL...".as_ptr()
+        } else {
+            c"ERR FUNCTION LOAD timeout".as_ptr()
+        },
+    );
+    ffi::lua_setfield(state, -2, c"err".as_ptr());
+    // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
+    ffi::lua_error(state);
+}
+
+/// Install (or remove) `script_hook` on the state scripts run on.
+fn set_hook(lua: &Lua, on: bool) {
+    // SAFETY: only sets or clears the state's debug hook.
+    unsafe {
+        let _ = lua.exec_raw::<()>((), |state| {
+            if on {
+                mlua::ffi::lua_sethook(
+                    state,
+                    Some(script_hook),
+                    mlua::ffi::LUA_MASKCOUNT,
+                    HOOK_EVERY as std::ffi::c_int,
+                );
+            } else {
+                mlua::ffi::lua_sethook(state, None, 0, 0);
+            }
+        });
+    }
 }
 
 fn wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
@@ -747,49 +848,24 @@ impl Vm {
         LOADING.with(|l| {
             *l.borrow_mut() = Some(LoadCtx {
                 start: Instant::now(),
+                timeout_ms,
                 timed_out: false,
                 functions: Vec::new(),
             })
         });
         if timeout_ms > 0 {
-            let _ = self.lua.set_global_hook(
-                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-                move |lua, _| {
-                    let over = LOADING.with(|l| {
-                        let mut l = l.borrow_mut();
-                        match l.as_mut() {
-                            Some(c)
-                                if c.timed_out
-                                    || c.start.elapsed().as_millis() as u64 > timeout_ms =>
-                            {
-                                c.timed_out = true;
-                                true
-                            }
-                            _ => false,
-                        }
-                    });
-                    if over {
-                        let _ = lua.set_global_hook(HookTriggers::EVERY_LINE, |_, d| {
-                            if in_sandbox(d) {
-                                return Ok(VmState::Continue);
-                            }
-                            Err(mlua::Error::runtime("FUNCTION LOAD timeout"))
-                        });
-                        return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
-                    }
-                    Ok(VmState::Continue)
-                },
-            );
+            set_hook(&self.lua, true);
         }
         let r: mlua::Result<(bool, Value)> =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.load_library.call(code.clone())
             }))
             .unwrap_or_else(|_| Err(mlua::Error::runtime("panic")));
-        self.lua.remove_global_hook();
+        set_hook(&self.lua, false);
         let ctx = LOADING.with(|l| l.borrow_mut().take());
         let ctx = ctx.unwrap_or(LoadCtx {
             start: Instant::now(),
+            timeout_ms,
             timed_out: false,
             functions: Vec::new(),
         });
@@ -874,38 +950,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
 
     let threshold = ctx.srv.config.hot.busy_reply_threshold.load(Relaxed);
     if threshold > 0 {
-        let hinfo = info.clone();
-        let _ = vm.lua.set_global_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |lua, _| {
-                if hinfo.killed.load(Relaxed) {
-                    log(2, "Lua script killed by user with SCRIPT KILL.");
-                    let _ = lua.set_global_hook(HookTriggers::EVERY_LINE, |_, d| {
-                        if in_sandbox(d) {
-                            return Ok(VmState::Continue);
-                        }
-                        Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."))
-                    });
-                    return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
-                }
-                if !hinfo.timed_out.load(Relaxed)
-                    && hinfo.start.elapsed().as_millis() as u64 >= threshold
-                {
-                    hinfo.timed_out.store(true, Relaxed);
-                    TIMED_OUT.fetch_add(1, Relaxed);
-                    log(
-                        3,
-                        &format!(
-                            "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {} command. Script name is: {}.",
-                            hinfo.start.elapsed().as_millis(),
-                            if hinfo.is_eval { "SCRIPT KILL" } else { "FUNCTION KILL" },
-                            hinfo.name
-                        ),
-                    );
-                }
-                Ok(VmState::Continue)
-            },
-        );
+        set_hook(&vm.lua, true);
     }
 
     let saved_db = ctx.conn.db;
@@ -917,6 +962,8 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         resp: 2,
         read_only: spec.read_only,
         info: info.clone(),
+        threshold,
+        kill_logged: false,
         start_us: tern_engine::clock::now_us(),
         scratch: Reply {
             buf: Vec::new(),
@@ -958,7 +1005,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         ctx.conn.set_db(saved_db);
     }
     if threshold > 0 {
-        vm.lua.remove_global_hook();
+        set_hook(&vm.lua, false);
     }
 
     let killed = info.killed.load(Relaxed);
