@@ -579,11 +579,7 @@ fn list(ctx: &mut Ctx, args: &Args) {
 fn stats(ctx: &mut Ctx, _args: &Args) {
     let running = match lua::running_function() {
         Ok(r) => r,
-        Err(()) => {
-            return ctx.error(
-                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-            )
-        }
+        Err(e) => return ctx.error(e),
     };
     let (nlib, nfunc) = counts();
     let out = &mut *ctx.out;

@@ -132,10 +132,12 @@ pub fn kill(is_eval: bool) -> Result<(), &'static str> {
 
 /// The running function FUNCTION STATS reports (the oldest), or Err while an EVAL script is
 /// past `busy-reply-threshold` (Redis then answers FUNCTION STATS with BUSY).
-pub fn running_function() -> Result<Option<Arc<RunInfo>>, ()> {
+pub fn running_function() -> Result<Option<Arc<RunInfo>>, &'static str> {
     let r = RUNNING.lock();
     if r.iter().any(|i| i.is_eval && i.timed_out.load(Relaxed)) {
-        return Err(());
+        return Err(
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        );
     }
     Ok(r.iter().find(|i| !i.is_eval).cloned())
 }
@@ -1039,7 +1041,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         }
     }
     vm.runs += 1;
-    if vm.runs % 50 == 0 {
+    if vm.runs.is_multiple_of(50) {
         for _ in 0..20 {
             if vm.lua.gc_step().unwrap_or(true) {
                 break;
