@@ -36,11 +36,11 @@ fn load_call_list_delete() {
         d.q("FCALL setit 3 a"),
         "!ERR Number of keys can't be greater than number of args"
     );
-    assert_eq!(d.q("FCALL setit -1"), "!ERR Number of keys can't be negative");
     assert_eq!(
-        load(&mut c, LIB),
-        "!ERR Library 'mylib' already exists"
+        d.q("FCALL setit -1"),
+        "!ERR Number of keys can't be negative"
     );
+    assert_eq!(load(&mut c, LIB), "!ERR Library 'mylib' already exists");
     assert_eq!(
         c.qa(&[b"FUNCTION", b"LOAD", b"REPLACE", LIB.as_bytes()]),
         "mylib"
@@ -56,7 +56,10 @@ fn load_call_list_delete() {
     );
     assert_eq!(c.q("FUNCTION LIST LIBRARYNAME zz*"), "[]");
     let with_code = c.q("FUNCTION LIST WITHCODE");
-    assert!(with_code.contains("library_code,#!lua name=mylib"), "{with_code}");
+    assert!(
+        with_code.contains("library_code,#!lua name=mylib"),
+        "{with_code}"
+    );
     assert_eq!(
         c.q("FUNCTION LIST LIBRARYNAME"),
         "!ERR library name argument was not given"
@@ -125,12 +128,12 @@ fn load_errors() {
         r.starts_with("!ERR Error compiling function: user_function:2:"),
         "{r}"
     );
-    assert_eq!(
-        c.q("FUNCTION LOAD FOO x"),
-        "!ERR Unknown option given: FOO"
-    );
+    assert_eq!(c.q("FUNCTION LOAD FOO x"), "!ERR Unknown option given: FOO");
     // REPLACE alone is taken as the code, as in Redis
-    assert_eq!(c.q("FUNCTION LOAD REPLACE"), "!ERR Missing library metadata");
+    assert_eq!(
+        c.q("FUNCTION LOAD REPLACE"),
+        "!ERR Missing library metadata"
+    );
     assert_eq!(
         c.q("FUNCTION FLUSH bad"),
         "!ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
@@ -143,7 +146,10 @@ fn load_errors() {
         c.q("FUNCTION RESTORE garbage"),
         "!ERR DUMP payload version or checksum are wrong"
     );
-    assert_eq!(c.q("FUNCTION KILL"), "!NOTBUSY No scripts in execution right now.");
+    assert_eq!(
+        c.q("FUNCTION KILL"),
+        "!NOTBUSY No scripts in execution right now."
+    );
     // a runtime error names the function and its line
     load(
         &mut c,
@@ -250,8 +256,16 @@ fn help_and_metadata() {
     let h = c.q("FUNCTION HELP");
     assert!(h.starts_with("[FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:,LOAD [REPLACE] <FUNCTION CODE>"), "{h}");
     let r = c.q("COMMAND INFO fcall fcall_ro");
-    assert!(r.contains("[fcall,:-3,[noscript,stale,skip_monitor,no_mandatory_keys,movablekeys]"), "{r}");
-    assert!(r.contains("[fcall_ro,:-3,[readonly,noscript,stale,skip_monitor,no_mandatory_keys,movablekeys]"), "{r}");
+    assert!(
+        r.contains("[fcall,:-3,[noscript,stale,skip_monitor,no_mandatory_keys,movablekeys]"),
+        "{r}"
+    );
+    assert!(
+        r.contains(
+            "[fcall_ro,:-3,[readonly,noscript,stale,skip_monitor,no_mandatory_keys,movablekeys]"
+        ),
+        "{r}"
+    );
     assert_eq!(
         c.q("FUNCTION NOSUCH"),
         "!ERR unknown subcommand 'NOSUCH'. Try FUNCTION HELP."
