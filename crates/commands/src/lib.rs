@@ -22,7 +22,7 @@ pub mod client_cmd;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
-pub mod function;
+pub mod functions;
 pub mod info;
 pub mod introspection;
 pub mod keys;
@@ -43,6 +43,9 @@ pub mod sort;
 pub mod streams;
 pub mod zsets;
 
+pub mod lua;
+pub mod scripting;
+
 pub use args::Args;
 pub use ctx::{Conn, Ctx};
 pub use server::Server;
@@ -50,7 +53,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 21] {
+pub fn families() -> [&'static [CommandSpec]; 22] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -60,7 +63,8 @@ pub fn families() -> [&'static [CommandSpec]; 21] {
         client_cmd::COMMANDS,
         introspection::COMMANDS,
         debug::COMMANDS,
-        function::COMMANDS,
+        functions::COMMANDS,
+        scripting::COMMANDS,
         memory::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,
