@@ -3,6 +3,7 @@
 #   make bench  side-by-side benchmark against redis-server (never part of `make test`)
 #   make bench-memory     memory per entry, redis-server vs tern (BENCH_MEM_SCALE=0.1 for a quick run)
 #   make bench-isolation  db 0 GET/SET while a huge command loops on db 1 (ARGS="--ops 'KEYS nomatch*'")
+#   make bench-atomic     MULTI/EXEC of 5 INCRs, EVALSHA, PUBLISH fan-out (tern-bench load generator)
 #   make run    build and start tern-server on port 6379 (extra args: make run ARGS="--port 7000")
 #   make fuzz   run the RESP parser fuzz target (needs nightly + cargo-fuzz; FUZZ_SECONDS=600)
 SHELL := /bin/bash
@@ -13,7 +14,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -44,6 +45,10 @@ bench-memory:
 
 bench-isolation:
 	BENCH_SCRIPT=bench_isolation.py bash scripts/bench.sh $(ARGS)
+
+bench-atomic:
+	cargo build --release -p tern-bench
+	BENCH_SCRIPT=bench_atomic.py bash scripts/bench.sh $(ARGS)
 
 run: build
 	./target/release/tern-server $(ARGS)

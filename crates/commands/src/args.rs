@@ -77,6 +77,19 @@ impl OwnedArgs {
         OwnedArgs { buf, ranges }
     }
 
+    /// A copy of parsed arguments, allocated at its exact size.
+    pub fn from_args(args: &Args) -> OwnedArgs {
+        let total = args.iter().map(<[u8]>::len).sum();
+        let mut buf = Vec::with_capacity(total);
+        let mut ranges = Vec::with_capacity(args.len());
+        for a in args.iter() {
+            let s = buf.len();
+            buf.extend_from_slice(a);
+            ranges.push((s, buf.len()));
+        }
+        OwnedArgs { buf, ranges }
+    }
+
     pub fn args(&self) -> Args<'_> {
         Args::new(&self.buf, &self.ranges)
     }

@@ -60,6 +60,10 @@ pub struct Conn {
     pub pending_offload: bool,
     /// True while running on a background thread (never offload twice).
     pub offloaded: bool,
+    /// The open transaction (after MULTI, until EXEC or DISCARD).
+    pub multi: Option<crate::multi::MultiState>,
+    /// WATCHed keys.
+    pub watch: crate::multi::WatchState,
 }
 
 impl Conn {
@@ -91,6 +95,8 @@ impl Conn {
             ready_keys: Default::default(),
             pending_offload: false,
             offloaded: false,
+            multi: None,
+            watch: Default::default(),
         }
     }
 

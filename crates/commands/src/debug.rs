@@ -71,8 +71,12 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             }
         }
         ("replybuffer", 4) => replybuffer(ctx, args),
-        ("set-disable-deny-scripts", 3) | ("change-repl-id", 2) => {
-            // No scripting or replication state exists yet; there is nothing to change.
+        ("set-disable-deny-scripts", 3) => {
+            crate::lua::DISABLE_DENY_SCRIPTS.store(atoi(&args[2]) != 0, Relaxed);
+            ctx.out.ok();
+        }
+        ("change-repl-id", 2) => {
+            // No replication state exists yet; there is nothing to change.
             ctx.out.ok();
         }
         ("stringmatch-test", 2) => {

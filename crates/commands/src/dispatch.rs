@@ -23,6 +23,15 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
     out.errors = 0;
     match resolve(srv, conn, out, args) {
+        Ok(entry) if entry.spec.flags & flags::ALLOW_BUSY == 0 && busy(out) => {
+            record_errors(srv, conn, out, Some(entry), true)
+        }
+        Ok(entry) if conn.multi.is_some() && !crate::multi::runs_inside_multi(entry.spec.name) => {
+            crate::multi::queue(conn, out, args, entry.spec);
+            if out.errors > 0 {
+                record_errors(srv, conn, out, Some(entry), true);
+            }
+        }
         Ok(entry) => {
             run(srv, conn, out, args, entry);
             if entry.spec.flags & flags::WRITE != 0
@@ -38,7 +47,10 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
                 );
             }
         }
-        Err(known) => record_errors(srv, conn, out, known, true),
+        Err(known) => {
+            crate::multi::flag_error(conn);
+            record_errors(srv, conn, out, known, true)
+        }
     }
     if !conn.serving_blocked && !conn.ready_keys.is_empty() {
         let ready = std::mem::take(&mut conn.ready_keys);
@@ -65,6 +77,98 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         }
         _ => {}
     }
+}
+
+/// Run one command of a transaction inside EXEC (the shards are held already): the checks and
+/// bookkeeping of `execute`, except that clients blocked on the keys it writes are served only
+/// after the whole transaction, by EXEC's own `execute`.
+pub fn execute_queued(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args) {
+    out.errors = 0;
+    match resolve(srv, conn, out, args) {
+        Ok(entry) => {
+            run(srv, conn, out, args, entry);
+            if entry.spec.flags & flags::WRITE != 0 && srv.blocking.any() {
+                crate::blocking::note_written_keys(
+                    srv,
+                    conn.db,
+                    entry.spec,
+                    args,
+                    &mut conn.ready_keys,
+                );
+            }
+        }
+        Err(known) => record_errors(srv, conn, out, known, true),
+    }
+}
+
+/// While a script runs past `busy-reply-threshold`, other clients get BUSY (as in Redis),
+/// except for the commands flagged allow-busy (SCRIPT KILL, FUNCTION KILL, ...).
+#[inline]
+fn busy(out: &mut Reply) -> bool {
+    match crate::lua::busy_error() {
+        Some(e) => {
+            out.error(e);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Run one command for a script (`redis.call`): Redis's script rules first (unknown
+/// commands, arity, noscript, writes from read-only scripts, each with the error text Redis
+/// gives scripts), then the command as usual into `out`, whose protocol the script chose.
+/// Returns the command's flags, or the rejection message.
+pub fn execute_for_script(
+    srv: &Arc<Server>,
+    conn: &mut Conn,
+    out: &mut Reply,
+    args: &Args,
+    read_only: bool,
+) -> Result<u32, &'static str> {
+    let reject = |e: Option<&CmdEntry>, msg: &'static str| {
+        conn.stats.total_error_replies.add(1);
+        srv.stats.record_error("ERR");
+        if let Some(e) = e {
+            conn.stats.cmds[e.id].rejected.add(1);
+        }
+        Err(msg)
+    };
+    let Some(mut entry) = srv.commands.get(args.get(0)) else {
+        return reject(None, "Unknown Redis command called from script");
+    };
+    if !entry.subs.is_empty() && args.len() >= 2 {
+        match entry.sub(args.get(1)) {
+            Some(s) => entry = s,
+            None => return reject(None, "Unknown Redis command called from script"),
+        }
+    }
+    let f = entry.spec.flags;
+    let arity = entry.spec.arity;
+    let argc = args.len() as i32;
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return reject(
+            Some(entry),
+            "Wrong number of args calling Redis command from script",
+        );
+    }
+    if f & flags::NOSCRIPT != 0 && !crate::lua::DISABLE_DENY_SCRIPTS.load(Relaxed) {
+        return reject(Some(entry), "This Redis command is not allowed from script");
+    }
+    if read_only && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
+        return reject(
+            Some(entry),
+            "Write commands are not allowed from read-only scripts.",
+        );
+    }
+    conn.mark = Instant::now();
+    // Time stands still inside a script: every command sees the script's start time.
+    let now = conn.now_ms;
+    run(srv, conn, out, args, entry);
+    conn.now_ms = now;
+    if f & flags::WRITE != 0 && srv.blocking.any() {
+        crate::blocking::note_written_keys(srv, conn.db, entry.spec, args, &mut conn.ready_keys);
+    }
+    Ok(f)
 }
 
 /// Find the command (and subcommand) and check arity and authentication, replying with
@@ -173,6 +277,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     };
     let start = conn.mark;
     let now_ms = conn.now_ms;
+    tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
     {
         let mut ctx = Ctx {
             srv,

@@ -58,7 +58,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn time(ctx: &mut Ctx, _args: &Args) {
-    let us = tern_engine::clock::now_us();
+    let us = crate::lua::script_time_us().unwrap_or_else(tern_engine::clock::now_us);
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
@@ -422,6 +422,16 @@ fn memory_section(srv: &Server, out: &mut String) {
     let maxmemory = srv.config.hot.maxmemory.load(Relaxed);
     let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    let (vm_eval, vm_functions) = crate::lua::vm_memory(
+        crate::scripting::generation(),
+        crate::functions::generation(),
+    );
+    let vm_total = vm_eval + vm_functions;
+    let (cached_scripts, scripts_eval) = crate::scripting::cache_stats();
+    let scripts_eval = scripts_eval as u64;
+    let (libraries, functions) = crate::functions::counts();
+    let mem_functions = crate::functions::memory_overhead();
+    let mem_scripts = scripts_eval + mem_functions;
     let _ = write!(
         out,
         "used_memory:{used}\r\n\
@@ -440,19 +450,19 @@ fn memory_section(srv: &Server, out: &mut String) {
          allocator_resident:{resident}\r\n\
          total_system_memory:{sys}\r\n\
          total_system_memory_human:{}\r\n\
-         used_memory_lua:31744\r\n\
-         used_memory_vm_eval:31744\r\n\
-         used_memory_lua_human:31.00K\r\n\
-         used_memory_scripts_eval:0\r\n\
-         number_of_cached_scripts:0\r\n\
-         number_of_functions:0\r\n\
-         number_of_libraries:0\r\n\
-         used_memory_vm_functions:32768\r\n\
-         used_memory_vm_total:64512\r\n\
-         used_memory_vm_total_human:63.00K\r\n\
-         used_memory_functions:184\r\n\
-         used_memory_scripts:184\r\n\
-         used_memory_scripts_human:184B\r\n\
+         used_memory_lua:{vm_eval}\r\n\
+         used_memory_vm_eval:{vm_eval}\r\n\
+         used_memory_lua_human:{}\r\n\
+         used_memory_scripts_eval:{scripts_eval}\r\n\
+         number_of_cached_scripts:{cached_scripts}\r\n\
+         number_of_functions:{functions}\r\n\
+         number_of_libraries:{libraries}\r\n\
+         used_memory_vm_functions:{vm_functions}\r\n\
+         used_memory_vm_total:{vm_total}\r\n\
+         used_memory_vm_total_human:{}\r\n\
+         used_memory_functions:{mem_functions}\r\n\
+         used_memory_scripts:{mem_scripts}\r\n\
+         used_memory_scripts_human:{}\r\n\
          maxmemory:{maxmemory}\r\n\
          maxmemory_human:{}\r\n\
          maxmemory_policy:{policy}\r\n\
@@ -479,6 +489,9 @@ fn memory_section(srv: &Server, out: &mut String) {
         bytes_to_human(rss),
         bytes_to_human(peak),
         bytes_to_human(sys),
+        bytes_to_human(vm_eval),
+        bytes_to_human(vm_total),
+        bytes_to_human(mem_scripts),
         bytes_to_human(maxmemory),
         ratio(active, allocated),
         active.saturating_sub(allocated),

@@ -17,16 +17,18 @@ pub mod server;
 pub mod stats;
 pub mod table;
 pub mod tracking;
+pub mod txn;
 
 pub mod client_cmd;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
-pub mod function;
+pub mod functions;
 pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod memory;
+pub mod multi;
 pub mod pubsub;
 pub mod strings;
 
@@ -42,6 +44,9 @@ pub mod sort;
 pub mod streams;
 pub mod zsets;
 
+pub mod lua;
+pub mod scripting;
+
 pub use args::Args;
 pub use ctx::{Conn, Ctx};
 pub use server::Server;
@@ -49,7 +54,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 20] {
+pub fn families() -> [&'static [CommandSpec]; 22] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -59,7 +64,8 @@ pub fn families() -> [&'static [CommandSpec]; 20] {
         client_cmd::COMMANDS,
         introspection::COMMANDS,
         debug::COMMANDS,
-        function::COMMANDS,
+        functions::COMMANDS,
+        scripting::COMMANDS,
         memory::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,
@@ -70,6 +76,7 @@ pub fn families() -> [&'static [CommandSpec]; 20] {
         hll::COMMANDS,
         geo::COMMANDS,
         sort::COMMANDS,
+        multi::COMMANDS,
         pubsub::COMMANDS,
     ]
 }

@@ -604,14 +604,15 @@ fn smove(ctx: &mut Ctx, args: &Args) {
     let srv: &crate::Server = ctx.srv;
     let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
     // Both lookups first: a missing source answers 0 before any type check.
-    let src_state = match g.shard(db, hs).get(hs, src, now) {
+    // Quiet lookups: SMOVE touches (for WATCH) only the sets it really changes.
+    let src_state = match g.shard(db, hs).get_quiet(hs, src, now) {
         None => None,
         Some(e) => {
             ctx.touch(e);
             Some(matches!(e.value, Value::Set(_)))
         }
     };
-    let dst_state = match g.shard(db, hd).get(hd, dst, now) {
+    let dst_state = match g.shard(db, hd).get_quiet(hd, dst, now) {
         None => None,
         Some(e) => {
             ctx.touch(e);
@@ -627,26 +628,33 @@ fn smove(ctx: &mut Ctx, args: &Args) {
         return ctx.error(ERR_WRONGTYPE);
     }
     if src == dst {
-        let e = g.shard(db, hs).get(hs, src, now).expect("source is live");
+        let e = g
+            .shard(db, hs)
+            .get_quiet(hs, src, now)
+            .expect("source is live");
         let is = as_set(&e.value).is_some_and(|s| s.contains(m));
         drop(g);
         return ctx.out.int(is as i64);
     }
     let shard = g.shard(db, hs);
-    let e = shard.get(hs, src, now).expect("source is live");
+    let e = shard.get_quiet(hs, src, now).expect("source is live");
     let s = as_set_mut(&mut e.value).expect("checked above");
     if !s.remove(m) {
         drop(g);
         return ctx.out.int(0);
     }
     let emptied = s.is_empty();
+    shard.touch(src);
     let freed = if emptied { shard.remove(hs, src) } else { None };
     let shard = g.shard(db, hd);
-    let added = match shard.get(hd, dst, now) {
+    let added = match shard.get_quiet(hd, dst, now) {
         Some(e) => {
             let s = as_set_mut(&mut e.value).expect("checked above");
             let added = s.add(m);
             s.compact();
+            if added {
+                shard.touch(dst);
+            }
             added
         }
         None => {

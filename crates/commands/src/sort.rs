@@ -183,9 +183,9 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
         }
     };
     // A set has no order of its own: a stored (replicated) result must not depend on the
-    // hash layout, so it is sorted lexicographically instead.
+    // hash layout, so it is sorted lexicographically instead (also inside scripts, as Redis).
     let is_set = matches!(src, Source::Set(_));
-    if o.dontsort && is_set && o.store.is_some() {
+    if o.dontsort && is_set && (o.store.is_some() || crate::lua::in_script()) {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

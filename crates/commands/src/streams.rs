@@ -953,6 +953,12 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
                 Ok(d) => deadline = Some(d),
                 Err(e) => return ctx.error(e),
             }
+            if crate::lua::in_script() {
+                return ctx.error(&format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    args.str(0)
+                ));
+            }
         } else if eq_ic(o, "COUNT") && more > 0 {
             i += 1;
             match parse_i64(&args[i]) {

@@ -11,10 +11,11 @@ pub mod shard;
 pub mod store;
 pub mod types;
 pub mod value;
+pub mod watch;
 
 pub use entry::{Entry, EntryBox};
 pub use hash::key_hash;
 pub use shard::ShardData;
-pub use store::{MultiGuard, ShardGuard, Store};
+pub use store::{LockPlan, MultiGuard, ShardGuard, Store};
 pub use types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{RString, Value};

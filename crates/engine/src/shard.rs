@@ -4,10 +4,14 @@
 use crate::dict::Dict;
 use crate::entry::{Entry, EntryBox};
 use crate::value::Value;
+use crate::watch::{self, WatchFlag, WatchTable, Watcher};
 
 #[derive(Default)]
 pub struct ShardData {
     dict: Dict,
+    /// Clients watching keys of this shard (None while nobody does: the common case costs one
+    /// branch per write).
+    watched: Option<Box<WatchTable>>,
     /// Keys that carry an expiry (INFO keyspace `expires=`).
     volatile: usize,
     /// Where the active-expire walk resumes (a dict scan cursor).
@@ -43,9 +47,19 @@ impl ShardData {
         &self.dict
     }
 
-    /// The live entry for `key`, deleting it first if it has expired.
+    /// The live entry for `key`, deleting it first if it has expired. Under a write command a
+    /// found key counts as touched for WATCH (the caller may change it in place).
     #[inline]
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if self.watched.is_some() && watch::writing() && self.peek(hash, key, now_ms).is_some() {
+            self.touch(key);
+        }
+        self.get_quiet(hash, key, now_ms)
+    }
+
+    /// `get` without counting as a WATCH touch: for a write command that may leave the key
+    /// unchanged and calls `touch` itself when it does change it.
+    pub fn get_quiet(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         let expired = self.dict.get(hash, key)?.is_expired(now_ms);
         if expired {
             self.remove(hash, key);
@@ -75,6 +89,7 @@ impl ShardData {
         keep_ttl: bool,
         now_ms: u64,
     ) -> Option<Value> {
+        self.touch(key);
         if let Some(e) = self.get(hash, key, now_ms) {
             let old = std::mem::replace(&mut e.value, value);
             // A new object under LRU; under LFU the counter carries over, as in Redis.
@@ -102,6 +117,7 @@ impl ShardData {
         if entry.expire_at() != 0 {
             self.volatile += 1;
         }
+        self.touch(entry.key());
         crate::events::record(crate::events::NEW, self.db, entry.key());
         self.dict.insert_new(hash, entry);
     }
@@ -111,14 +127,17 @@ impl ShardData {
         if e.expire_at() != 0 {
             self.volatile -= 1;
         }
+        self.touch(key);
         Some(e)
     }
 
     /// Set (non-zero) or clear (0) a live key's expiry. Returns false if the key is absent.
     pub fn set_expire(&mut self, hash: u64, key: &[u8], at_ms: u64, now_ms: u64) -> bool {
-        let Some(e) = self.get(hash, key, now_ms) else {
+        if self.get(hash, key, now_ms).is_none() {
             return false;
-        };
+        }
+        self.touch(key);
+        let e = self.dict.get_mut(hash, key).expect("entry just found");
         let was = e.expire_at() != 0;
         if !e.try_set_expire_at(at_ms) {
             // No slot yet: rebuild the entry with one (same value, access clock and bucket).
@@ -137,16 +156,129 @@ impl ShardData {
 
     /// Drop every key, handing back the old table (the caller decides where to free it).
     pub fn clear(&mut self) -> Dict {
+        self.touch_all(None);
         self.volatile = 0;
         self.expire_cursor = 0;
         self.dict.take()
     }
 
-    /// Exchange contents with another shard (SWAPDB).
+    /// Exchange contents with another shard (SWAPDB). Watches stay with their database.
     pub fn swap(&mut self, other: &mut ShardData) {
+        self.touch_all(Some(other));
+        other.touch_all(Some(self));
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.expire_cursor, &mut other.expire_cursor);
+    }
+
+    // --- WATCH -------------------------------------------------------------------------------
+
+    /// Record that `flag`'s client watches `key`.
+    pub fn watch(&mut self, key: &[u8], flag: &WatchFlag, now_ms: u64) {
+        let hash = crate::hash::key_hash(key);
+        let stale = self
+            .dict
+            .get(hash, key)
+            .is_some_and(|e| e.is_expired(now_ms));
+        let list = self
+            .watched
+            .get_or_insert_with(Default::default)
+            .entry(key.into())
+            .or_default();
+        if !list.iter().any(|w| std::sync::Arc::ptr_eq(&w.flag, flag)) {
+            list.push(Watcher {
+                flag: flag.clone(),
+                stale,
+            });
+        }
+    }
+
+    pub fn unwatch(&mut self, key: &[u8], flag: &WatchFlag) {
+        let Some(table) = self.watched.as_mut() else {
+            return;
+        };
+        if let Some(list) = table.get_mut(key) {
+            list.retain(|w| !std::sync::Arc::ptr_eq(&w.flag, flag));
+            if list.is_empty() {
+                table.remove(key);
+            }
+        }
+        if table.is_empty() {
+            self.watched = None;
+        }
+    }
+
+    /// EXEC's check of one watched key: has it expired since WATCH (without being deleted yet)?
+    pub fn watched_key_expired(&self, key: &[u8], flag: &WatchFlag, now_ms: u64) -> bool {
+        let stale = self
+            .watched
+            .as_ref()
+            .and_then(|t| t.get(key))
+            .and_then(|l| l.iter().find(|w| std::sync::Arc::ptr_eq(&w.flag, flag)))
+            .is_some_and(|w| w.stale);
+        !stale
+            && self
+                .dict
+                .get(crate::hash::key_hash(key), key)
+                .is_some_and(|e| e.is_expired(now_ms))
+    }
+
+    /// `key` changed: flag its watchers (a stale key's deletion is no change).
+    #[inline]
+    pub fn touch(&mut self, key: &[u8]) {
+        if self.watched.is_none() {
+            return;
+        }
+        self.touch_slow(key);
+    }
+
+    #[cold]
+    fn touch_slow(&mut self, key: &[u8]) {
+        let exists = self.dict.get(crate::hash::key_hash(key), key).is_some();
+        let Some(list) = self.watched.as_mut().and_then(|t| t.get_mut(key)) else {
+            return;
+        };
+        for w in list.iter_mut() {
+            if w.stale && !exists {
+                w.stale = false;
+            } else {
+                w.dirty();
+            }
+        }
+    }
+
+    /// The whole database behind this shard is emptied (FLUSHDB) or replaced by `with`'s
+    /// contents (SWAPDB): flag the watchers of keys that exist on either side, as Redis's
+    /// touchAllWatchedKeysInDb does (stale keys that stay absent or stale are no change).
+    fn touch_all(&mut self, with: Option<&ShardData>) {
+        let Some(table) = self.watched.as_mut() else {
+            return;
+        };
+        let now = crate::clock::now_ms();
+        for (key, list) in table.iter_mut() {
+            let h = crate::hash::key_hash(key);
+            let here = self.dict.get(h, key).is_some();
+            let there = with.and_then(|o| o.dict.get(h, key));
+            if !here && there.is_none() {
+                continue;
+            }
+            let there_stale = there.is_some_and(|e| e.is_expired(now));
+            for w in list.iter_mut() {
+                if w.stale {
+                    if there.is_none() {
+                        w.stale = false;
+                        continue;
+                    }
+                    if there_stale {
+                        continue;
+                    }
+                } else if !here && there_stale {
+                    w.stale = true;
+                    continue;
+                }
+                w.dirty();
+            }
+        }
     }
 
     /// One bounded step of active expiry: walk up to `max_buckets` buckets from where the last

@@ -1,10 +1,20 @@
 //! The keyspace: `databases` logical databases, each split into 2^shard_bits independently
 //! locked shards. Single-key commands lock one shard; multi-key commands lock every shard they
-//! touch in ascending global order (db, shard), which makes concurrent lockers deadlock-free.
+//! touch, all or none: the first one blocking, the others only if free at once, else everything
+//! is released and the contended shard waited for alone. So no locker ever waits while holding
+//! a shard, and concurrent lockers cannot deadlock.
+//!
+//! Atomic units (MULTI/EXEC, scripts) run inside `Store::run_locked`: the thread holds the
+//! planned shards for the whole unit, and every lock it takes meanwhile on one of them is
+//! granted at once (a `Held` guard borrowing the data). A shard outside the plan is added to the
+//! unit's set and held to its end (the "wider lock"); that is the only place where a thread
+//! waits while holding shards.
 
 use crate::hash::key_hash;
 use crate::shard::ShardData;
 use parking_lot::{Mutex, MutexGuard};
+use std::cell::Cell;
+use std::ops::{Deref, DerefMut};
 
 pub struct Store {
     shards: Box<[Mutex<ShardData>]>,
@@ -12,7 +22,74 @@ pub struct Store {
     shard_bits: u32,
 }
 
-pub type ShardGuard<'a> = MutexGuard<'a, ShardData>;
+/// Access to one locked shard: an owned mutex guard, or, inside `run_locked`, a borrow of a
+/// shard the atomic unit already holds.
+pub struct ShardGuard<'a>(GuardKind<'a>);
+
+enum GuardKind<'a> {
+    Owned(MutexGuard<'a, ShardData>),
+    Held(&'a mut ShardData),
+}
+
+impl Deref for ShardGuard<'_> {
+    type Target = ShardData;
+    #[inline]
+    fn deref(&self) -> &ShardData {
+        match &self.0 {
+            GuardKind::Owned(g) => g,
+            GuardKind::Held(r) => r,
+        }
+    }
+}
+
+impl DerefMut for ShardGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut ShardData {
+        match &mut self.0 {
+            GuardKind::Owned(g) => &mut *g,
+            GuardKind::Held(r) => r,
+        }
+    }
+}
+
+/// Which shards an atomic unit holds for its whole run.
+#[derive(Debug, Clone)]
+pub enum LockPlan {
+    /// The shards owning these `(db, key hash)` pairs.
+    Keys(Vec<(usize, u64)>),
+    /// Every shard of every database (units whose keys cannot be known in advance).
+    AllShards,
+}
+
+/// The shards the running atomic unit of this thread holds (see `run_locked`).
+struct HeldSet<'a> {
+    store: &'a Store,
+    /// Every shard (LockPlan::AllShards), or the sorted indices in `held`.
+    all: bool,
+    held: Vec<usize>,
+    guards: Vec<MutexGuard<'a, ShardData>>,
+}
+
+impl HeldSet<'_> {
+    #[inline]
+    fn holds(&self, i: usize) -> bool {
+        self.all || self.held.binary_search(&i).is_ok()
+    }
+}
+
+thread_local! {
+    /// Points at the HeldSet of the atomic unit running on this thread, or null.
+    static HELD: Cell<*mut ()> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Clears HELD when an atomic unit ends, also when it unwinds.
+struct HeldReset;
+
+impl Drop for HeldReset {
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(std::ptr::null_mut()));
+    }
+}
 
 /// The shards a multi-key operation holds, locked in ascending order.
 pub struct MultiGuard<'a> {
@@ -125,48 +202,169 @@ impl Store {
     #[inline]
     pub fn lock(&self, db: usize, key: &[u8]) -> (u64, ShardGuard<'_>) {
         let h = key_hash(key);
-        (h, self.shards[self.global_index(db, h)].lock())
+        (h, self.guard(self.global_index(db, h)))
     }
 
     /// Lock shard `shard` of `db` directly (scans, KEYS, DBSIZE).
     pub fn lock_shard(&self, db: usize, shard: usize) -> ShardGuard<'_> {
-        self.shards[(db << self.shard_bits) | shard].lock()
+        self.guard((db << self.shard_bits) | shard)
     }
 
-    /// Lock every shard that owns one of the `(db, hash)` pairs, in ascending order.
-    pub fn lock_many(&self, items: impl IntoIterator<Item = (usize, u64)>) -> MultiGuard<'_> {
-        let mut idx: Vec<usize> = items
-            .into_iter()
-            .map(|(db, h)| self.global_index(db, h))
-            .collect();
+    /// One shard by global index: held already by this thread's atomic unit, or locked now.
+    #[inline]
+    fn guard(&self, i: usize) -> ShardGuard<'_> {
+        let held = HELD.with(|h| h.get());
+        if !held.is_null() {
+            if let Some(g) = self.held_guard(held, i) {
+                return g;
+            }
+        }
+        ShardGuard(GuardKind::Owned(self.shards[i].lock()))
+    }
+
+    /// Inside an atomic unit on this store: shard `i` as a borrow of the unit's lock, taking
+    /// (and keeping to the unit's end) the lock first if the plan did not include it.
+    #[cold]
+    fn held_guard(&self, held: *mut (), i: usize) -> Option<ShardGuard<'_>> {
+        // SAFETY: HELD points at the HeldSet on the stack of `run_locked`, which outlives every
+        // call made from its closure on this thread, and is reset before that frame goes.
+        let set = unsafe { &mut *(held as *mut HeldSet<'_>) };
+        if !std::ptr::eq(set.store, self) {
+            return None;
+        }
+        if !set.holds(i) {
+            let g = self.shards[i].lock();
+            // SAFETY: the guard borrows `self`, which the HeldSet's own store borrow keeps alive.
+            let g: MutexGuard<'_, ShardData> = unsafe { std::mem::transmute(g) };
+            set.guards.push(g);
+            let at = set.held.binary_search(&i).unwrap_err();
+            set.held.insert(at, i);
+        }
+        // SAFETY: this thread holds shard i's mutex until the unit ends. A handler never holds
+        // two guards of one shard at once (that would deadlock outside a unit), so this
+        // mutable borrow is unique while it lives.
+        Some(ShardGuard(GuardKind::Held(unsafe {
+            &mut *self.shards[i].data_ptr()
+        })))
+    }
+
+    /// Lock shards by global index, all or none (see the module comment).
+    fn lock_indices(&self, mut idx: Vec<usize>) -> MultiGuard<'_> {
         idx.sort_unstable();
         idx.dedup();
-        let guards = idx
-            .into_iter()
-            .map(|i| (i, self.shards[i].lock()))
-            .collect();
+        let in_unit = !HELD.with(|h| h.get()).is_null();
+        let guards = if in_unit || idx.len() <= 1 {
+            idx.into_iter().map(|i| (i, self.guard(i))).collect()
+        } else {
+            self.lock_all_or_none(&idx)
+                .into_iter()
+                .map(|(i, g)| (i, ShardGuard(GuardKind::Owned(g))))
+                .collect()
+        };
         MultiGuard {
             guards,
             store: self,
         }
+    }
+
+    fn lock_all_or_none(&self, idx: &[usize]) -> Vec<(usize, MutexGuard<'_, ShardData>)> {
+        let mut first = 0;
+        loop {
+            let mut got = Vec::with_capacity(idx.len());
+            // Block only on `first` (the last contended one), holding nothing else.
+            let lead = self.shards[idx[first]].lock();
+            let mut contended = None;
+            for (k, &i) in idx.iter().enumerate() {
+                if k == first {
+                    continue;
+                }
+                match self.shards[i].try_lock() {
+                    Some(g) => got.push((i, g)),
+                    None => {
+                        contended = Some(k);
+                        break;
+                    }
+                }
+            }
+            match contended {
+                None => {
+                    got.push((idx[first], lead));
+                    got.sort_unstable_by_key(|(i, _)| *i);
+                    return got;
+                }
+                Some(k) => {
+                    drop(got);
+                    drop(lead);
+                    first = k;
+                }
+            }
+        }
+    }
+
+    /// Lock every shard that owns one of the `(db, hash)` pairs.
+    pub fn lock_many(&self, items: impl IntoIterator<Item = (usize, u64)>) -> MultiGuard<'_> {
+        let idx = items
+            .into_iter()
+            .map(|(db, h)| self.global_index(db, h))
+            .collect();
+        self.lock_indices(idx)
     }
 
     /// Lock all shards of the given databases (FLUSHDB, FLUSHALL, SWAPDB, DEBUG RELOAD).
     pub fn lock_dbs(&self, dbs: &[usize]) -> MultiGuard<'_> {
-        let mut idx: Vec<usize> = dbs
+        let idx = dbs
             .iter()
             .flat_map(|&db| (0..self.shards_per_db()).map(move |s| (db << self.shard_bits) | s))
             .collect();
-        idx.sort_unstable();
-        idx.dedup();
-        let guards = idx
-            .into_iter()
-            .map(|i| (i, self.shards[i].lock()))
-            .collect();
-        MultiGuard {
-            guards,
-            store: self,
+        self.lock_indices(idx)
+    }
+
+    /// Run `f` as one atomic unit: the shards of `plan` are locked (all or none) before it starts
+    /// and held until it returns; every lock `f` takes on this thread is granted from that set,
+    /// which grows by any shard outside the plan (held to the end as well). Nested calls run
+    /// inside the outer unit.
+    pub fn run_locked<R>(&self, plan: &LockPlan, f: impl FnOnce() -> R) -> R {
+        if !HELD.with(|h| h.get()).is_null() {
+            return f();
         }
+        let idx: Vec<usize> = match plan {
+            LockPlan::Keys(keys) => {
+                let mut v: Vec<usize> = keys
+                    .iter()
+                    .map(|&(db, h)| self.global_index(db, h))
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            LockPlan::AllShards => (0..self.shards.len()).collect(),
+        };
+        let guards = if idx.is_empty() {
+            Vec::new()
+        } else {
+            self.lock_all_or_none(&idx)
+                .into_iter()
+                .map(|(_, g)| g)
+                .collect()
+        };
+        let all = matches!(plan, LockPlan::AllShards);
+        let mut set = HeldSet {
+            store: self,
+            all,
+            held: if all { Vec::new() } else { idx },
+            guards,
+        };
+        HELD.with(|h| h.set(&mut set as *mut HeldSet<'_> as *mut ()));
+        let reset = HeldReset;
+        let r = f();
+        drop(reset);
+        drop(set);
+        r
+    }
+
+    /// True while this thread runs an atomic unit (`run_locked`).
+    pub fn in_atomic_unit() -> bool {
+        !HELD.with(|h| h.get()).is_null()
     }
 
     /// Keys in `db` (including expired keys not yet reclaimed, as Redis's DBSIZE counts).
@@ -185,16 +383,19 @@ impl Store {
     }
 
     pub fn expired_keys_total(&self) -> u64 {
-        self.shards.iter().map(|s| s.lock().expired_keys).sum()
+        (0..self.shards.len())
+            .map(|i| self.guard(i).expired_keys)
+            .sum()
     }
 
     pub fn reset_stats(&self) {
-        for s in self.shards.iter() {
-            s.lock().expired_keys = 0;
+        for i in 0..self.shards.len() {
+            self.guard(i).expired_keys = 0;
         }
     }
 
-    /// All shards, for background walks such as active expiry.
+    /// All shards, for background walks such as active expiry (never inside an atomic unit:
+    /// these mutexes are locked directly).
     pub fn all_shards(&self) -> &[Mutex<ShardData>] {
         &self.shards
     }

@@ -182,6 +182,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     if conn.is_monitor() {
         srv.remove_monitor(handle.id);
     }
+    tern_commands::multi::reset(&srv, &mut conn);
     tern_commands::pubsub::forget_client(&srv, &mut conn);
     tern_commands::tracking::forget_client(&srv, &conn);
     handle.push.lock().take();

@@ -33,6 +33,7 @@ fn main() {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }
+    tern_commands::lua::set_logger(log::log);
     let threads = match config.get_i64("threads") {
         n if n > 0 => n as usize,
         _ => std::thread::available_parallelism()

@@ -287,6 +287,11 @@ impl<const DISTINCT_NILS: bool> Raw<DISTINCT_NILS> {
                 let items: Vec<String> = (0..n).map(|_| self.read()).collect();
                 format!("[{}]", items.join(","))
             }
+            ">" => {
+                let n: i64 = rest.parse().unwrap();
+                let items: Vec<String> = (0..n).map(|_| self.read()).collect();
+                format!(">[{}]", items.join(","))
+            }
             "%" => {
                 let n: i64 = rest.parse().unwrap();
                 let items: Vec<String> = (0..n)

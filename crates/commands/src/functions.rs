@@ -1,0 +1,924 @@
+//! Redis 7 functions: FUNCTION LOAD/DELETE/FLUSH/LIST/DUMP/RESTORE/STATS/KILL/HELP, FCALL and
+//! FCALL_RO. The set of libraries (their code and what they registered) is process-wide; each
+//! worker thread runs the libraries' code in its own function Lua state the first time it
+//! needs them after a change, so FCALLs on different threads run at the same time.
+//!
+//! FUNCTION DUMP produces Redis's payload (one RDB_OPCODE_FUNCTION2 string per library, the
+//! RDB version, a CRC64), and FUNCTION RESTORE reads Redis's (LZF-compressed strings too).
+
+use crate::args::{eq_ic, Args};
+use crate::ctx::Ctx;
+use crate::lua::{self, sflags, NewFunction};
+use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::txn::run_locked;
+use parking_lot::RwLock;
+use std::sync::LazyLock;
+
+const FCALL_FLAGS: u32 =
+    f::NOSCRIPT | f::SKIP_MONITOR | f::MAY_REPLICATE | f::NO_MANDATORY_KEYS | f::STALE;
+const FCALL_RO_FLAGS: u32 =
+    f::NOSCRIPT | f::SKIP_MONITOR | f::NO_MANDATORY_KEYS | f::STALE | f::READONLY;
+
+/// FUNCTION LOAD's time limit for a library's top-level code.
+const LOAD_TIMEOUT_MS: u64 = 500;
+
+const SUB_FLAGS: u64 = acl::SCRIPTING;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "fcall",
+        arity: -3,
+        flags: FCALL_FLAGS,
+        acl: acl::SCRIPTING,
+        keys: &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::UPDATE)],
+        handler: Some(fcall),
+        group: "scripting",
+        since: "7.0.0",
+        complexity: "Depends on the function that is executed.",
+        summary: "Invokes a function.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "fcall_ro",
+        arity: -3,
+        flags: FCALL_RO_FLAGS,
+        acl: acl::SCRIPTING,
+        keys: &[KeySpec::keynum(2, 0, 1, 1, k::RO | k::ACCESS)],
+        handler: Some(fcall_ro),
+        group: "scripting",
+        since: "7.0.0",
+        complexity: "Depends on the function that is executed.",
+        summary: "Invokes a read-only function.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "function",
+        arity: -2,
+        group: "scripting",
+        since: "7.0.0",
+        complexity: "Depends on subcommand.",
+        summary: "A container for function commands.",
+        subcommands: &[
+            CommandSpec {
+                name: "delete",
+                arity: 3,
+                flags: f::NOSCRIPT | f::WRITE,
+                acl: SUB_FLAGS,
+                handler: Some(delete),
+                group: "scripting",
+                since: "7.0.0",
+                summary: "Deletes a library and its functions.",
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "dump",
+                arity: 2,
+                flags: f::NOSCRIPT,
+                acl: SUB_FLAGS,
+                handler: Some(dump),
+                group: "scripting",
+                since: "7.0.0",
+                complexity: "O(N) where N is the number of functions",
+                summary: "Dumps all libraries into a serialized binary payload.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "flush",
+                arity: -2,
+                flags: f::NOSCRIPT | f::WRITE,
+                acl: SUB_FLAGS,
+                handler: Some(flush),
+                group: "scripting",
+                since: "7.0.0",
+                complexity: "O(N) where N is the number of functions deleted",
+                summary: "Deletes all libraries and functions.",
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "help",
+                arity: 2,
+                flags: f::LOADING | f::STALE,
+                acl: SUB_FLAGS,
+                handler: Some(help),
+                group: "scripting",
+                since: "7.0.0",
+                summary: "Returns helpful text about the different subcommands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "kill",
+                arity: 2,
+                flags: f::NOSCRIPT | f::ALLOW_BUSY,
+                acl: SUB_FLAGS,
+                handler: Some(kill),
+                group: "scripting",
+                since: "7.0.0",
+                summary: "Terminates a function during execution.",
+                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "list",
+                arity: -2,
+                flags: f::NOSCRIPT,
+                acl: SUB_FLAGS,
+                handler: Some(list),
+                group: "scripting",
+                since: "7.0.0",
+                complexity: "O(N) where N is the number of functions",
+                summary: "Returns information about all libraries.",
+                tips: &["nondeterministic_output_order"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "load",
+                arity: -3,
+                flags: f::NOSCRIPT | f::WRITE | f::DENYOOM,
+                acl: SUB_FLAGS,
+                handler: Some(load),
+                group: "scripting",
+                since: "7.0.0",
+                complexity: "O(1) (considering compilation time is redundant)",
+                summary: "Creates a library.",
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "restore",
+                arity: -3,
+                flags: f::NOSCRIPT | f::WRITE | f::DENYOOM,
+                acl: SUB_FLAGS,
+                handler: Some(restore),
+                group: "scripting",
+                since: "7.0.0",
+                complexity: "O(N) where N is the number of functions on the payload",
+                summary: "Restores all libraries from a payload.",
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "stats",
+                arity: 2,
+                flags: f::NOSCRIPT | f::ALLOW_BUSY,
+                acl: SUB_FLAGS,
+                handler: Some(stats),
+                group: "scripting",
+                since: "7.0.0",
+                summary: "Returns information about a function during execution.",
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_shards",
+                    "response_policy:special",
+                ],
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        ..CommandSpec::DEFAULT
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// The library set
+
+#[derive(Clone)]
+pub struct FuncMeta {
+    pub name: String,
+    pub description: Option<Vec<u8>>,
+    pub flags: u32,
+}
+
+#[derive(Clone)]
+pub struct Library {
+    pub name: String,
+    /// The code as loaded, shebang included.
+    pub code: Vec<u8>,
+    pub functions: Vec<FuncMeta>,
+}
+
+#[derive(Default, Clone)]
+struct Libs {
+    libs: Vec<Library>,
+    /// Bumped on every change; thread VMs built for an older one are rebuilt.
+    gen: u64,
+}
+
+impl Libs {
+    fn lib(&self, name: &str) -> Option<&Library> {
+        self.libs.iter().find(|l| l.name == name)
+    }
+
+    fn function(&self, name: &[u8]) -> Option<(&Library, &FuncMeta)> {
+        self.libs.iter().find_map(|l| {
+            l.functions
+                .iter()
+                .find(|f| f.name.as_bytes().eq_ignore_ascii_case(name))
+                .map(|f| (l, f))
+        })
+    }
+
+    fn function_count(&self) -> usize {
+        self.libs.iter().map(|l| l.functions.len()).sum()
+    }
+
+    /// Add `new` libraries; with `replace` a library of the same name goes, otherwise that is
+    /// an error, as is a function name another library has.
+    fn join(&mut self, new: Vec<Library>, replace: bool) -> Result<(), String> {
+        let mut next = self.clone();
+        for l in &new {
+            if next.lib(&l.name).is_some() {
+                if !replace {
+                    return Err(format!("ERR Library {} already exists", l.name));
+                }
+                next.libs.retain(|o| o.name != l.name);
+            }
+        }
+        for l in &new {
+            for f in &l.functions {
+                if next.function(f.name.as_bytes()).is_some() {
+                    return Err(format!("ERR Function {} already exists", f.name));
+                }
+            }
+            next.libs.push(l.clone());
+        }
+        next.gen += 1;
+        *self = next;
+        Ok(())
+    }
+}
+
+static LIBS: LazyLock<RwLock<Libs>> = LazyLock::new(Default::default);
+
+/// (libraries, functions) for INFO and FUNCTION STATS.
+pub fn counts() -> (usize, usize) {
+    let l = LIBS.read();
+    (l.libs.len(), l.function_count())
+}
+
+/// The library set's generation (every change bumps it).
+pub fn generation() -> u64 {
+    LIBS.read().gen
+}
+
+/// Bytes the library set keeps outside the Lua states (code, names, descriptions).
+pub fn memory_overhead() -> u64 {
+    let l = LIBS.read();
+    l.libs
+        .iter()
+        .map(|lib| {
+            lib.code.len()
+                + lib.name.len()
+                + lib
+                    .functions
+                    .iter()
+                    .map(|f| f.name.len() + f.description.as_ref().map_or(0, |d| d.len()) + 48)
+                    .sum::<usize>()
+                + 64
+        })
+        .sum::<usize>() as u64
+}
+
+/// Function and library names: letters, digits and underscores, at least one.
+pub fn valid_name(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// `#!<engine> name=<lib>`: (engine, name, code after the shebang line, newline kept).
+fn metadata(code: &[u8]) -> Result<(Vec<u8>, String, &[u8]), String> {
+    if !code.starts_with(b"#!") {
+        return Err("ERR Missing library metadata".into());
+    }
+    let Some(end) = code.iter().position(|&c| c == b'\n') else {
+        return Err("ERR Invalid library metadata".into());
+    };
+    let mut buf = Vec::new();
+    let mut ranges = Vec::new();
+    if tern_resp::split_args(&code[..end], &mut buf, &mut ranges).is_err() || ranges.is_empty() {
+        return Err("ERR Invalid library metadata".into());
+    }
+    let part = |i: usize| &buf[ranges[i].0..ranges[i].1];
+    let engine = part(0)[2..].to_vec();
+    let mut name = None;
+    for i in 1..ranges.len() {
+        let p = part(i);
+        if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err(
+                    "ERR Invalid metadata value, name argument was given multiple times".into(),
+                );
+            }
+            name = Some(String::from_utf8_lossy(&p[5..]).into_owned());
+            continue;
+        }
+        return Err(format!(
+            "ERR Invalid metadata value given: {}",
+            String::from_utf8_lossy(p)
+        ));
+    }
+    let name = name.ok_or("ERR Library name was not given")?;
+    Ok((engine, name, &code[end..]))
+}
+
+/// Check a library's header and name; (name, code to compile).
+fn check_library(code: &[u8]) -> Result<(String, &[u8]), String> {
+    let (engine, name, body) = metadata(code)?;
+    if !valid_name(name.as_bytes()) {
+        return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+    }
+    if !engine.eq_ignore_ascii_case(b"lua") {
+        return Err(format!(
+            "ERR Engine '{}' not found",
+            String::from_utf8_lossy(&engine)
+        ));
+    }
+    Ok((name, body))
+}
+
+/// Compile and run a library's code on `vm`: the functions it registers.
+fn run_library(vm: &lua::Vm, body: &[u8], timeout_ms: u64) -> Result<Vec<NewFunction>, String> {
+    let chunk = vm
+        .compile(body, "@user_function")
+        .map_err(|e| format!("ERR Error compiling function: {e}"))?;
+    let fs = vm
+        .load_library(&chunk, timeout_ms)
+        .map_err(|e| format!("ERR {e}"))?;
+    if fs.is_empty() {
+        return Err("ERR No functions registered".into());
+    }
+    Ok(fs)
+}
+
+/// Build a library from its code on this thread's function VM (validating it).
+fn build(vm: &lua::Vm, code: &[u8], timeout_ms: u64) -> Result<Library, String> {
+    let (name, body) = check_library(code)?;
+    let fs = run_library(vm, body, timeout_ms)?;
+    Ok(Library {
+        name,
+        code: code.to_vec(),
+        functions: fs
+            .into_iter()
+            .map(|f| FuncMeta {
+                name: f.name,
+                description: f.description,
+                flags: f.flags,
+            })
+            .collect(),
+    })
+}
+
+/// Load every library of `libs` into a fresh function VM.
+fn fill(vm: &mut lua::Vm, libs: &[Library]) -> Result<(), String> {
+    for l in libs {
+        let (_, body) = check_library(&l.code)?;
+        for f in run_library(vm, body, 0)? {
+            vm.compiled.insert(f.name, f.callback);
+        }
+    }
+    Ok(())
+}
+
+/// Run `f` on this thread's function VM, built for the current library set.
+fn with_functions<R>(f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String> {
+    let (gen, libs) = {
+        let l = LIBS.read();
+        (l.gen, l.libs.clone())
+    };
+    lua::with_vm(false, gen, |vm| fill(vm, &libs), f)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+fn fcall(ctx: &mut Ctx, args: &Args) {
+    fcall_generic(ctx, args, false)
+}
+fn fcall_ro(ctx: &mut Ctx, args: &Args) {
+    fcall_generic(ctx, args, true)
+}
+
+fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
+    // Function names are case-insensitive for FCALL, as Redis's function dict.
+    let Some((name, fl)) = LIBS
+        .read()
+        .function(&args[1])
+        .map(|(_, f)| (f.name.clone(), f.flags))
+    else {
+        return ctx.error("ERR Function not found");
+    };
+    let Some(nk) = crate::scripting::numkeys(ctx, args, "ERR Bad number of keys provided") else {
+        return;
+    };
+    if !crate::scripting::check_flags(ctx, fl, ro) {
+        return;
+    }
+    let read_only = ro || fl & sflags::NO_WRITES != 0;
+    let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
+    let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();
+    let srv = ctx.srv.clone();
+    let r = with_functions(|vm| -> Result<(), String> {
+        let Some(cb) = vm.compiled.get(&name).cloned() else {
+            return Err("ERR Function not found".into());
+        };
+        let spec = lua::Run {
+            is_eval: false,
+            name: name.clone(),
+            read_only,
+            keys: keys.clone(),
+            argv,
+        };
+        let plan = crate::scripting::plan(ctx.conn.db, &keys);
+        run_locked(&srv, plan, || lua::run(ctx, vm, &cb, spec, args));
+        Ok(())
+    });
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) | Err(e) => ctx.error(&e),
+    }
+}
+
+fn load(ctx: &mut Ctx, args: &Args) {
+    let mut replace = false;
+    let mut i = 2;
+    while i < args.len() - 1 {
+        if eq_ic(&args[i], "replace") {
+            replace = true;
+            i += 1;
+            continue;
+        }
+        return ctx.error(&format!("ERR Unknown option given: {}", args.str(i)));
+    }
+    if i >= args.len() {
+        return ctx.error("ERR Function code is missing");
+    }
+    let code = &args[i];
+    if let Ok((name, _)) = check_library(code) {
+        if !replace && LIBS.read().lib(&name).is_some() {
+            return ctx.error(&format!("ERR Library '{name}' already exists"));
+        }
+    }
+    let built = with_functions(|vm| build(vm, code, LOAD_TIMEOUT_MS));
+    let lib = match built {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) | Err(e) => return ctx.error(&e),
+    };
+    let name = lib.name.clone();
+    let mut libs = LIBS.write();
+    if !replace && libs.lib(&name).is_some() {
+        return ctx.error(&format!("ERR Library '{name}' already exists"));
+    }
+    if let Err(e) = libs.join(vec![lib], true) {
+        return ctx.error(&e);
+    }
+    drop(libs);
+    ctx.dirty(1);
+    ctx.out.bulk(name.as_bytes());
+}
+
+fn delete(ctx: &mut Ctx, args: &Args) {
+    let name = args.str(2);
+    let mut l = LIBS.write();
+    if l.lib(&name).is_none() {
+        return ctx.error("ERR Library not found");
+    }
+    l.libs.retain(|x| x.name != name);
+    l.gen += 1;
+    drop(l);
+    ctx.dirty(1);
+    ctx.out.ok();
+}
+
+fn syntax_error(ctx: &mut Ctx, args: &Args) {
+    ctx.error(&format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+        args.str(1).chars().take(128).collect::<String>()
+    ));
+}
+
+fn flush(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 3 {
+        return syntax_error(ctx, args);
+    }
+    if args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC") {
+        return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+    }
+    {
+        let mut l = LIBS.write();
+        l.libs.clear();
+        l.gen += 1;
+    }
+    ctx.dirty(1);
+    ctx.out.ok();
+}
+
+fn kill(ctx: &mut Ctx, _args: &Args) {
+    match lua::kill(false) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.error(e),
+    }
+}
+
+fn list(ctx: &mut Ctx, args: &Args) {
+    let mut with_code = false;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if !with_code && eq_ic(&args[i], "withcode") {
+            with_code = true;
+        } else if pattern.is_none() && eq_ic(&args[i], "libraryname") {
+            if i >= args.len() - 1 {
+                return ctx.error("ERR library name argument was not given");
+            }
+            i += 1;
+            pattern = Some(&args[i]);
+        } else {
+            return ctx.error(&format!("ERR Unknown argument {}", args.str(i)));
+        }
+        i += 1;
+    }
+    let l = LIBS.read();
+    let libs: Vec<&Library> = l
+        .libs
+        .iter()
+        .filter(|lib| pattern.is_none_or(|p| crate::glob::matches(p, lib.name.as_bytes(), true)))
+        .collect();
+    let out = &mut *ctx.out;
+    out.array(libs.len());
+    for lib in libs {
+        out.map(if with_code { 4 } else { 3 });
+        out.bulk(b"library_name");
+        out.bulk(lib.name.as_bytes());
+        out.bulk(b"engine");
+        out.bulk(b"LUA");
+        out.bulk(b"functions");
+        out.array(lib.functions.len());
+        for fm in &lib.functions {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(fm.name.as_bytes());
+            out.bulk(b"description");
+            out.opt_bulk(fm.description.as_deref());
+            out.bulk(b"flags");
+            let names: Vec<&str> = sflags::NAMES
+                .iter()
+                .filter(|(b, _)| fm.flags & b != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            out.set(names.len());
+            for n in names {
+                out.simple(n.as_bytes());
+            }
+        }
+        if with_code {
+            out.bulk(b"library_code");
+            out.bulk(&lib.code);
+        }
+    }
+}
+
+fn stats(ctx: &mut Ctx, _args: &Args) {
+    let running = match lua::running_function() {
+        Ok(r) => r,
+        Err(e) => return ctx.error(e),
+    };
+    let (nlib, nfunc) = counts();
+    let out = &mut *ctx.out;
+    out.map(2);
+    out.bulk(b"running_script");
+    match running {
+        None => out.null(),
+        Some(r) => {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(r.name.as_bytes());
+            out.bulk(b"command");
+            out.array(r.command.len());
+            for a in &r.command {
+                out.bulk(a);
+            }
+            out.bulk(b"duration_ms");
+            out.int(r.start.elapsed().as_millis() as i64);
+        }
+    }
+    out.bulk(b"engines");
+    out.map(1);
+    out.bulk(b"LUA");
+    out.map(2);
+    out.bulk(b"libraries_count");
+    out.int(nlib as i64);
+    out.bulk(b"functions_count");
+    out.int(nfunc as i64);
+}
+
+fn help(ctx: &mut Ctx, _args: &Args) {
+    crate::client_cmd::reply_help(
+        ctx,
+        "FUNCTION",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// DUMP / RESTORE payloads (Redis's format)
+
+const RDB_VERSION: u16 = 11;
+const OPCODE_FUNCTION2: u8 = 245;
+const OPCODE_FUNCTION_PRE_GA: u8 = 246;
+
+/// CRC-64/Jones (reflected, as Redis's crc64 with init 0).
+pub fn crc64(data: &[u8]) -> u64 {
+    static TABLE: LazyLock<[u64; 256]> = LazyLock::new(|| {
+        let mut t = [0u64; 256];
+        for (i, slot) in t.iter_mut().enumerate() {
+            let mut c = i as u64;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0x95ac_9329_ac4b_c9b5
+                } else {
+                    c >> 1
+                };
+            }
+            *slot = c;
+        }
+        t
+    });
+    let mut crc = 0u64;
+    for &b in data {
+        crc = TABLE[((crc ^ b as u64) & 0xff) as usize] ^ (crc >> 8);
+    }
+    crc
+}
+
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u32::MAX as usize {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&(n as u64).to_be_bytes());
+    }
+}
+
+fn dump(ctx: &mut Ctx, _args: &Args) {
+    let mut p = Vec::new();
+    for lib in &LIBS.read().libs {
+        p.push(OPCODE_FUNCTION2);
+        put_len(&mut p, lib.code.len());
+        p.extend_from_slice(&lib.code);
+    }
+    p.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    ctx.out.bulk(&p);
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let c = *self.b.get(self.pos)?;
+        self.pos += 1;
+        Some(c)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+
+    /// (length, encoded?) as rdbLoadLen reads it.
+    fn len(&mut self) -> Option<(u64, bool)> {
+        let c = self.byte()?;
+        Some(match c >> 6 {
+            0 => ((c & 0x3f) as u64, false),
+            1 => ((((c & 0x3f) as u64) << 8) | self.byte()? as u64, false),
+            3 => ((c & 0x3f) as u64, true),
+            _ => match c {
+                0x80 => (
+                    u32::from_be_bytes(self.take(4)?.try_into().ok()?) as u64,
+                    false,
+                ),
+                0x81 => (u64::from_be_bytes(self.take(8)?.try_into().ok()?), false),
+                _ => return None,
+            },
+        })
+    }
+
+    fn string(&mut self) -> Option<Vec<u8>> {
+        let (n, enc) = self.len()?;
+        if !enc {
+            return Some(self.take(n as usize)?.to_vec());
+        }
+        match n {
+            0 => Some((self.byte()? as i8).to_string().into_bytes()),
+            1 => Some(
+                i16::from_le_bytes(self.take(2)?.try_into().ok()?)
+                    .to_string()
+                    .into_bytes(),
+            ),
+            2 => Some(
+                i32::from_le_bytes(self.take(4)?.try_into().ok()?)
+                    .to_string()
+                    .into_bytes(),
+            ),
+            3 => {
+                let (clen, _) = self.len()?;
+                let (len, _) = self.len()?;
+                let data = self.take(clen as usize)?;
+                lzf_decompress(data, len as usize)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// LZF decompression (the format Redis compresses RDB strings with).
+fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(out_len);
+    let mut i = 0;
+    while i < input.len() {
+        let ctrl = input[i] as usize;
+        i += 1;
+        if ctrl < 32 {
+            let n = ctrl + 1;
+            out.extend_from_slice(input.get(i..i + n)?);
+            i += n;
+        } else {
+            let mut n = ctrl >> 5;
+            if n == 7 {
+                n += *input.get(i)? as usize;
+                i += 1;
+            }
+            let back = ((ctrl & 0x1f) << 8) + *input.get(i)? as usize + 1;
+            i += 1;
+            let start = out.len().checked_sub(back)?;
+            for j in 0..n + 2 {
+                let c = out[start + j];
+                out.push(c);
+            }
+        }
+        if out.len() > out_len {
+            return None;
+        }
+    }
+    (out.len() == out_len).then_some(out)
+}
+
+fn restore(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 4 {
+        return syntax_error(ctx, args);
+    }
+    #[derive(PartialEq)]
+    enum Policy {
+        Append,
+        Replace,
+        Flush,
+    }
+    let policy = if args.len() == 4 {
+        let p = &args[3];
+        if eq_ic(p, "append") {
+            Policy::Append
+        } else if eq_ic(p, "replace") {
+            Policy::Replace
+        } else if eq_ic(p, "flush") {
+            Policy::Flush
+        } else {
+            return ctx.error(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            );
+        }
+    } else {
+        Policy::Append
+    };
+    let data = &args[2];
+    let n = data.len();
+    let ok = n >= 10 && {
+        let ver = u16::from_le_bytes([data[n - 10], data[n - 9]]);
+        let crc = u64::from_le_bytes(data[n - 8..].try_into().unwrap_or([0; 8]));
+        ver <= RDB_VERSION && crc64(&data[..n - 8]) == crc
+    };
+    if !ok {
+        return ctx.error("ERR DUMP payload version or checksum are wrong");
+    }
+    let mut r = Reader {
+        b: &data[..n - 10],
+        pos: 0,
+    };
+    let mut codes = Vec::new();
+    while r.pos < r.b.len() {
+        match r.byte() {
+            Some(OPCODE_FUNCTION2) => match r.string() {
+                Some(code) => codes.push(code),
+                None => return ctx.error("ERR failed loading the given functions payload"),
+            },
+            Some(OPCODE_FUNCTION_PRE_GA) => {
+                return ctx.error("ERR Pre-GA function format not supported")
+            }
+            Some(_) => return ctx.error("ERR given type is not a function"),
+            None => return ctx.error("ERR can not read data type"),
+        }
+    }
+    let built = with_functions(|vm| -> Result<Vec<Library>, String> {
+        let mut libs: Vec<Library> = Vec::new();
+        for code in &codes {
+            let lib = build(vm, code, 0)?;
+            if libs.iter().any(|l| l.name == lib.name) {
+                return Err(format!("ERR Library {} already exists", lib.name));
+            }
+            libs.push(lib);
+        }
+        Ok(libs)
+    });
+    let new = match built {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) | Err(e) => return ctx.error(&e),
+    };
+    {
+        let mut l = LIBS.write();
+        if policy == Policy::Flush {
+            let mut fresh = Libs {
+                libs: Vec::new(),
+                gen: l.gen,
+            };
+            if let Err(e) = fresh.join(new, false) {
+                return ctx.error(&e);
+            }
+            *l = fresh;
+        } else if let Err(e) = l.join(new, policy == Policy::Replace) {
+            return ctx.error(&e);
+        }
+    }
+    ctx.dirty(1);
+    ctx.out.ok();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64_is_jones() {
+        assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+    }
+
+    #[test]
+    fn lzf_literal_and_backref() {
+        // "abcabcabc": literal "abc", then a back reference of 6 bytes at distance 3
+        let c = [2, b'a', b'b', b'c', 0x80, 2];
+        assert_eq!(lzf_decompress(&c, 9).unwrap(), b"abcabcabc");
+    }
+
+    #[test]
+    fn metadata_errors() {
+        assert!(metadata(b"return 1").is_err());
+        assert_eq!(metadata(b"#!lua name=x\nbody").unwrap().1, "x");
+        assert!(metadata(b"#!lua name=x foo=y\n").is_err());
+    }
+}

@@ -1,0 +1,1052 @@
+//! The Lua side of EVAL and FCALL: one sandboxed Lua state per worker thread for scripts and
+//! one for function libraries (so scripts on different threads run at the same time), the
+//! `redis.*` API, the conversions between Lua values and RESP, and the registry of running
+//! scripts that SCRIPT KILL / FUNCTION KILL / FUNCTION STATS and the BUSY check read.
+//!
+//! The sandbox itself (read-only globals, Redis's error tables, pcall, math.random) is the Lua
+//! prelude in `prelude.lua`; the Rust side supplies the raw functions it wraps.
+
+pub mod convert;
+
+use crate::args::OwnedArgs;
+use crate::ctx::{Conn, Ctx};
+use crate::server::Server;
+use crate::table::flags;
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+use tern_resp::Reply;
+
+const PRELUDE: &str = include_str!("prelude.lua");
+
+/// `REDIS_VERSION_NUM` of 7.2.6.
+const VERSION_NUM: i64 = 0x00070206;
+
+/// Instructions between two looks at the kill flag and the clock.
+const HOOK_EVERY: u32 = 100_000;
+
+/// Script flags (shebang `flags=` and `redis.register_function` flags), Redis's names.
+pub mod sflags {
+    pub const NO_WRITES: u32 = 1 << 0;
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 4;
+    /// An EVAL script without a shebang (Redis's "compat mode").
+    pub const EVAL_COMPAT: u32 = 1 << 5;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (NO_WRITES, "no-writes"),
+        (ALLOW_OOM, "allow-oom"),
+        (ALLOW_STALE, "allow-stale"),
+        (NO_CLUSTER, "no-cluster"),
+        (ALLOW_CROSS_SLOT, "allow-cross-slot-keys"),
+    ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logging (the server crate owns the log file; it hands us its writer at startup)
+
+static LOGGER: OnceLock<fn(u8, &str)> = OnceLock::new();
+
+/// Where `redis.log` and the slow-script warning go (the server's log).
+pub fn set_logger(f: fn(u8, &str)) {
+    let _ = LOGGER.set(f);
+}
+
+fn log(level: u8, msg: &str) {
+    if let Some(f) = LOGGER.get() {
+        f(level, msg);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running scripts, process-wide
+
+/// One script or function in execution (FUNCTION STATS, SCRIPT KILL, BUSY replies).
+pub struct RunInfo {
+    pub is_eval: bool,
+    /// The script's sha or the function's name.
+    pub name: String,
+    /// The EVAL/FCALL command as the client sent it.
+    pub command: Vec<Vec<u8>>,
+    pub start: Instant,
+    /// A write command ran: the script can no longer be killed.
+    pub wrote: AtomicBool,
+    pub killed: AtomicBool,
+    /// Past `busy-reply-threshold`: other clients get BUSY.
+    pub timed_out: AtomicBool,
+}
+
+/// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands (tests use it).
+pub static DISABLE_DENY_SCRIPTS: AtomicBool = AtomicBool::new(false);
+
+static RUNNING: Mutex<Vec<Arc<RunInfo>>> = Mutex::new(Vec::new());
+static TIMED_OUT: AtomicUsize = AtomicUsize::new(0);
+
+/// The BUSY error other clients get while a script is past `busy-reply-threshold`, or None.
+/// One atomic load when nothing is slow.
+pub fn busy_error() -> Option<&'static str> {
+    if TIMED_OUT.load(Relaxed) == 0 {
+        return None;
+    }
+    let r = RUNNING.lock();
+    let slow = r.iter().find(|i| i.timed_out.load(Relaxed))?;
+    Some(if slow.is_eval {
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    } else {
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+    })
+}
+
+/// SCRIPT KILL (`is_eval`) / FUNCTION KILL: Redis's replies, applied to a running script of
+/// the right kind that has not written.
+pub fn kill(is_eval: bool) -> Result<(), &'static str> {
+    let r = RUNNING.lock();
+    if r.is_empty() {
+        return Err("NOTBUSY No scripts in execution right now.");
+    }
+    let same: Vec<&Arc<RunInfo>> = r.iter().filter(|i| i.is_eval == is_eval).collect();
+    if same.is_empty() {
+        return Err(if is_eval {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        });
+    }
+    match same.iter().find(|i| !i.wrote.load(Relaxed)) {
+        Some(i) => {
+            i.killed.store(true, Relaxed);
+            Ok(())
+        }
+        None => Err(
+            "UNKILLABLE Sorry the script already executed write commands against the \
+                     dataset. You can either wait the script termination or kill the server in a \
+                     hard way using the SHUTDOWN NOSAVE command.",
+        ),
+    }
+}
+
+/// The running function FUNCTION STATS reports (the oldest), or Err while an EVAL script is
+/// past `busy-reply-threshold` (Redis then answers FUNCTION STATS with BUSY).
+pub fn running_function() -> Result<Option<Arc<RunInfo>>, &'static str> {
+    let r = RUNNING.lock();
+    if r.iter().any(|i| i.is_eval && i.timed_out.load(Relaxed)) {
+        return Err(
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        );
+    }
+    Ok(r.iter().find(|i| !i.is_eval).cloned())
+}
+
+struct Registered(Arc<RunInfo>);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut r = RUNNING.lock();
+        r.retain(|i| !Arc::ptr_eq(i, &self.0));
+        if self.0.timed_out.load(Relaxed) {
+            TIMED_OUT.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory accounting (INFO memory)
+
+/// (vm id, is_eval, generation, bytes) of every thread's VMs.
+static VM_MEMORY: Mutex<Vec<(u64, bool, u64, i64)>> = Mutex::new(Vec::new());
+static NEXT_VM_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Bytes used by the script VMs and the function VMs of every thread, counting only VMs of
+/// the current script cache (`eval_gen`) and library set (`function_gen`): a VM left over
+/// from before SCRIPT FLUSH is dropped by its thread on its next use.
+pub fn vm_memory(eval_gen: u64, function_gen: u64) -> (u64, u64) {
+    let m = VM_MEMORY.lock();
+    let sum = |eval: bool, gen: u64| {
+        m.iter()
+            .filter(|e| e.1 == eval && e.2 == gen)
+            .map(|e| e.3.max(0) as u64)
+            .sum::<u64>()
+    };
+    (sum(true, eval_gen), sum(false, function_gen))
+}
+
+// ---------------------------------------------------------------------------------------------
+// rand48, process-wide as in Redis (math.random)
+
+static RAND48: AtomicU64 = AtomicU64::new(0x1234_ABCD_330E);
+
+fn lrand48() -> i64 {
+    const A: u64 = 0x5_DEEC_E66D;
+    const MASK: u64 = (1 << 48) - 1;
+    let mut next = 0;
+    let _ = RAND48.fetch_update(Relaxed, Relaxed, |x| {
+        next = (x.wrapping_mul(A).wrapping_add(0xB)) & MASK;
+        Some(next)
+    });
+    (next >> 17) as i64
+}
+
+fn srand48(seed: i64) {
+    let s = seed as i32 as u32 as u64;
+    RAND48.store((s << 16) | 0x330E, Relaxed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-run context the raw functions reach through a thread-local pointer
+
+/// What `redis.call` needs while a script runs on this thread.
+pub struct RunCtx {
+    srv: *const Arc<Server>,
+    conn: *mut Conn,
+    /// Protocol of `redis.call` replies (redis.setresp).
+    resp: u8,
+    read_only: bool,
+    info: Arc<RunInfo>,
+    scratch: Reply,
+    start_us: u64,
+    /// busy-reply-threshold when the script started (ms).
+    threshold: u64,
+    kill_logged: bool,
+}
+
+thread_local! {
+    static CURRENT: Cell<*mut RunCtx> = const { Cell::new(std::ptr::null_mut()) };
+    /// Functions collected by `redis.register_function` during FUNCTION LOAD, and when the
+    /// load began (its timeout).
+    static LOADING: RefCell<Option<LoadCtx>> = const { RefCell::new(None) };
+}
+
+struct LoadCtx {
+    start: Instant,
+    timeout_ms: u64,
+    timed_out: bool,
+    functions: Vec<NewFunction>,
+}
+
+/// A function registered while a library loads.
+pub struct NewFunction {
+    pub name: String,
+    pub description: Option<Vec<u8>>,
+    pub flags: u32,
+    pub callback: Function,
+}
+
+fn with_run<R>(f: impl FnOnce(&mut RunCtx) -> R) -> Option<R> {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: set by `run` for the duration of the script on this thread; cleared before the
+    // RunCtx goes away. Only the raw functions, called from inside that script, read it.
+    Some(f(unsafe { &mut *p }))
+}
+
+/// Inside a script, the time it started (µs): TIME answers it, as Redis's cached time.
+pub fn script_time_us() -> Option<u64> {
+    with_run(|rc| rc.start_us)
+}
+
+/// True while a script runs on this thread (its redis.call commands see this).
+pub fn in_script() -> bool {
+    !CURRENT.with(|c| c.get()).is_null()
+}
+
+fn killed() -> bool {
+    with_run(|rc| rc.info.killed.load(Relaxed)).unwrap_or(false)
+}
+
+// ---------------------------------------------------------------------------------------------
+// VMs
+
+/// One sandboxed Lua state.
+pub struct Vm {
+    pub lua: Lua,
+    globals: Table,
+    run: Function,
+    compile: Function,
+    load_library: Function,
+    /// EVAL VM: sha -> compiled script. Function VM: function name -> callback.
+    pub compiled: std::collections::HashMap<String, Function>,
+    /// Script cache / function library generation this VM matches.
+    pub gen: u64,
+    is_eval: bool,
+    id: u64,
+    runs: u32,
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        VM_MEMORY.lock().retain(|e| e.0 != self.id);
+    }
+}
+
+fn lua_err(lua: &Lua, msg: &str) -> mlua::Result<Value> {
+    convert::error_table(lua, msg.as_bytes(), true).map(Value::Table)
+}
+
+/// Lua arguments of redis.call as command arguments: strings, and numbers as Redis prints
+/// them (integers plainly).
+fn lua_args(args: &MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+    if args.is_empty() {
+        return Err("Please specify at least one argument for this redis lib call");
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for v in args.iter() {
+        match v {
+            Value::String(s) => out.push(s.as_bytes().to_vec()),
+            Value::Integer(i) => out.push(itoa::Buffer::new().format(*i).as_bytes().to_vec()),
+            Value::Number(n) => out.push(convert::number_arg(*n)),
+            _ => return Err("Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    Ok(out)
+}
+
+thread_local! {
+    /// redis.call's arguments, read off the Lua stack by `call_trampoline` (thousands of
+    /// arguments would not fit mlua's value stack).
+    static CALL_ARGS: RefCell<Result<Vec<Vec<u8>>, &'static str>> = const { RefCell::new(Ok(Vec::new())) };
+}
+
+/// Read the arguments at stack slots 1..=n into CALL_ARGS, as redis.call converts them.
+unsafe fn stash_call_args(state: *mut mlua::ffi::lua_State, n: std::ffi::c_int) {
+    use mlua::ffi;
+    let r = if n == 0 {
+        Err("Please specify at least one argument for this redis lib call")
+    } else {
+        let mut v = Vec::with_capacity(n as usize);
+        let mut bad = false;
+        for i in 1..=n {
+            match ffi::lua_type(state, i) {
+                ffi::LUA_TNUMBER => {
+                    let d = ffi::lua_tonumber(state, i);
+                    let lim = (i64::MAX / 2) as f64;
+                    if d.fract() == 0.0 && (-lim..=lim).contains(&d) {
+                        v.push(itoa::Buffer::new().format(d as i64).as_bytes().to_vec());
+                    } else {
+                        v.push(convert::number_arg(d));
+                    }
+                }
+                ffi::LUA_TSTRING => {
+                    let mut len = 0usize;
+                    let p = ffi::lua_tolstring(state, i, &mut len);
+                    v.push(std::slice::from_raw_parts(p as *const u8, len).to_vec());
+                }
+                _ => {
+                    bad = true;
+                    break;
+                }
+            }
+        }
+        if bad {
+            Err("Lua redis lib command arguments must be strings or integers")
+        } else {
+            Ok(v)
+        }
+    };
+    CALL_ARGS.with(|c| *c.borrow_mut() = r);
+}
+
+/// redis.call / redis.pcall: arguments stashed from the Lua stack, then the Rust side (the
+/// upvalue, returning `(value, failed)`) runs the command; redis.call (`raise` upvalue 2 true)
+/// raises a failure.
+unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    stash_call_args(state, n);
+    ffi::lua_settop(state, 0);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_call(state, 0, 2);
+    let failed = ffi::lua_toboolean(state, -1) != 0;
+    ffi::lua_pop(state, 1);
+    if failed && ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0 {
+        // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
+        ffi::lua_error(state);
+    }
+    1
+}
+
+fn raw_call(lua: &Lua, _: ()) -> mlua::Result<(Value, bool)> {
+    let argv = match CALL_ARGS.with(|c| std::mem::replace(&mut *c.borrow_mut(), Ok(Vec::new()))) {
+        Ok(a) => a,
+        Err(e) => return Ok((lua_err(lua, e)?, true)),
+    };
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        return Ok((
+            lua_err(
+                lua,
+                "redis.call can only be called inside a script invocation",
+            )?,
+            true,
+        ));
+    }
+    // SAFETY: see `with_run`. The references live only for this call.
+    let rc = unsafe { &mut *p };
+    let srv = unsafe { &*rc.srv };
+    let conn = unsafe { &mut *rc.conn };
+    let owned = OwnedArgs::new(&argv);
+    let mut out = std::mem::take(&mut rc.scratch);
+    out.buf.clear();
+    out.errors = 0;
+    out.error_codes.clear();
+    out.resp = rc.resp;
+    let r = crate::dispatch::execute_for_script(srv, conn, &mut out, &owned.args(), rc.read_only);
+    let res = match r {
+        Err(e) => lua_err(lua, e).map(|v| (v, true)),
+        Ok(f) => {
+            if f & flags::WRITE != 0 {
+                rc.info.wrote.store(true, Relaxed);
+            }
+            convert::reply_to_lua(lua, &out.buf)
+        }
+    };
+    rc.scratch = out;
+    res
+}
+
+fn raw_acl_check(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let argv = match lua_args(&args) {
+        Ok(a) => a,
+        Err(e) => return Ok((lua_err(lua, e)?, true)),
+    };
+    let found = with_run(|rc| {
+        let srv = unsafe { &*rc.srv };
+        match srv.commands.get(&argv[0]) {
+            None => false,
+            Some(e) if !e.subs.is_empty() && argv.len() >= 2 => e.sub(&argv[1]).is_some(),
+            Some(_) => true,
+        }
+    })
+    .unwrap_or(false);
+    if !found {
+        return Ok((
+            lua_err(lua, "Invalid command passed to redis.acl_check_cmd()")?,
+            true,
+        ));
+    }
+    // tern has one user with every permission.
+    Ok((Value::Boolean(true), false))
+}
+
+fn raw_register(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let loading = LOADING.with(|l| l.borrow().is_some());
+    if !loading {
+        return Ok((
+            lua_err(
+                lua,
+                "redis.register_function can only be called on FUNCTION LOAD command",
+            )?,
+            true,
+        ));
+    }
+    match read_register_args(args) {
+        Err(e) => Ok((lua_err(lua, e)?, true)),
+        Ok(f) => {
+            if !crate::functions::valid_name(f.name.as_bytes()) {
+                return Ok((
+                    lua_err(
+                        lua,
+                        "Library names can only contain letters, numbers, or underscores(_) and \
+                         must be at least one character long",
+                    )?,
+                    true,
+                ));
+            }
+            let dup = LOADING.with(|l| {
+                l.borrow()
+                    .as_ref()
+                    .is_some_and(|c| c.functions.iter().any(|g| g.name == f.name))
+            });
+            if dup {
+                return Ok((
+                    lua_err(lua, "Function already exists in the library")?,
+                    true,
+                ));
+            }
+            LOADING.with(|l| {
+                if let Some(c) = l.borrow_mut().as_mut() {
+                    c.functions.push(f);
+                }
+            });
+            Ok((Value::Nil, false))
+        }
+    }
+}
+
+fn value_string(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(i) => Some(i.to_string().into_bytes()),
+        Value::Number(n) => Some(convert::lua_number_string(*n).into_bytes()),
+        _ => None,
+    }
+}
+
+fn read_register_args(args: MultiValue) -> Result<NewFunction, &'static str> {
+    let args = args.into_vec();
+    match args.len() {
+        1 => {
+            let Value::Table(t) = &args[0] else {
+                return Err(
+                    "calling redis.register_function with a single argument is only \
+                            applicable to Lua table (representing named arguments).",
+                );
+            };
+            let mut name = None;
+            let mut description = None;
+            let mut callback = None;
+            let mut fl = 0;
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) =
+                    pair.map_err(|_| "unknown argument given to redis.register_function")?;
+                let Some(key) = value_string(&k) else {
+                    return Err(
+                        "named argument key given to redis.register_function is not a string",
+                    );
+                };
+                let key = String::from_utf8_lossy(&key).to_ascii_lowercase();
+                match key.as_str() {
+                    "function_name" => name = Some(value_string(&v).ok_or(
+                        "function_name argument given to redis.register_function must be a string",
+                    )?),
+                    "description" => description = Some(value_string(&v).ok_or(
+                        "description argument given to redis.register_function must be a string",
+                    )?),
+                    "callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => return Err(
+                            "callback argument given to redis.register_function must be a function",
+                        ),
+                    },
+                    "flags" => {
+                        let Value::Table(ft) = v else {
+                            return Err("flags argument to redis.register_function must be a table representing function flags");
+                        };
+                        fl = read_flags(&ft).ok_or("unknown flag given")?;
+                    }
+                    _ => return Err("unknown argument given to redis.register_function"),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let callback =
+                callback.ok_or("redis.register_function must get a callback argument")?;
+            Ok(NewFunction {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                description,
+                flags: fl,
+                callback,
+            })
+        }
+        2 => {
+            let name = value_string(&args[0])
+                .ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(f) = &args[1] else {
+                return Err("second argument to redis.register_function must be a function");
+            };
+            Ok(NewFunction {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                description: None,
+                flags: 0,
+                callback: f.clone(),
+            })
+        }
+        _ => Err("wrong number of arguments to redis.register_function"),
+    }
+}
+
+fn read_flags(t: &Table) -> Option<u32> {
+    let mut fl = 0;
+    let mut j = 1;
+    loop {
+        let v: Value = t.get(j).ok()?;
+        if v.is_nil() {
+            break;
+        }
+        let s = value_string(&v)?;
+        let s = String::from_utf8_lossy(&s).to_ascii_lowercase();
+        let (bit, _) = sflags::NAMES.iter().find(|(_, n)| *n == s)?;
+        fl |= bit;
+        j += 1;
+    }
+    Some(fl)
+}
+
+/// Calls its upvalue (a function returning `(value, failed)`) and raises `value` when
+/// `failed`. Being a C function, the script's frame stays the one errors point at.
+unsafe extern "C-unwind" fn trampoline(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, n, 2);
+    if ffi::lua_toboolean(state, -1) != 0 {
+        ffi::lua_pop(state, 1);
+        // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
+        ffi::lua_error(state);
+    }
+    ffi::lua_pop(state, 1);
+    1
+}
+
+/// As `trampoline`, but a string error gets the caller's position first (luaL_error's
+/// "user_script:1: " prefix).
+unsafe extern "C-unwind" fn trampoline_where(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, n, 2);
+    if ffi::lua_toboolean(state, -1) != 0 {
+        ffi::lua_pop(state, 1);
+        if ffi::lua_type(state, -1) == ffi::LUA_TSTRING {
+            ffi::luaL_where(state, 1);
+            ffi::lua_insert(state, -2);
+            ffi::lua_concat(state, 2);
+        }
+        ffi::lua_error(state);
+    }
+    ffi::lua_pop(state, 1);
+    1
+}
+
+fn wrap_with(lua: &Lua, f: Function, t: mlua::ffi::lua_CFunction) -> mlua::Result<Function> {
+    // SAFETY: pushes one C closure over `f` (the argument exec_raw pushed) and returns it.
+    unsafe {
+        lua.exec_raw::<Function>(f, |state| {
+            mlua::ffi::lua_pushcclosure(state, t, 1);
+        })
+    }
+}
+
+/// What the instruction hook must do: 0 go on, 1 the script was killed (SCRIPT/FUNCTION
+/// KILL), 2 FUNCTION LOAD ran out of time. Also notices a script passing
+/// busy-reply-threshold (from then on other clients get BUSY).
+fn hook_check() -> u8 {
+    if let Some(r) = with_run(|rc| {
+        let i = &rc.info;
+        if i.killed.load(Relaxed) {
+            if !rc.kill_logged {
+                rc.kill_logged = true;
+                log(2, "Lua script killed by user with SCRIPT KILL.");
+            }
+            return 1;
+        }
+        if !i.timed_out.load(Relaxed) && i.start.elapsed().as_millis() as u64 >= rc.threshold {
+            i.timed_out.store(true, Relaxed);
+            TIMED_OUT.fetch_add(1, Relaxed);
+            log(
+                3,
+                &format!(
+                    "Slow script detected: still in execution after {} milliseconds. You can \
+                     try killing the script using the {} command. Script name is: {}.",
+                    i.start.elapsed().as_millis(),
+                    if i.is_eval {
+                        "SCRIPT KILL"
+                    } else {
+                        "FUNCTION KILL"
+                    },
+                    i.name
+                ),
+            );
+        }
+        0
+    }) {
+        return r;
+    }
+    LOADING.with(|l| {
+        let mut l = l.borrow_mut();
+        match l.as_mut() {
+            Some(c)
+                if c.timeout_ms > 0
+                    && (c.timed_out || c.start.elapsed().as_millis() as u64 > c.timeout_ms) =>
+            {
+                c.timed_out = true;
+                2
+            }
+            _ => 0,
+        }
+    })
+}
+
+/// The count hook (every HOOK_EVERY instructions) of a running script or library load. On a
+/// kill or timeout it raises Redis's error table and switches to a per-line hook, so that a
+/// script catching the error with pcall is stopped again at its next line. The prelude's own
+/// frames (error handler, pcall wrapper) are let through.
+unsafe extern "C-unwind" fn script_hook(
+    state: *mut mlua::ffi::lua_State,
+    ar: *mut mlua::ffi::lua_Debug,
+) {
+    use mlua::ffi;
+    let what = hook_check();
+    if what == 0 {
+        return;
+    }
+    if ffi::lua_getinfo(state, c"S".as_ptr(), ar) != 0
+        && !(*ar).source.is_null()
+        && std::ffi::CStr::from_ptr((*ar).source).to_bytes() == b"=[tern]"
+    {
+        return;
+    }
+    ffi::lua_sethook(state, Some(script_hook), ffi::LUA_MASKLINE, 0);
+    ffi::lua_createtable(state, 0, 1);
+    ffi::lua_pushstring(
+        state,
+        if what == 1 {
+            c"ERR Script killed by user with SCRIPT KILL...".as_ptr()
+        } else {
+            c"ERR FUNCTION LOAD timeout".as_ptr()
+        },
+    );
+    ffi::lua_setfield(state, -2, c"err".as_ptr());
+    // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
+    ffi::lua_error(state);
+}
+
+/// Install (or remove) `script_hook` on the state scripts run on.
+fn set_hook(lua: &Lua, on: bool) {
+    // SAFETY: only sets or clears the state's debug hook.
+    unsafe {
+        let _ = lua.exec_raw::<()>((), |state| {
+            if on {
+                mlua::ffi::lua_sethook(
+                    state,
+                    Some(script_hook),
+                    mlua::ffi::LUA_MASKCOUNT,
+                    HOOK_EVERY as std::ffi::c_int,
+                );
+            } else {
+                mlua::ffi::lua_sethook(state, None, 0, 0);
+            }
+        });
+    }
+}
+
+fn wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
+    wrap_with(lua, f, trampoline)
+}
+
+impl Vm {
+    fn new(is_eval: bool) -> mlua::Result<Vm> {
+        // SAFETY: the debug library is loaded only for the prelude's error handler, which
+        // keeps debug.getinfo in a local; scripts never see `debug`.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::new(),
+            )
+        };
+        tern_scripting::register_libs(&lua)?;
+        let raw = lua.create_table()?;
+        let rc = lua.create_function(raw_call)?;
+        for (name, raise) in [("call", true), ("pcall", false)] {
+            // SAFETY: pushes one C closure over (raw_call, raise) and returns it.
+            let f = unsafe {
+                lua.exec_raw::<Function>((rc.clone(), raise), |state| {
+                    mlua::ffi::lua_pushcclosure(state, call_trampoline, 2);
+                })?
+            };
+            raw.set(name, f)?;
+        }
+        raw.set("acl_check_cmd", lua.create_function(raw_acl_check)?)?;
+        raw.set("register_function", lua.create_function(raw_register)?)?;
+        raw.set(
+            "sha1hex",
+            lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+        )?;
+        raw.set(
+            "log",
+            lua.create_function(|_, (level, msg): (u8, mlua::LuaString)| {
+                log(level, &msg.to_string_lossy());
+                Ok(())
+            })?,
+        )?;
+        raw.set(
+            "setresp",
+            lua.create_function(|_, r: u8| {
+                with_run(|rc| rc.resp = r);
+                Ok(())
+            })?,
+        )?;
+        raw.set("lrand48", lua.create_function(|_, ()| Ok(lrand48()))?)?;
+        raw.set(
+            "srand48",
+            lua.create_function(|_, s: i64| {
+                srand48(s);
+                Ok(())
+            })?,
+        )?;
+        raw.set("killed", lua.create_function(|_, ()| Ok(killed()))?)?;
+        raw.set(
+            "wrap",
+            lua.create_function(|lua, f: Function| wrap(lua, f))?,
+        )?;
+        raw.set(
+            "wrap_where",
+            lua.create_function(|lua, f: Function| wrap_with(lua, f, trampoline_where))?,
+        )?;
+        raw.set("version", crate::REDIS_VERSION)?;
+        raw.set("version_num", VERSION_NUM)?;
+        let prelude = lua.load(PRELUDE).set_name("=[tern]").into_function()?;
+        let mode = if is_eval { "eval" } else { "function" };
+        let env: Table = prelude.call((raw, mode))?;
+        let p: Table = env.get("P")?;
+        lua.set_globals(p)?;
+        let vm = Vm {
+            globals: env.get("G")?,
+            run: env.get("run")?,
+            compile: env.get("compile")?,
+            load_library: env.get("load_library")?,
+            lua,
+            compiled: Default::default(),
+            gen: 0,
+            is_eval,
+            id: NEXT_VM_ID.fetch_add(1, Relaxed),
+            runs: 0,
+        };
+        vm.lua.gc_collect()?;
+        Ok(vm)
+    }
+
+    fn report_memory(&mut self) {
+        let now = self.lua.used_memory() as i64;
+        let mut m = VM_MEMORY.lock();
+        match m.iter_mut().find(|e| e.0 == self.id) {
+            Some(e) => {
+                e.2 = self.gen;
+                e.3 = now;
+            }
+            None => m.push((self.id, self.is_eval, self.gen, now)),
+        }
+    }
+
+    /// Compile `body` under chunk name `name` ("@user_script"), or Lua's error message.
+    pub fn compile(&self, body: &[u8], name: &str) -> Result<Function, String> {
+        let r: mlua::Result<(Value, Value)> = self
+            .lua
+            .create_string(body)
+            .and_then(|s| self.compile.call((s, name)));
+        match r {
+            Ok((Value::Function(f), _)) => Ok(f),
+            Ok((_, Value::String(e))) => Err(e.to_string_lossy()),
+            Ok(_) => Err("unknown error".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Run a library's top-level code with the load view of the globals (only
+    /// `redis.register_function` & co.), within FUNCTION LOAD's time limit. Returns the
+    /// functions it registered, or Redis's error text.
+    pub fn load_library(
+        &self,
+        code: &Function,
+        timeout_ms: u64,
+    ) -> Result<Vec<NewFunction>, String> {
+        LOADING.with(|l| {
+            *l.borrow_mut() = Some(LoadCtx {
+                start: Instant::now(),
+                timeout_ms,
+                timed_out: false,
+                functions: Vec::new(),
+            })
+        });
+        if timeout_ms > 0 {
+            set_hook(&self.lua, true);
+        }
+        let r: mlua::Result<(bool, Value)> =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.load_library.call(code.clone())
+            }))
+            .unwrap_or_else(|_| Err(mlua::Error::runtime("panic")));
+        set_hook(&self.lua, false);
+        let ctx = LOADING.with(|l| l.borrow_mut().take());
+        let ctx = ctx.unwrap_or(LoadCtx {
+            start: Instant::now(),
+            timeout_ms,
+            timed_out: false,
+            functions: Vec::new(),
+        });
+        match r {
+            Ok((true, _)) => Ok(ctx.functions),
+            Ok((false, e)) => {
+                let msg = if ctx.timed_out {
+                    "ERR FUNCTION LOAD timeout".to_string()
+                } else {
+                    convert::error_info(&e).0
+                };
+                Err(format!("Error registering functions: {msg}"))
+            }
+            Err(e) => Err(format!("Error registering functions: {e}")),
+        }
+    }
+}
+
+thread_local! {
+    static EVAL_VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+    static FUNCTION_VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Use this thread's script VM (`is_eval`) or function VM, created on first use. `gen` is the
+/// generation of the script cache / library set: a VM built for another one is rebuilt
+/// (SCRIPT FLUSH, FUNCTION LOAD/DELETE/...), and `fill` then loads what it needs.
+pub fn with_vm<R>(
+    is_eval: bool,
+    gen: u64,
+    fill: impl FnOnce(&mut Vm) -> Result<(), String>,
+    f: impl FnOnce(&mut Vm) -> R,
+) -> Result<R, String> {
+    let cell = if is_eval { &EVAL_VM } else { &FUNCTION_VM };
+    cell.with(|c| {
+        let Ok(mut slot) = c.try_borrow_mut() else {
+            return Err("ERR scripts cannot run scripts".to_string());
+        };
+        if slot.as_ref().is_some_and(|vm| vm.gen != gen) {
+            *slot = None;
+        }
+        if slot.is_none() {
+            let mut vm =
+                Vm::new(is_eval).map_err(|e| format!("ERR Lua initialization failed: {e}"))?;
+            vm.gen = gen;
+            fill(&mut vm)?;
+            vm.report_memory();
+            *slot = Some(vm);
+        }
+        let vm = slot.as_mut().expect("vm just made");
+        Ok(f(vm))
+    })
+}
+
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// How one script or function runs.
+pub struct Run<'a> {
+    pub is_eval: bool,
+    /// The sha (EVAL) or the function's name: what errors and FUNCTION STATS show.
+    pub name: String,
+    pub read_only: bool,
+    pub keys: Vec<&'a [u8]>,
+    pub argv: Vec<&'a [u8]>,
+}
+
+/// Run `f` (a compiled script or a function's callback) on `vm` for the client of `ctx`, and
+/// write its result (or error) to the client in the client's protocol.
+pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate::Args) {
+    let info = Arc::new(RunInfo {
+        is_eval: spec.is_eval,
+        name: spec.name.clone(),
+        command: command.to_vecs(),
+        start: Instant::now(),
+        wrote: AtomicBool::new(false),
+        killed: AtomicBool::new(false),
+        timed_out: AtomicBool::new(false),
+    });
+    RUNNING.lock().push(info.clone());
+    let _registered = Registered(info.clone());
+
+    let threshold = ctx.srv.config.hot.busy_reply_threshold.load(Relaxed);
+    if threshold > 0 {
+        set_hook(&vm.lua, true);
+    }
+
+    let saved_db = ctx.conn.db;
+    let saved_deny = ctx.conn.deny_blocking;
+    ctx.conn.deny_blocking = true;
+    let mut rc = RunCtx {
+        srv: ctx.srv as *const Arc<Server>,
+        conn: &mut *ctx.conn as *mut Conn,
+        resp: 2,
+        read_only: spec.read_only,
+        info: info.clone(),
+        threshold,
+        kill_logged: false,
+        start_us: tern_engine::clock::now_us(),
+        scratch: Reply {
+            buf: Vec::new(),
+            resp: 2,
+            errors: 0,
+            error_codes: Vec::new(),
+        },
+    };
+    let prev = CURRENT.with(|c| c.replace(&mut rc as *mut RunCtx));
+
+    let lua = vm.lua.clone();
+    let result: mlua::Result<MultiValue> =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let make = |items: &[&[u8]]| -> mlua::Result<Table> {
+                let t = lua.create_table_with_capacity(items.len(), 0)?;
+                for (i, a) in items.iter().enumerate() {
+                    t.raw_set(i + 1, lua.create_string(a)?)?;
+                }
+                Ok(t)
+            };
+            let keys = make(&spec.keys)?;
+            let argv = make(&spec.argv)?;
+            if spec.is_eval {
+                vm.globals.raw_set("KEYS", keys)?;
+                vm.globals.raw_set("ARGV", argv)?;
+                vm.run
+                    .call::<MultiValue>((f.clone(), Value::Nil, Value::Nil))
+            } else {
+                vm.run.call::<MultiValue>((f.clone(), keys, argv))
+            }
+        }))
+        .unwrap_or_else(|_| Err(mlua::Error::runtime("panic while running the script")));
+
+    CURRENT.with(|c| c.set(prev));
+    let script_resp = rc.resp;
+    drop(rc);
+    ctx.conn.deny_blocking = saved_deny;
+    if ctx.conn.db != saved_db {
+        ctx.conn.set_db(saved_db);
+    }
+    if threshold > 0 {
+        set_hook(&vm.lua, false);
+    }
+
+    let killed = info.killed.load(Relaxed);
+    match result {
+        Ok(mv) => {
+            let mut it = mv.into_iter();
+            let ok = matches!(it.next(), Some(Value::Boolean(true)));
+            let v = it.next().unwrap_or(Value::Nil);
+            if ok {
+                convert::lua_to_reply(ctx.out, &v, script_resp, 0);
+            } else {
+                let (mut msg, loc, quiet) = convert::error_info(&v);
+                if killed {
+                    msg = "ERR Script killed by user with SCRIPT KILL...".to_string();
+                }
+                let mut text = format!("-{msg}");
+                if let Some((source, line)) = loc {
+                    text.push_str(&format!(" script: {}, on {source}:{line}.", spec.name));
+                }
+                convert::write_error(ctx.out, &text, !quiet);
+            }
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let msg: String = msg.chars().take(100).collect();
+            convert::write_error(
+                ctx.out,
+                &format!("-ERR Error running script {}, {msg}", spec.name),
+                true,
+            );
+        }
+    }
+    vm.runs += 1;
+    if vm.runs.is_multiple_of(50) {
+        for _ in 0..20 {
+            if vm.lua.gc_step().unwrap_or(true) {
+                break;
+            }
+        }
+    }
+    vm.report_memory();
+}

@@ -1,0 +1,287 @@
+//! Transactions: MULTI EXEC DISCARD WATCH UNWATCH.
+//!
+//! MULTI makes the dispatcher queue commands (`+QUEUED`) instead of running them. EXEC plans
+//! the shards the whole transaction needs (its commands' keys, with SELECT followed, plus the
+//! watched keys; every shard when a command's keys cannot be known in advance), takes them all
+//! at once and runs the queue as one atomic unit (`Store::run_locked`): other threads keep
+//! serving other shards, but nothing can interleave with the transaction's own.
+//!
+//! WATCH registers the client in the watched key's shard; whoever changes that key flags the
+//! client inside the same critical section (`ShardData::touch`), so EXEC, which holds the
+//! shard when it checks the flag, cannot miss a change that came before it.
+
+use crate::args::{parse_i64, Args, OwnedArgs};
+use crate::clients::cflags;
+use crate::ctx::{Conn, Ctx};
+use crate::server::Server;
+use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use tern_engine::watch::WatchFlag;
+use tern_engine::{key_hash, LockPlan};
+
+const TX: u64 = acl::TRANSACTION;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "multi",
+        arity: 1,
+        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
+        acl: TX | acl::FAST,
+        handler: Some(multi),
+        group: "transactions",
+        since: "1.2.0",
+        complexity: "O(1)",
+        summary: "Starts a transaction.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "exec",
+        arity: 1,
+        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::SKIP_SLOWLOG,
+        acl: TX | acl::SLOW,
+        handler: Some(exec),
+        group: "transactions",
+        since: "1.2.0",
+        complexity: "Depends on commands in the transaction",
+        summary: "Executes all commands in a transaction.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "discard",
+        arity: 1,
+        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
+        acl: TX | acl::FAST,
+        handler: Some(discard),
+        group: "transactions",
+        since: "2.0.0",
+        complexity: "O(N), when N is the number of queued commands",
+        summary: "Discards a transaction.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "watch",
+        arity: -2,
+        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
+        acl: TX | acl::FAST,
+        keys: &[KeySpec::range(1, -1, 1, k::RO)],
+        handler: Some(watch),
+        group: "transactions",
+        since: "2.2.0",
+        complexity: "O(1) for every key.",
+        summary: "Monitors changes to keys to determine the execution of a transaction.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "unwatch",
+        arity: 1,
+        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
+        acl: TX | acl::FAST,
+        handler: Some(unwatch),
+        group: "transactions",
+        since: "2.2.0",
+        complexity: "O(1)",
+        summary: "Forgets about watched keys of a transaction.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// A client's open transaction.
+#[derive(Default)]
+pub struct MultiState {
+    queue: Vec<OwnedArgs>,
+    /// A command was rejected while queueing: EXEC answers EXECABORT.
+    aborted: bool,
+}
+
+/// A client's watched keys and the flag their writers raise.
+#[derive(Default)]
+pub struct WatchState {
+    keys: Vec<(usize, Box<[u8]>)>,
+    flag: WatchFlag,
+}
+
+/// Commands that run at once even inside MULTI (Redis's processCommand exceptions).
+pub fn runs_inside_multi(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// Queue a command of an open transaction (called by the dispatcher, the command resolved).
+pub fn queue(conn: &mut Conn, out: &mut tern_resp::Reply, args: &Args, spec: &CommandSpec) {
+    let Some(state) = conn.multi.as_mut() else {
+        return;
+    };
+    if spec.flags & f::NO_MULTI != 0 {
+        state.aborted = true;
+        out.error("ERR Command not allowed inside a transaction");
+        return;
+    }
+    state.queue.push(OwnedArgs::from_args(args));
+    conn.handle
+        .multi_len
+        .store(state.queue.len() as i64, Relaxed);
+    out.simple(b"QUEUED");
+}
+
+/// A command of an open transaction was rejected before queueing (unknown, wrong arity...).
+pub fn flag_error(conn: &mut Conn) {
+    if let Some(state) = conn.multi.as_mut() {
+        state.aborted = true;
+    }
+}
+
+fn multi(ctx: &mut Ctx, _args: &Args) {
+    if ctx.conn.multi.is_some() {
+        return ctx.error("ERR MULTI calls can not be nested");
+    }
+    ctx.conn.multi = Some(MultiState {
+        queue: Vec::with_capacity(8),
+        aborted: false,
+    });
+    ctx.conn.handle.set_flag(cflags::MULTI, true);
+    ctx.conn.handle.multi_len.store(0, Relaxed);
+    ctx.out.ok();
+}
+
+fn end_multi(conn: &mut Conn) -> Option<MultiState> {
+    conn.handle.set_flag(cflags::MULTI, false);
+    conn.handle.multi_len.store(-1, Relaxed);
+    conn.multi.take()
+}
+
+fn discard(ctx: &mut Ctx, _args: &Args) {
+    if end_multi(ctx.conn).is_none() {
+        return ctx.error("ERR DISCARD without MULTI");
+    }
+    unwatch_all(ctx.srv, ctx.conn);
+    ctx.out.ok();
+}
+
+fn watch(ctx: &mut Ctx, args: &Args) {
+    if ctx.conn.multi.is_some() {
+        return ctx.error("ERR WATCH inside MULTI is not allowed");
+    }
+    let db = ctx.conn.db;
+    for key in args.iter().skip(1) {
+        let state = &mut ctx.conn.watch;
+        if state.keys.iter().any(|(d, k)| *d == db && &**k == key) {
+            continue;
+        }
+        let (_, mut shard) = ctx.lock(key);
+        shard.watch(key, &ctx.conn.watch.flag, ctx.now_ms);
+        drop(shard);
+        ctx.conn.watch.keys.push((db, key.into()));
+    }
+    ctx.out.ok();
+}
+
+fn unwatch(ctx: &mut Ctx, _args: &Args) {
+    unwatch_all(ctx.srv, ctx.conn);
+    ctx.out.ok();
+}
+
+/// Forget every watched key and clear the touched flag (EXEC, DISCARD, UNWATCH, RESET, exit).
+pub fn unwatch_all(srv: &Server, conn: &mut Conn) {
+    let state = std::mem::take(&mut conn.watch);
+    for (db, key) in &state.keys {
+        let (_, mut shard) = srv.store.lock(*db, key);
+        shard.unwatch(key, &state.flag);
+    }
+}
+
+/// Leave any transaction state behind (RESET, disconnect).
+pub fn reset(srv: &Server, conn: &mut Conn) {
+    end_multi(conn);
+    unwatch_all(srv, conn);
+}
+
+fn exec(ctx: &mut Ctx, _args: &Args) {
+    let Some(state) = end_multi(ctx.conn) else {
+        return ctx.error("ERR EXEC without MULTI");
+    };
+    let srv: &Arc<Server> = ctx.srv;
+    if state.aborted {
+        unwatch_all(srv, ctx.conn);
+        return ctx.error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    let plan = plan(srv, ctx.conn, &state.queue);
+    srv.store.run_locked(&plan, || {
+        if watch_failed(srv, ctx.conn, ctx.now_ms) {
+            ctx.out.null_array();
+            return;
+        }
+        // Blocking commands time out at once and nothing moves to another thread, as in Redis.
+        let deny = std::mem::replace(&mut ctx.conn.deny_blocking, true);
+        ctx.out.array(state.queue.len());
+        for cmd in &state.queue {
+            crate::dispatch::execute_queued(srv, ctx.conn, ctx.out, &cmd.args());
+        }
+        ctx.conn.deny_blocking = deny;
+        // Errors inside the transaction were counted for their own commands, not for EXEC.
+        ctx.out.errors = 0;
+    });
+    unwatch_all(srv, ctx.conn);
+}
+
+/// EXEC's abort check, inside the transaction's locks: a watched key was touched, or has
+/// expired since WATCH without having been deleted yet.
+fn watch_failed(srv: &Server, conn: &Conn, now_ms: u64) -> bool {
+    let w = &conn.watch;
+    if w.flag.load(Relaxed) {
+        return true;
+    }
+    w.keys.iter().any(|(db, key)| {
+        let (_, shard) = srv.store.lock(*db, key);
+        shard.watched_key_expired(key, &w.flag, now_ms)
+    })
+}
+
+/// Commands whose keys the key specs do not give (other databases, patterns, the whole
+/// keyspace): a transaction holding one of them locks every shard.
+fn needs_every_shard(spec: &CommandSpec, args: &Args) -> bool {
+    match spec.name {
+        "flushall" | "flushdb" | "swapdb" | "keys" | "scan" | "randomkey" | "dbsize" | "move"
+        | "copy" | "sort" | "sort_ro" | "debug" | "info" | "memory" | "migrate" => true,
+        // Scripts may touch undeclared keys; their declared ones are known.
+        _ => spec.keys.is_empty() && spec.flags & f::WRITE != 0 && !args.is_empty(),
+    }
+}
+
+/// The shards EXEC must hold: the queued commands' keys in the database each one runs in
+/// (following SELECT), and the watched keys.
+fn plan(srv: &Server, conn: &Conn, queue: &[OwnedArgs]) -> LockPlan {
+    let mut keys: Vec<(usize, u64)> = conn
+        .watch
+        .keys
+        .iter()
+        .map(|(db, k)| (*db, key_hash(k)))
+        .collect();
+    let mut db = conn.db;
+    for cmd in queue {
+        let args = cmd.args();
+        let Some(entry) = srv.commands.get(args.get(0)) else {
+            continue;
+        };
+        let entry = match (entry.subs.is_empty(), args.len() >= 2) {
+            (false, true) => entry.sub(args.get(1)).unwrap_or(entry),
+            _ => entry,
+        };
+        let spec = entry.spec;
+        if spec.name == "select" {
+            if let Some(n) = parse_i64(args.get(1)).filter(|&n| n >= 0) {
+                db = n as usize;
+            }
+            continue;
+        }
+        if needs_every_shard(spec, &args) {
+            return LockPlan::AllShards;
+        }
+        for (pos, _) in spec.key_positions(&args) {
+            keys.push((db, key_hash(args.get(pos))));
+        }
+    }
+    LockPlan::Keys(keys)
+}

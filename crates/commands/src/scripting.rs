@@ -1,0 +1,449 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT. The script cache (sha -> body and flags) is
+//! process-wide, so SCRIPT LOAD on one connection serves EVALSHA on every thread; each
+//! thread's Lua state compiles a script the first time it runs it there.
+
+use crate::args::{eq_ic, parse_i64, Args};
+use crate::ctx::Ctx;
+use crate::lua::{self, sflags};
+use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::txn::{run_locked, LockPlan};
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, LazyLock};
+
+const EVAL_FLAGS: u32 =
+    f::NOSCRIPT | f::SKIP_MONITOR | f::MAY_REPLICATE | f::NO_MANDATORY_KEYS | f::STALE;
+const EVAL_RO_FLAGS: u32 =
+    f::NOSCRIPT | f::SKIP_MONITOR | f::NO_MANDATORY_KEYS | f::STALE | f::READONLY;
+const RW_KEYS: &[KeySpec] = &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::UPDATE)];
+const RO_KEYS: &[KeySpec] = &[KeySpec::keynum(2, 0, 1, 1, k::RO | k::ACCESS)];
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "eval",
+        arity: -3,
+        flags: EVAL_FLAGS,
+        acl: acl::SCRIPTING,
+        keys: RW_KEYS,
+        handler: Some(eval),
+        group: "scripting",
+        since: "2.6.0",
+        complexity: "Depends on the script that is executed.",
+        summary: "Executes a server-side Lua script.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "evalsha",
+        arity: -3,
+        flags: EVAL_FLAGS,
+        acl: acl::SCRIPTING,
+        keys: RW_KEYS,
+        handler: Some(evalsha),
+        group: "scripting",
+        since: "2.6.0",
+        complexity: "Depends on the script that is executed.",
+        summary: "Executes a server-side Lua script by SHA1 digest.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "eval_ro",
+        arity: -3,
+        flags: EVAL_RO_FLAGS,
+        acl: acl::SCRIPTING,
+        keys: RO_KEYS,
+        handler: Some(eval_ro),
+        group: "scripting",
+        since: "7.0.0",
+        complexity: "Depends on the script that is executed.",
+        summary: "Executes a read-only server-side Lua script.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "evalsha_ro",
+        arity: -3,
+        flags: EVAL_RO_FLAGS,
+        acl: acl::SCRIPTING,
+        keys: RO_KEYS,
+        handler: Some(evalsha_ro),
+        group: "scripting",
+        since: "7.0.0",
+        complexity: "Depends on the script that is executed.",
+        summary: "Executes a read-only server-side Lua script by SHA1 digest.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "script",
+        arity: -2,
+        group: "scripting",
+        since: "2.6.0",
+        complexity: "Depends on subcommand.",
+        summary: "A container for Lua scripts management commands.",
+        subcommands: &[
+            CommandSpec {
+                name: "debug",
+                arity: 3,
+                flags: f::NOSCRIPT,
+                acl: acl::SCRIPTING,
+                handler: Some(script_debug),
+                group: "scripting",
+                since: "3.2.0",
+                summary: "Sets the debug mode of server-side Lua scripts.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "exists",
+                arity: -3,
+                flags: f::NOSCRIPT,
+                acl: acl::SCRIPTING,
+                handler: Some(script_exists),
+                group: "scripting",
+                since: "2.6.0",
+                complexity: "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
+                summary: "Determines whether server-side Lua scripts exist in the script cache.",
+                tips: &["request_policy:all_shards", "response_policy:agg_logical_and"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "flush",
+                arity: -2,
+                flags: f::NOSCRIPT,
+                acl: acl::SCRIPTING,
+                handler: Some(script_flush),
+                group: "scripting",
+                since: "2.6.0",
+                complexity: "O(N) with N being the number of scripts in cache",
+                summary: "Removes all server-side Lua scripts from the script cache.",
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "help",
+                arity: 2,
+                flags: f::LOADING | f::STALE,
+                acl: acl::SCRIPTING,
+                handler: Some(script_help),
+                group: "scripting",
+                since: "5.0.0",
+                summary: "Returns helpful text about the different subcommands.",
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "kill",
+                arity: 2,
+                flags: f::NOSCRIPT | f::ALLOW_BUSY,
+                acl: acl::SCRIPTING,
+                handler: Some(script_kill),
+                group: "scripting",
+                since: "2.6.0",
+                summary: "Terminates a server-side Lua script during execution.",
+                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "load",
+                arity: 3,
+                flags: f::NOSCRIPT | f::STALE,
+                acl: acl::SCRIPTING,
+                handler: Some(script_load),
+                group: "scripting",
+                since: "2.6.0",
+                complexity: "O(N) with N being the length in bytes of the script body.",
+                summary: "Loads a server-side Lua script to the script cache.",
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// One cached script.
+pub struct Script {
+    pub body: Vec<u8>,
+    /// Shebang flags (`sflags`), or EVAL_COMPAT without a shebang.
+    pub flags: u32,
+    /// Bytes of the shebang line, skipped when compiling (its newline is kept, so line
+    /// numbers stay right).
+    pub shebang_len: usize,
+}
+
+#[derive(Default)]
+struct Cache {
+    scripts: HashMap<String, Arc<Script>>,
+    bytes: usize,
+}
+
+static CACHE: LazyLock<RwLock<Cache>> = LazyLock::new(Default::default);
+/// Bumped by SCRIPT FLUSH: every thread then starts a fresh Lua state.
+static GEN: AtomicU64 = AtomicU64::new(0);
+
+/// The script cache's generation (SCRIPT FLUSH bumps it).
+pub fn generation() -> u64 {
+    GEN.load(Relaxed)
+}
+
+/// (number of cached scripts, bytes of their bodies) for INFO.
+pub fn cache_stats() -> (usize, usize) {
+    let c = CACHE.read();
+    (c.scripts.len(), c.bytes)
+}
+
+/// Redis's shebang parsing for EVAL scripts: `#!lua [flags=a,b]`.
+pub fn shebang_flags(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((sflags::EVAL_COMPAT, 0));
+    }
+    let Some(end) = body.iter().position(|&c| c == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let mut buf = Vec::new();
+    let mut ranges = Vec::new();
+    if tern_resp::split_args(&body[..end], &mut buf, &mut ranges).is_err() || ranges.is_empty() {
+        return Err("Invalid engine in script shebang".into());
+    }
+    let part = |i: usize| &buf[ranges[i].0..ranges[i].1];
+    if part(0) != b"#!lua" {
+        return Err(format!(
+            "Unexpected engine in script shebang: {}",
+            String::from_utf8_lossy(part(0))
+        ));
+    }
+    let mut fl = 0;
+    for i in 1..ranges.len() {
+        let p = part(i);
+        let Some(list) = p.strip_prefix(b"flags=") else {
+            return Err(format!(
+                "Unknown lua shebang option: {}",
+                String::from_utf8_lossy(p)
+            ));
+        };
+        for name in list.split(|&c| c == b',') {
+            match sflags::NAMES.iter().find(|(_, n)| n.as_bytes() == name) {
+                Some((bit, _)) => fl |= bit,
+                None => {
+                    return Err(format!(
+                        "Unexpected flag in script shebang: {}",
+                        String::from_utf8_lossy(name)
+                    ))
+                }
+            }
+        }
+    }
+    Ok((fl, end))
+}
+
+/// Compile `script` on this thread's VM if it has not been yet.
+fn ensure_compiled(vm: &mut lua::Vm, sha: &str, script: &Script) -> Result<(), String> {
+    if vm.compiled.contains_key(sha) {
+        return Ok(());
+    }
+    let f = vm
+        .compile(&script.body[script.shebang_len..], "@user_script")
+        .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+    vm.compiled.insert(sha.to_string(), f);
+    Ok(())
+}
+
+/// Add a script to the cache after compiling it here (SCRIPT LOAD, first EVAL).
+fn create(body: &[u8]) -> Result<(String, Arc<Script>), String> {
+    let sha = lua::sha1_hex(body);
+    if let Some(s) = CACHE.read().scripts.get(&sha) {
+        return Ok((sha, s.clone()));
+    }
+    let (flags, shebang_len) = shebang_flags(body).map_err(|e| format!("ERR {e}"))?;
+    let script = Arc::new(Script {
+        body: body.to_vec(),
+        flags,
+        shebang_len,
+    });
+    let gen = GEN.load(Relaxed);
+    lua::with_vm(
+        true,
+        gen,
+        |_| Ok(()),
+        |vm| ensure_compiled(vm, &sha, &script),
+    )??;
+    let mut c = CACHE.write();
+    if !c.scripts.contains_key(&sha) {
+        c.bytes += body.len() + 40;
+        c.scripts.insert(sha.clone(), script.clone());
+    }
+    Ok((sha, script))
+}
+
+fn eval(ctx: &mut Ctx, args: &Args) {
+    eval_generic(ctx, args, false, false)
+}
+fn evalsha(ctx: &mut Ctx, args: &Args) {
+    eval_generic(ctx, args, true, false)
+}
+fn eval_ro(ctx: &mut Ctx, args: &Args) {
+    eval_generic(ctx, args, false, true)
+}
+fn evalsha_ro(ctx: &mut Ctx, args: &Args) {
+    eval_generic(ctx, args, true, true)
+}
+
+/// numkeys as EVAL and FCALL check it (`bad_int` is the error for a non-integer).
+pub fn numkeys(ctx: &mut Ctx, args: &Args, bad_int: &str) -> Option<usize> {
+    let Some(n) = parse_i64(&args[2]) else {
+        ctx.error(bad_int);
+        return None;
+    };
+    if n > args.len() as i64 - 3 {
+        ctx.error("ERR Number of keys can't be greater than number of args");
+        return None;
+    }
+    if n < 0 {
+        ctx.error("ERR Number of keys can't be negative");
+        return None;
+    }
+    Some(n as usize)
+}
+
+/// Redis's checks before a script with declared flags runs (compat-mode scripts skip them).
+pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
+    if fl & sflags::EVAL_COMPAT != 0 {
+        return true;
+    }
+    if fl & sflags::NO_WRITES == 0 && ro {
+        ctx.error("ERR Can not execute a script with write flag using *_ro command.");
+        return false;
+    }
+    true
+}
+
+/// The lock plan of a script: its declared keys in the current database.
+pub fn plan(db: usize, keys: &[&[u8]]) -> LockPlan {
+    LockPlan::Keys(
+        keys.iter()
+            .map(|k| (db, tern_engine::key_hash(k)))
+            .collect(),
+    )
+}
+
+fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
+    if by_sha && args[1].len() != 40 {
+        return ctx.error("NOSCRIPT No matching script. Please use EVAL.");
+    }
+    let Some(nk) = numkeys(ctx, args, crate::args::ERR_NOT_INT) else {
+        return;
+    };
+    let (sha, script) = if by_sha {
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        match CACHE.read().scripts.get(&sha) {
+            Some(s) => (sha, s.clone()),
+            None => return ctx.error("NOSCRIPT No matching script. Please use EVAL."),
+        }
+    } else {
+        match create(&args[1]) {
+            Ok(x) => x,
+            Err(e) => return ctx.error(&e),
+        }
+    };
+    if !check_flags(ctx, script.flags, ro) {
+        return;
+    }
+    let read_only =
+        ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
+    let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
+    let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();
+    let srv = ctx.srv.clone();
+    let gen = GEN.load(Relaxed);
+    let r = lua::with_vm(
+        true,
+        gen,
+        |_| Ok(()),
+        |vm| -> Result<(), String> {
+            ensure_compiled(vm, &sha, &script)?;
+            let f = vm.compiled[&sha].clone();
+            let spec = lua::Run {
+                is_eval: true,
+                name: sha.clone(),
+                read_only,
+                keys: keys.clone(),
+                argv,
+            };
+            run_locked(&srv, plan(ctx.conn.db, &keys), || {
+                lua::run(ctx, vm, &f, spec, args)
+            });
+            Ok(())
+        },
+    );
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) | Err(e) => ctx.error(&e),
+    }
+}
+
+fn script_load(ctx: &mut Ctx, args: &Args) {
+    match create(&args[2]) {
+        Ok((sha, _)) => ctx.out.bulk(sha.as_bytes()),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+fn script_exists(ctx: &mut Ctx, args: &Args) {
+    let c = CACHE.read();
+    ctx.out.array(args.len() - 2);
+    for i in 2..args.len() {
+        let sha = String::from_utf8_lossy(&args[i]).to_ascii_lowercase();
+        ctx.out.int(c.scripts.contains_key(&sha) as i64);
+    }
+}
+
+fn script_flush(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 3 || (args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC"))
+    {
+        return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    }
+    {
+        let mut c = CACHE.write();
+        c.scripts.clear();
+        c.bytes = 0;
+    }
+    GEN.fetch_add(1, Relaxed);
+    ctx.out.ok();
+}
+
+fn script_kill(ctx: &mut Ctx, _args: &Args) {
+    match lua::kill(true) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.error(e),
+    }
+}
+
+fn script_debug(ctx: &mut Ctx, args: &Args) {
+    let a = &args[2];
+    if eq_ic(a, "no") {
+        ctx.out.ok()
+    } else if eq_ic(a, "yes") || eq_ic(a, "sync") {
+        ctx.error("ERR SCRIPT DEBUG is not supported by tern")
+    } else {
+        ctx.error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+    }
+}
+
+fn script_help(ctx: &mut Ctx, _args: &Args) {
+    crate::client_cmd::reply_help(
+        ctx,
+        "SCRIPT",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+}
