@@ -17,6 +17,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if args.is_empty() {
         return;
     }
+    if srv.tracking.active() {
+        // A lowered tracking-table-max-keys applies before the next command, queued or not;
+        // the invalidations it causes precede the command's reply.
+        crate::tracking::enforce_limit(srv);
+        conn.drain_pushes(out);
+    }
     let mark = out.buf.len();
     if conn.reply_mode == ReplyMode::SkipNext {
         conn.reply_mode = ReplyMode::Skip;

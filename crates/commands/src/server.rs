@@ -46,6 +46,8 @@ pub struct Server {
     monitor_count: AtomicUsize,
     pub expire: ActiveExpire,
     pub active_expire_enabled: AtomicBool,
+    /// DEBUG PAUSE-CRON: the periodic tasks (active expire, tracking table limit) stop.
+    pub cron_paused: AtomicBool,
     pub started: Instant,
     pub started_unix: u64,
     pub run_id: String,
@@ -92,6 +94,7 @@ impl Server {
             monitor_count: AtomicUsize::new(0),
             expire: ActiveExpire::default(),
             active_expire_enabled: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
             started: Instant::now(),
             started_unix: now / 1000,
             run_id,

@@ -87,10 +87,11 @@ fn shard_of(key: &[u8]) -> usize {
 }
 
 impl Tracking {
-    /// True while any client has tracking on.
+    /// True while any client has tracking on, or the table still remembers keys (they stay
+    /// after their clients turned tracking off, until invalidated or flushed, as in Redis).
     #[inline]
     pub fn active(&self) -> bool {
-        self.count.load(Relaxed) > 0
+        self.count.load(Relaxed) > 0 || self.keys.load(Relaxed) > 0
     }
 
     pub fn get(&self, id: u64) -> Option<Arc<Tracker>> {
@@ -321,11 +322,13 @@ pub fn cron(srv: &Server) {
     if srv.tracking.active() {
         flush_expired(srv);
         flush_pending(srv);
+        // A lowered tracking-table-max-keys takes effect without waiting for the next read.
+        enforce_limit(srv);
     }
 }
 
 /// Over `tracking-table-max-keys`: forget keys (telling their clients) until under it.
-fn limit(srv: &Server) {
+pub fn enforce_limit(srv: &Server) {
     let max = srv.config.get_i64("tracking-table-max-keys");
     if max <= 0 {
         return;
@@ -359,6 +362,8 @@ pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &Cm
         if tracking
             && spec.flags & flags::READONLY != 0
             && spec.flags & flags::PUBSUB == 0
+            // A read-only script is not a read: only the commands it calls are.
+            && !matches!(entry.fullname.as_str(), "eval_ro" | "evalsha_ro" | "fcall_ro")
             && !conn.handle.has_flag(cflags::TRACKING_BCAST)
         {
             if let Some(t) = tr.get(id) {
@@ -367,7 +372,7 @@ pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &Cm
                     for (pos, _) in spec.key_positions(args) {
                         tr.remember(id, &args[pos]);
                     }
-                    limit(srv);
+                    enforce_limit(srv);
                 }
             }
         }
