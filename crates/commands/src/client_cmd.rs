@@ -1,6 +1,7 @@
 //! CLIENT: the connection-introspection container (ID, SETNAME, GETNAME, LIST, INFO, KILL,
-//! REPLY, NO-EVICT, NO-TOUCH, SETINFO, HELP). PAUSE/UNPAUSE, TRACKING, CACHING and UNBLOCK are
-//! not offered yet: they need support in the dispatcher and the connection loop.
+//! REPLY, NO-EVICT, NO-TOUCH, SETINFO, HELP, and TRACKING, CACHING, GETREDIR, TRACKINGINFO whose
+//! handlers live in `tracking`). PAUSE/UNPAUSE are not offered yet: they need
+//! support in the dispatcher and the connection loop.
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use crate::clients::{cflags, ClientHandle};
@@ -63,6 +64,42 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
             "5.0.0",
             "O(1)",
             "Returns helpful text about the different subcommands.",
+        ),
+        sub(
+            "tracking",
+            -3,
+            BASE,
+            crate::tracking::client_tracking,
+            "6.0.0",
+            "O(1). Some options may introduce additional complexity.",
+            "Controls server-assisted client-side caching for the connection.",
+        ),
+        sub(
+            "caching",
+            3,
+            BASE,
+            crate::tracking::client_caching,
+            "6.0.0",
+            "O(1)",
+            "Instructs the server whether to track the keys in the next request.",
+        ),
+        sub(
+            "getredir",
+            2,
+            BASE,
+            crate::tracking::client_getredir,
+            "6.0.0",
+            "O(1)",
+            "Returns the client ID to which the connection's tracking notifications are redirected.",
+        ),
+        sub(
+            "trackinginfo",
+            2,
+            BASE,
+            crate::tracking::client_trackinginfo,
+            "6.2.0",
+            "O(1)",
+            "Returns information about server-assisted client-side caching for the connection.",
         ),
         sub(
             "id",

@@ -25,6 +25,8 @@ pub mod cflags {
     pub const NO_TOUCH: u32 = 1 << 10;
     pub const REPLICA: u32 = 1 << 11;
     pub const MASTER: u32 = 1 << 12;
+    pub const TRACKING_BROKEN_REDIR: u32 = 1 << 13;
+    pub const TRACKING_BCAST: u32 = 1 << 14;
 }
 
 #[derive(Default)]
@@ -60,6 +62,11 @@ pub struct ClientHandle {
     /// When (unix seconds) queued output went over the soft limit; 0 = it is under.
     pub obuf_soft_since: AtomicU64,
     pub meta: Mutex<ClientMeta>,
+    /// CLIENT TRACKING's redirect target (0 = none), -1 while tracking is off.
+    pub tracking_redir: AtomicI64,
+    /// This client's push queue once it has one, so that tracking can redirect invalidations
+    /// to it (cleared when the connection ends).
+    pub push: Mutex<Option<crate::push::PushTx>>,
     killed: AtomicBool,
     /// The socket while it is open; KILL shuts it down under this lock so a closed (and
     /// possibly reused) descriptor is never touched.
@@ -93,6 +100,8 @@ impl ClientHandle {
                 user: "default".into(),
                 ..Default::default()
             }),
+            tracking_redir: AtomicI64::new(-1),
+            push: Mutex::new(None),
             killed: AtomicBool::new(false),
             sock: Mutex::new(Some(fd)),
         }
@@ -145,6 +154,8 @@ impl ClientHandle {
             (cflags::MULTI, 'x'),
             (cflags::BLOCKED, 'b'),
             (cflags::TRACKING, 't'),
+            (cflags::TRACKING_BROKEN_REDIR, 'R'),
+            (cflags::TRACKING_BCAST, 'B'),
             (cflags::DIRTY_CAS, 'd'),
             (cflags::CLOSE_AFTER_REPLY, 'c'),
             (cflags::UNIX_SOCKET, 'U'),
@@ -202,7 +213,7 @@ impl ClientHandle {
             self.tot_mem.load(Relaxed).max(qbuf + qbuf_free + obl) + omem,
             cmd_name,
             m.user,
-            -1,
+            self.tracking_redir.load(Relaxed),
             self.resp.load(Relaxed),
             lossy(&m.lib_name),
             lossy(&m.lib_ver),

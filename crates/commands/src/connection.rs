@@ -149,6 +149,7 @@ fn reset(ctx: &mut Ctx, _args: &Args) {
         ctx.srv.remove_monitor(c.handle.id);
     }
     crate::pubsub::forget_client(ctx.srv, c);
+    crate::tracking::forget_client(ctx.srv, c);
     c.handle.set_flag(
         cflags::MONITOR | cflags::NO_EVICT | cflags::NO_TOUCH | cflags::MULTI,
         false,
@@ -252,6 +253,11 @@ fn hello(ctx: &mut Ctx, args: &Args) {
     if let Some(v) = ver {
         ctx.out.resp = v as u8;
         ctx.conn.handle.resp.store(v as u32, Relaxed);
+        if v == 3 {
+            // A RESP3 client can be sent pushes at any time (it may be another client's
+            // tracking REDIRECT target), so it gets its queue now.
+            ctx.conn.push_sender();
+        }
     }
     let out = &mut *ctx.out;
     out.map(7);

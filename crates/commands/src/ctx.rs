@@ -125,6 +125,7 @@ impl Conn {
         let (tx, rx) = crate::push::channel(self.handle.clone());
         self.push_rx = Some(rx);
         self.push_tx = Some(tx.clone());
+        *self.handle.push.lock() = Some(tx.clone());
         tx
     }
 

@@ -59,6 +59,11 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             ctx.srv.active_expire_enabled.store(on, Relaxed);
             ctx.out.ok();
         }
+        ("pause-cron", 3) => {
+            let on = atoi(&args[2]) != 0;
+            ctx.srv.cron_paused.store(on, Relaxed);
+            ctx.out.ok();
+        }
         ("populate", 3..=5) => populate(ctx, args),
         ("protocol", 3) => protocol(ctx, &args[2]),
         ("quicklist-packed-threshold", 3) => {
@@ -363,6 +368,8 @@ const DEBUG_HELP: &[&str] = &[
     "PROTOCOL <type>",
     "    Reply with a sample value of <type>: string, integer, double, bignum, null,",
     "    array, set, map, attrib, push, verbatim, true or false.",
+    "PAUSE-CRON <0|1>",
+    "    Stop (1) or resume (0) the periodic tasks: active expiry, tracking table limit.",
     "QUICKLIST-PACKED-THRESHOLD <size>",
     "    Set the element size above which list entries are stored on their own.",
     "RELOAD [option ...]",
@@ -374,7 +381,7 @@ const DEBUG_HELP: &[&str] = &[
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Turn the background expiry of keys off (0) or back on (1).",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
-    "    Accepted for compatibility (no scripting yet).",
+    "    Allow (1) or refuse (0) commands flagged noscript inside scripts.",
     "SLEEP <seconds>",
     "    Block this connection's thread for <seconds> (fractions allowed).",
     "STRINGMATCH-TEST",

@@ -17,6 +17,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if args.is_empty() {
         return;
     }
+    if srv.tracking.active() {
+        // A lowered tracking-table-max-keys applies before the next command, queued or not;
+        // the invalidations it causes precede the command's reply.
+        crate::tracking::enforce_limit(srv);
+        conn.drain_pushes(out);
+    }
     let mark = out.buf.len();
     if conn.reply_mode == ReplyMode::SkipNext {
         conn.reply_mode = ReplyMode::Skip;
@@ -55,6 +61,11 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if !conn.serving_blocked && !conn.ready_keys.is_empty() {
         let ready = std::mem::take(&mut conn.ready_keys);
         crate::blocking::serve_queue(srv, conn, ready);
+    }
+    if srv.tracking.active() && !conn.serving_blocked {
+        // BCAST invalidations go out once per top-level command (a whole transaction), after
+        // the clients it unblocked got their replies.
+        crate::tracking::flush_pending(srv);
     }
     if tern_engine::events::any_wanted() {
         crate::pubsub::flush_engine_events(srv);
@@ -282,6 +293,9 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
             cmd: entry.spec,
         };
         handler(&mut ctx, args);
+    }
+    if srv.tracking.active() {
+        crate::tracking::after_command(srv, conn, args, entry);
     }
     let end = Instant::now();
     conn.mark = end;

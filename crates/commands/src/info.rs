@@ -595,6 +595,7 @@ fn stats_section(srv: &Server, out: &mut String) {
     let output = st.sum(|t| t.net_output_bytes.get());
     let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
     let (ps_channels, ps_patterns, ps_shard) = srv.pubsub.counts();
+    let (tr_keys, tr_items, tr_prefixes) = srv.tracking.totals();
     let _ = write!(
         out,
         "total_connections_received:{}\r\n\
@@ -635,9 +636,9 @@ fn stats_section(srv: &Server, out: &mut String) {
          active_defrag_key_misses:0\r\n\
          total_active_defrag_time:0\r\n\
          current_active_defrag_time:0\r\n\
-         tracking_total_keys:0\r\n\
-         tracking_total_items:0\r\n\
-         tracking_total_prefixes:0\r\n\
+         tracking_total_keys:{}\r\n\
+         tracking_total_items:{}\r\n\
+         tracking_total_prefixes:{}\r\n\
          unexpected_error_replies:{}\r\n\
          total_error_replies:{}\r\n\
          dump_payload_sanitizations:0\r\n\
@@ -666,6 +667,9 @@ fn stats_section(srv: &Server, out: &mut String) {
         ps_channels,
         ps_patterns,
         ps_shard,
+        tr_keys,
+        tr_items,
+        tr_prefixes,
         st.sum(|t| t.unexpected_error_replies.get()),
         st.sum(|t| t.total_error_replies.get()),
         st.sum(|t| t.cmds.iter().map(|c| c.usec.get()).sum()),

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod server;
 pub mod stats;
 pub mod table;
+pub mod tracking;
 pub mod txn;
 
 pub mod client_cmd;

@@ -46,6 +46,8 @@ pub struct Server {
     monitor_count: AtomicUsize,
     pub expire: ActiveExpire,
     pub active_expire_enabled: AtomicBool,
+    /// DEBUG PAUSE-CRON: the periodic tasks (active expire, tracking table limit) stop.
+    pub cron_paused: AtomicBool,
     pub started: Instant,
     pub started_unix: u64,
     pub run_id: String,
@@ -62,6 +64,8 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Pub/Sub subscriptions (channels, patterns, shard channels).
     pub pubsub: crate::pubsub::PubSub,
+    /// Client-side caching: tracked keys, BCAST prefixes, tracking clients.
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Server {
@@ -90,6 +94,7 @@ impl Server {
             monitor_count: AtomicUsize::new(0),
             expire: ActiveExpire::default(),
             active_expire_enabled: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
             started: Instant::now(),
             started_unix: now / 1000,
             run_id,
@@ -104,6 +109,7 @@ impl Server {
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! afterwards with `take` and publishes them.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
 /// A key expired (lazily on access or in the active cycle).
 pub const EXPIRED: u8 = 1;
@@ -14,9 +14,29 @@ pub const EXPIRED: u8 = 1;
 pub const NEW: u8 = 2;
 
 static WANTED: AtomicU8 = AtomicU8::new(0);
+/// Set while some client tracks keys (client-side caching): expired keys are then also kept
+/// for the tracking layer, apart from the keyspace events above.
+static TRACKED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     static PENDING: RefCell<Vec<KeyEvent>> = const { RefCell::new(Vec::new()) };
+    static EXPIRED_KEYS: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keep expired keys for `take_expired` from now on (or stop).
+pub fn set_tracked(on: bool) {
+    TRACKED.store(on, Relaxed);
+}
+
+/// True while expired keys are kept for tracking.
+#[inline]
+pub fn tracked() -> bool {
+    TRACKED.load(Relaxed)
+}
+
+/// The keys expired on this thread while tracking was on, since the last call.
+pub fn take_expired() -> Vec<Box<[u8]>> {
+    EXPIRED_KEYS.with(|p| std::mem::take(&mut *p.borrow_mut()))
 }
 
 /// One recorded event: its kind, the database and the key.
@@ -42,6 +62,9 @@ pub fn any_wanted() -> bool {
 
 #[inline]
 pub(crate) fn record(kind: u8, db: usize, key: &[u8]) {
+    if kind == EXPIRED && TRACKED.load(Relaxed) {
+        EXPIRED_KEYS.with(|p| p.borrow_mut().push(key.into()));
+    }
     if WANTED.load(Relaxed) & kind != 0 {
         PENDING.with(|p| {
             p.borrow_mut().push(KeyEvent {

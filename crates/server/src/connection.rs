@@ -184,6 +184,8 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     }
     tern_commands::multi::reset(&srv, &mut conn);
     tern_commands::pubsub::forget_client(&srv, &mut conn);
+    tern_commands::tracking::forget_client(&srv, &conn);
+    handle.push.lock().take();
     handle.detach_socket();
     srv.clients.unregister(handle.id);
     let _ = stream.shutdown().await;
@@ -211,7 +213,9 @@ async fn wait_blocked(
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
             inbuf.reserve(READ_CHUNK);
         }
+        // Biased: a served reply goes out before pushes the serving caused (invalidations).
         tokio::select! {
+            biased;
             _ = w.notified() => {}
             _ = async {
                 match deadline {

@@ -340,6 +340,9 @@ fn spawn_cron(srv: Arc<Server>) {
                 let hz = srv.config.hot.hz.load(Relaxed).max(1);
                 let period = Duration::from_millis(1000 / hz);
                 std::thread::sleep(period);
+                if srv.cron_paused.load(Relaxed) {
+                    continue;
+                }
                 if srv.active_expire_enabled.load(Relaxed) {
                     let effort = srv
                         .config
@@ -354,6 +357,7 @@ fn spawn_cron(srv: Arc<Server>) {
                     // Keyspace events for the keys this cycle expired.
                     tern_commands::pubsub::flush_engine_events(&srv);
                 }
+                tern_commands::tracking::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);

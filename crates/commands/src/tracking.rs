@@ -1,0 +1,696 @@
+//! Client-side caching (CLIENT TRACKING), as Redis 7.2 offers it.
+//!
+//! Default mode: the keys a tracking client reads are remembered in a server-wide table (key ->
+//! ids of the clients that read it), sharded by key hash. When any client modifies one of those
+//! keys (or it expires, or the database is flushed) each remembering client gets one
+//! invalidation message and the key is forgotten. BCAST mode remembers nothing: a client
+//! registers key prefixes and is told about every modified key matching one of them.
+//!
+//! Messages go to the client's own push queue (RESP3 `invalidate` pushes) or, with REDIRECT, to
+//! the redirect client's queue: a push when it speaks RESP3, a pub/sub message on
+//! `__redis__:invalidate` when it is a RESP2 subscriber, nothing otherwise. When the redirect
+//! client is gone, the tracking client is told `tracking-redir-broken` (RESP3) instead.
+//!
+//! The dispatcher calls `after_command` only while some client tracks (one relaxed load).
+
+use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
+use crate::clients::{cflags, ClientHandle};
+use crate::ctx::{Conn, Ctx};
+use crate::push::{Frame, PushTx};
+use crate::registry::CmdEntry;
+use crate::server::Server;
+use crate::table::{flags, kflags};
+use parking_lot::{Mutex, RwLock};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+const SHARDS: usize = 16;
+const CHANNEL: &[u8] = b"__redis__:invalidate";
+
+type Ids = HashSet<u64, ahash::RandomState>;
+type Table = HashMap<Box<[u8]>, Ids, ahash::RandomState>;
+
+/// One tracking client's settings, shared with whoever invalidates keys it cached.
+pub struct Tracker {
+    pub id: u64,
+    /// Its own push queue.
+    tx: PushTx,
+    /// Client id to redirect messages to (0 = none).
+    pub redirect: u64,
+    pub bcast: bool,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+    /// CLIENT CACHING YES/NO given for the next command.
+    pub caching: AtomicBool,
+    /// BCAST prefixes, sorted.
+    pub prefixes: Vec<Box<[u8]>>,
+}
+
+impl Tracker {
+    fn handle(&self) -> &ClientHandle {
+        &self.tx.handle
+    }
+}
+
+/// Server-wide tracking state.
+pub struct Tracking {
+    /// Clients with tracking on.
+    count: AtomicUsize,
+    clients: RwLock<HashMap<u64, Arc<Tracker>>>,
+    table: [Mutex<Table>; SHARDS],
+    keys: AtomicUsize,
+    items: AtomicU64,
+    /// BCAST prefix -> ids of the clients that registered it.
+    prefixes: RwLock<BTreeMap<Box<[u8]>, Vec<u64>>>,
+    nprefixes: AtomicUsize,
+}
+
+impl Default for Tracking {
+    fn default() -> Self {
+        Tracking {
+            count: AtomicUsize::new(0),
+            clients: Default::default(),
+            table: std::array::from_fn(|_| Mutex::new(Table::default())),
+            keys: AtomicUsize::new(0),
+            items: AtomicU64::new(0),
+            prefixes: Default::default(),
+            nprefixes: AtomicUsize::new(0),
+        }
+    }
+}
+
+fn shard_of(key: &[u8]) -> usize {
+    (tern_engine::hash::key_hash(key) as usize) % SHARDS
+}
+
+impl Tracking {
+    /// True while any client has tracking on, or the table still remembers keys (they stay
+    /// after their clients turned tracking off, until invalidated or flushed, as in Redis).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.count.load(Relaxed) > 0 || self.keys.load(Relaxed) > 0
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<Tracker>> {
+        self.clients.read().get(&id).cloned()
+    }
+
+    /// INFO: tracking_total_keys, tracking_total_items, tracking_total_prefixes.
+    pub fn totals(&self) -> (usize, u64, usize) {
+        (
+            self.keys.load(Relaxed),
+            self.items.load(Relaxed),
+            self.prefixes.read().len(),
+        )
+    }
+
+    fn remember(&self, id: u64, key: &[u8]) {
+        let mut t = self.table[shard_of(key)].lock();
+        let ids = match t.get_mut(key) {
+            Some(ids) => ids,
+            None => {
+                self.keys.fetch_add(1, Relaxed);
+                t.entry(key.into()).or_default()
+            }
+        };
+        if ids.insert(id) {
+            self.items.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Take `key` out of the table, returning who had it.
+    fn take(&self, key: &[u8]) -> Option<Ids> {
+        let ids = self.table[shard_of(key)].lock().remove(key)?;
+        self.keys.fetch_sub(1, Relaxed);
+        self.items.fetch_sub(ids.len() as u64, Relaxed);
+        Some(ids)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery
+
+/// The frame for `head` (`invalidate` or a message header) followed by an already encoded
+/// last element.
+fn frame(push_resp3: bool, tail: &[u8]) -> Frame {
+    let mut out = Vec::with_capacity(48 + tail.len());
+    if push_resp3 {
+        out.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
+    } else {
+        out.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n");
+        out.extend_from_slice(CHANNEL);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(tail);
+    out.into()
+}
+
+fn is_resp3(h: &ClientHandle) -> bool {
+    h.resp.load(Relaxed) >= 3
+}
+
+/// Send one invalidation (`tail` is the encoded keys array, or a null) for tracker `t`.
+fn deliver(srv: &Server, t: &Tracker, tail: &[u8]) {
+    if t.redirect == 0 {
+        if is_resp3(t.handle()) {
+            t.tx.send(srv, frame(true, tail));
+        }
+        return;
+    }
+    let target = srv.clients.get(t.redirect);
+    let tx = target.as_ref().and_then(|h| h.push.lock().clone());
+    let Some(h) = target else {
+        t.handle().set_flag(cflags::TRACKING_BROKEN_REDIR, true);
+        if is_resp3(t.handle()) {
+            let mut out = tern_resp::Reply::new();
+            out.buf.clear();
+            out.resp = 3;
+            out.push(2);
+            out.bulk(b"tracking-redir-broken");
+            out.int(t.redirect as i64);
+            t.tx.send(srv, out.buf.into());
+        }
+        return;
+    };
+    let Some(tx) = tx else { return };
+    if is_resp3(&h) {
+        tx.send(srv, frame(true, tail));
+    } else if h.has_flag(cflags::PUBSUB) {
+        tx.send(srv, frame(false, tail));
+    }
+}
+
+fn keys_array(keys: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", keys.len()).into_bytes();
+    for k in keys {
+        out.extend_from_slice(format!("${}\r\n", k.len()).as_bytes());
+        out.extend_from_slice(k);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// `keys` were modified (by client `writer`, None for expiry): tell whoever cached them.
+pub fn invalidate(srv: &Server, writer: Option<u64>, keys: &[&[u8]], bcast: bool) {
+    let tr = &srv.tracking;
+    if keys.is_empty() {
+        return;
+    }
+    // BCAST: noted now, sent by `flush_pending` once the top-level command is done.
+    if bcast && tr.nprefixes.load(Relaxed) > 0 {
+        BCAST_PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            for k in keys {
+                p.insert((*k).into(), writer);
+            }
+        });
+    }
+    // Default mode: each key once, then forgotten.
+    for key in keys {
+        let Some(ids) = tr.take(key) else { continue };
+        let tail = keys_array(&[key]);
+        for id in ids {
+            let Some(t) = tr.get(id) else { continue };
+            if t.bcast || (t.noloop && writer == Some(id)) {
+                continue;
+            }
+            if SERVING.get() == id {
+                SELF_PENDING.with(|p| p.borrow_mut().push((t, tail.clone())));
+                continue;
+            }
+            deliver(srv, &t, &tail);
+        }
+    }
+}
+
+thread_local! {
+    /// Keys modified on this thread not yet broadcast to BCAST clients, with the client that
+    /// modified each last (None: expiry).
+    static BCAST_PENDING: RefCell<BTreeMap<Box<[u8]>, Option<u64>>> =
+        const { RefCell::new(BTreeMap::new()) };
+    /// The client a blocked command is being served for on this thread (0 = none): its own
+    /// invalidations wait in SELF_PENDING until its reply has been handed over, as Redis sends
+    /// them after the reply.
+    static SERVING: Cell<u64> = const { Cell::new(0) };
+    static SELF_PENDING: RefCell<Vec<(Arc<Tracker>, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Send BCAST clients the keys modified since the last call, one message per prefix with
+/// matching keys (NOLOOP clients do not hear of their own writes).
+pub fn flush_pending(srv: &Server) {
+    let deferred = SELF_PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    for (t, tail) in deferred {
+        deliver(srv, &t, &tail);
+    }
+    let pending = BCAST_PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if pending.is_empty() {
+        return;
+    }
+    let tr = &srv.tracking;
+    let prefixes = tr.prefixes.read();
+    for (prefix, ids) in prefixes.iter() {
+        let matched: Vec<(&[u8], Option<u64>)> = pending
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, w)| (&k[..], *w))
+            .collect();
+        if matched.is_empty() {
+            continue;
+        }
+        let mut all: Option<Vec<u8>> = None;
+        for id in ids {
+            let Some(t) = tr.get(*id) else { continue };
+            if t.noloop && matched.iter().any(|(_, w)| *w == Some(*id)) {
+                let mine: Vec<&[u8]> = matched
+                    .iter()
+                    .filter(|(_, w)| *w != Some(*id))
+                    .map(|(k, _)| *k)
+                    .collect();
+                if !mine.is_empty() {
+                    deliver(srv, &t, &keys_array(&mine));
+                }
+                continue;
+            }
+            let tail = all.get_or_insert_with(|| {
+                keys_array(&matched.iter().map(|(k, _)| *k).collect::<Vec<_>>())
+            });
+            deliver(srv, &t, tail);
+        }
+    }
+}
+
+/// The databases were flushed: every tracking client is told to drop everything (a null
+/// invalidation) and the table is emptied.
+pub fn flush(srv: &Server) {
+    let tr = &srv.tracking;
+    let all: Vec<Arc<Tracker>> = tr.clients.read().values().cloned().collect();
+    for t in all {
+        let null: &[u8] = if is_resp3(t.handle()) {
+            b"_\r\n"
+        } else {
+            b"$-1\r\n"
+        };
+        deliver(srv, &t, null);
+    }
+    for shard in &tr.table {
+        let mut s = shard.lock();
+        let items: usize = s.values().map(|ids| ids.len()).sum();
+        tr.keys.fetch_sub(s.len(), Relaxed);
+        tr.items.fetch_sub(items as u64, Relaxed);
+        s.clear();
+    }
+}
+
+/// Keys that expired on this thread (the active-expire cycle calls this after each cycle).
+pub fn flush_expired(srv: &Server) {
+    if !tern_engine::events::tracked() {
+        return;
+    }
+    let expired = tern_engine::events::take_expired();
+    if expired.is_empty() || !srv.tracking.active() {
+        return;
+    }
+    let keys: Vec<&[u8]> = expired.iter().map(|k| &k[..]).collect();
+    invalidate(srv, None, &keys, true);
+}
+
+/// The active-expire cycle's expired keys, BCAST ones included (called by the cron thread).
+pub fn cron(srv: &Server) {
+    if srv.tracking.active() {
+        flush_expired(srv);
+        flush_pending(srv);
+        // A lowered tracking-table-max-keys takes effect without waiting for the next read.
+        enforce_limit(srv);
+    }
+}
+
+/// Over `tracking-table-max-keys`: forget keys (telling their clients) until under it.
+pub fn enforce_limit(srv: &Server) {
+    let max = srv.config.get_i64("tracking-table-max-keys");
+    if max <= 0 {
+        return;
+    }
+    let max = max as usize;
+    let tr = &srv.tracking;
+    let mut shard = 0;
+    let mut tries = 0;
+    while tr.keys.load(Relaxed) > max && tries < SHARDS * 4 {
+        let victim = tr.table[shard % SHARDS].lock().keys().next().cloned();
+        shard += 1;
+        tries += 1;
+        if let Some(k) = victim {
+            invalidate(srv, None, &[&k], false);
+        }
+    }
+}
+
+/// After a command ran (only while some client tracks): remember what a tracking client read,
+/// invalidate what a write changed or what expired, and drop a CLIENT CACHING that applied to
+/// this command.
+pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &CmdEntry) {
+    let spec = entry.spec;
+    let tr = &srv.tracking;
+    let id = conn.handle.id;
+    let tracking = conn.handle.has_flag(cflags::TRACKING);
+    if conn.serving_blocked {
+        SERVING.set(id);
+    }
+    if conn.pending_block.is_none() && !conn.pending_offload {
+        if tracking
+            && spec.flags & flags::READONLY != 0
+            && spec.flags & flags::PUBSUB == 0
+            // A read-only script is not a read: only the commands it calls are.
+            && !matches!(entry.fullname.as_str(), "eval_ro" | "evalsha_ro" | "fcall_ro")
+            && !conn.handle.has_flag(cflags::TRACKING_BCAST)
+        {
+            if let Some(t) = tr.get(id) {
+                let caching = t.caching.load(Relaxed);
+                if !((t.optin && !caching) || (t.optout && caching)) {
+                    for (pos, _) in spec.key_positions(args) {
+                        tr.remember(id, &args[pos]);
+                    }
+                    enforce_limit(srv);
+                }
+            }
+        }
+        if spec.flags & flags::WRITE != 0 {
+            if matches!(entry.fullname.as_str(), "flushdb" | "flushall") {
+                flush(srv);
+            } else {
+                let keys: Vec<&[u8]> = spec
+                    .key_positions(args)
+                    .into_iter()
+                    .filter(|(_, f)| f & kflags::RO == 0)
+                    .map(|(p, _)| &args[p])
+                    .collect();
+                invalidate(srv, Some(id), &keys, true);
+            }
+        }
+    }
+    flush_expired(srv);
+    SERVING.set(0);
+    if tracking && !entry.fullname.starts_with("client|") && !conn.handle.has_flag(cflags::MULTI) {
+        if let Some(t) = tr.get(id) {
+            t.caching.store(false, Relaxed);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Turning tracking on and off
+
+/// Tracking off for this client (CLIENT TRACKING OFF, RESET, disconnect). Keys it cached stay
+/// in the table until invalidated, as in Redis.
+pub fn forget_client(srv: &Server, conn: &Conn) {
+    let h = &conn.handle;
+    if !h.has_flag(cflags::TRACKING) {
+        return;
+    }
+    let tr = &srv.tracking;
+    let mut clients = tr.clients.write();
+    if let Some(t) = clients.remove(&h.id) {
+        let mut p = tr.prefixes.write();
+        for prefix in &t.prefixes {
+            if let Some(ids) = p.get_mut(prefix) {
+                ids.retain(|&i| i != h.id);
+                if ids.is_empty() {
+                    p.remove(prefix);
+                }
+            }
+        }
+        tr.nprefixes.store(p.len(), Relaxed);
+        tr.count.fetch_sub(1, Relaxed);
+    }
+    tern_engine::events::set_tracked(tr.count.load(Relaxed) > 0);
+    h.set_flag(
+        cflags::TRACKING | cflags::TRACKING_BROKEN_REDIR | cflags::TRACKING_BCAST,
+        false,
+    );
+    h.tracking_redir.store(-1, Relaxed);
+}
+
+struct Opts {
+    bcast: bool,
+    optin: bool,
+    optout: bool,
+    noloop: bool,
+}
+
+fn enable(ctx: &mut Ctx, redirect: u64, o: Opts, prefixes: Vec<Box<[u8]>>) {
+    let tx = ctx.conn.push_sender();
+    let srv = ctx.srv;
+    let tr = &srv.tracking;
+    let h = ctx.conn.handle.clone();
+    let mut clients = tr.clients.write();
+    let old = clients.get(&h.id).cloned();
+    let mut mine: Vec<Box<[u8]>> = old.as_ref().map(|t| t.prefixes.clone()).unwrap_or_default();
+    if o.bcast {
+        let wanted = if prefixes.is_empty() {
+            vec![Box::<[u8]>::from(&b""[..])]
+        } else {
+            prefixes
+        };
+        let mut p = tr.prefixes.write();
+        for prefix in wanted {
+            if mine.contains(&prefix) {
+                continue;
+            }
+            p.entry(prefix.clone()).or_default().push(h.id);
+            mine.push(prefix);
+        }
+        tr.nprefixes.store(p.len(), Relaxed);
+        mine.sort();
+    }
+    let caching = old.as_ref().is_some_and(|t| t.caching.load(Relaxed));
+    clients.insert(
+        h.id,
+        Arc::new(Tracker {
+            id: h.id,
+            tx,
+            redirect,
+            bcast: o.bcast,
+            optin: o.optin,
+            optout: o.optout,
+            noloop: o.noloop,
+            caching: AtomicBool::new(caching),
+            prefixes: mine,
+        }),
+    );
+    if old.is_none() {
+        tr.count.fetch_add(1, Relaxed);
+    }
+    tern_engine::events::set_tracked(true);
+    h.set_flag(cflags::TRACKING_BROKEN_REDIR, false);
+    h.set_flag(cflags::TRACKING_BCAST, o.bcast);
+    h.set_flag(cflags::TRACKING, true);
+    h.tracking_redir.store(redirect as i64, Relaxed);
+}
+
+/// Two prefixes overlap when one starts with the other.
+fn overlaps(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+pub fn client_tracking(ctx: &mut Ctx, args: &Args) {
+    let mut redirect: i64 = 0;
+    let mut o = Opts {
+        bcast: false,
+        optin: false,
+        optout: false,
+        noloop: false,
+    };
+    let mut prefixes: Vec<Box<[u8]>> = Vec::new();
+    let mut j = 3;
+    while j < args.len() {
+        let a = &args[j];
+        let more = j + 1 < args.len();
+        if eq_ic(a, "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                ctx.error("ERR A client can only redirect to a single other client");
+                return;
+            }
+            let Some(id) = parse_i64(&args[j]) else {
+                ctx.error("ERR value is not an integer or out of range");
+                return;
+            };
+            redirect = id;
+            if id <= 0 || ctx.srv.clients.get(id as u64).is_none() {
+                ctx.error("ERR The client ID you want redirect to does not exist");
+                return;
+            }
+        } else if eq_ic(a, "bcast") {
+            o.bcast = true;
+        } else if eq_ic(a, "optin") {
+            o.optin = true;
+        } else if eq_ic(a, "optout") {
+            o.optout = true;
+        } else if eq_ic(a, "noloop") {
+            o.noloop = true;
+        } else if eq_ic(a, "prefix") && more {
+            j += 1;
+            prefixes.push(args[j].into());
+        } else {
+            ctx.error(ERR_SYNTAX);
+            return;
+        }
+        j += 1;
+    }
+    let mode = &args[2];
+    if eq_ic(mode, "on") {
+        let cur = ctx.srv.tracking.get(ctx.conn.handle.id);
+        if !o.bcast && !prefixes.is_empty() {
+            ctx.error("ERR PREFIX option requires BCAST mode to be enabled");
+            return;
+        }
+        if let Some(t) = &cur {
+            if t.bcast != o.bcast {
+                ctx.error("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+                return;
+            }
+        }
+        if o.bcast && (o.optin || o.optout) {
+            ctx.error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+            return;
+        }
+        if o.optin && o.optout {
+            ctx.error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+            return;
+        }
+        if let Some(t) = &cur {
+            if (o.optin && t.optout) || (o.optout && t.optin) {
+                ctx.error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+                return;
+            }
+        }
+        if o.bcast {
+            for (i, p) in prefixes.iter().enumerate() {
+                if let Some(t) = &cur {
+                    if let Some(old) = t.prefixes.iter().find(|old| overlaps(old, p)) {
+                        ctx.error(&format!(
+                            "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                            String::from_utf8_lossy(p),
+                            String::from_utf8_lossy(old)
+                        ));
+                        return;
+                    }
+                }
+                if let Some(other) = prefixes[i + 1..].iter().find(|q| overlaps(p, q)) {
+                    ctx.error(&format!(
+                        "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                        String::from_utf8_lossy(p),
+                        String::from_utf8_lossy(other)
+                    ));
+                    return;
+                }
+            }
+        }
+        enable(ctx, redirect as u64, o, prefixes);
+    } else if eq_ic(mode, "off") {
+        forget_client(ctx.srv, ctx.conn);
+    } else {
+        ctx.error(ERR_SYNTAX);
+        return;
+    }
+    ctx.out.ok();
+}
+
+/// CLIENT CACHING YES|NO
+pub fn client_caching(ctx: &mut Ctx, args: &Args) {
+    let Some(t) = ctx
+        .srv
+        .tracking
+        .get(ctx.conn.handle.id)
+        .filter(|_| ctx.conn.handle.has_flag(cflags::TRACKING))
+    else {
+        ctx.error("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+        return;
+    };
+    let opt = &args[2];
+    if eq_ic(opt, "yes") {
+        if !t.optin {
+            ctx.error(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+            return;
+        }
+    } else if eq_ic(opt, "no") {
+        if !t.optout {
+            ctx.error(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+            return;
+        }
+    } else {
+        ctx.error(ERR_SYNTAX);
+        return;
+    }
+    t.caching.store(true, Relaxed);
+    ctx.out.ok();
+}
+
+/// CLIENT GETREDIR
+pub fn client_getredir(ctx: &mut Ctx, _args: &Args) {
+    let r = ctx.conn.handle.tracking_redir.load(Relaxed);
+    ctx.out.int(r);
+}
+
+/// CLIENT TRACKINGINFO
+pub fn client_trackinginfo(ctx: &mut Ctx, _args: &Args) {
+    let h = ctx.conn.handle.clone();
+    let t = ctx
+        .srv
+        .tracking
+        .get(h.id)
+        .filter(|_| h.has_flag(cflags::TRACKING));
+    let mut fl: Vec<&[u8]> = Vec::new();
+    fl.push(if t.is_some() { b"on" } else { b"off" });
+    if let Some(t) = &t {
+        let caching = t.caching.load(Relaxed);
+        if t.bcast {
+            fl.push(b"bcast");
+        }
+        if t.optin {
+            fl.push(b"optin");
+            if caching {
+                fl.push(b"caching-yes");
+            }
+        }
+        if t.optout {
+            fl.push(b"optout");
+            if caching {
+                fl.push(b"caching-no");
+            }
+        }
+        if t.noloop {
+            fl.push(b"noloop");
+        }
+        if h.has_flag(cflags::TRACKING_BROKEN_REDIR) {
+            fl.push(b"broken_redirect");
+        }
+    }
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(fl.len());
+    for f in fl {
+        out.bulk(f);
+    }
+    out.bulk(b"redirect");
+    out.int(h.tracking_redir.load(Relaxed));
+    out.bulk(b"prefixes");
+    match &t {
+        Some(t) => {
+            out.array(t.prefixes.len());
+            for p in &t.prefixes {
+                out.bulk(p);
+            }
+        }
+        None => out.array(0),
+    }
+}
