@@ -8,7 +8,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-static POOL: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+static IDLE_POOL: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+static SCRIPT_POOL: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+
+/// Which background threads run a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pool {
+    /// SCHED_IDLE threads: frees and commands over huge values, which should only use CPU the
+    /// workers leave.
+    Idle,
+    /// Normal-priority threads for scripts known to run long: a script holds shard locks for
+    /// its whole run, so it must not wait behind busy workers (priority inversion).
+    Script,
+}
 
 /// Commands whose input has more elements than this run on a background thread
 /// (`Ctx::offload`): below it the hop costs more than it saves.
@@ -17,33 +29,43 @@ pub const OFFLOAD_THRESHOLD: usize = 50_000;
 /// Values cheaper than this to free are dropped where they are (a thread hop costs more).
 pub const LAZYFREE_THRESHOLD: usize = 64;
 
-fn pool() -> &'static Mutex<Sender<Job>> {
-    POOL.get_or_init(|| {
+fn pool(kind: Pool) -> &'static Mutex<Sender<Job>> {
+    let cell = match kind {
+        Pool::Idle => &IDLE_POOL,
+        Pool::Script => &SCRIPT_POOL,
+    };
+    cell.get_or_init(|| {
         let (tx, rx) = channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let n = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
             .max(2);
+        let prefix = match kind {
+            Pool::Idle => "tern-bg",
+            Pool::Script => "tern-script",
+        };
         for i in 0..n {
             let rx = rx.clone();
             let _ = std::thread::Builder::new()
-                .name(format!("tern-bg-{i}"))
-                .spawn(move || worker(rx));
+                .name(format!("{prefix}-{i}"))
+                .spawn(move || worker(rx, kind));
         }
         Mutex::new(tx)
     })
 }
 
-fn worker(rx: Arc<Mutex<Receiver<Job>>>) {
+fn worker(rx: Arc<Mutex<Receiver<Job>>>, kind: Pool) {
     // SCHED_IDLE: run only when no worker wants the CPU (a nice value still lets the kernel
     // delay a waking worker). Per thread on Linux; fall back to the lowest nice value.
     // SAFETY: plain syscalls on the calling thread with a valid parameter block.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+    if kind == Pool::Idle {
+        unsafe {
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+            }
         }
     }
     loop {
@@ -58,9 +80,13 @@ fn worker(rx: Arc<Mutex<Receiver<Job>>>) {
     }
 }
 
-/// Run `job` on a background thread.
+/// Run `job` on an idle-priority background thread.
 pub fn spawn(job: impl FnOnce() + Send + 'static) {
-    let sent = pool()
+    spawn_on(Pool::Idle, job)
+}
+
+fn spawn_on(kind: Pool, job: impl FnOnce() + Send + 'static) {
+    let sent = pool(kind)
         .lock()
         .map(|tx| tx.send(Box::new(job)).is_ok())
         .unwrap_or(false);
@@ -76,11 +102,11 @@ pub fn drop_later<T: Send + 'static>(v: T, effort: usize) {
     }
 }
 
-/// Run `f` on a background thread and wait for its result without blocking the caller's
-/// runtime thread.
-pub async fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+/// Run `f` on a background thread of `kind` and wait for its result without blocking the
+/// caller's runtime thread.
+pub async fn run<R: Send + 'static>(kind: Pool, f: impl FnOnce() -> R + Send + 'static) -> R {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    spawn(move || {
+    spawn_on(kind, move || {
         let _ = tx.send(f());
     });
     rx.await.expect("background job panicked")

@@ -58,6 +58,8 @@ pub struct Conn {
     /// Set by a handler that found its input huge: the connection runs the command again on a
     /// background thread (see `Ctx::offload`).
     pub pending_offload: bool,
+    /// The background threads an offloaded command runs on.
+    pub offload_pool: crate::background::Pool,
     /// True while running on a background thread (never offload twice).
     pub offloaded: bool,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
@@ -94,6 +96,7 @@ impl Conn {
             deny_blocking: false,
             ready_keys: Default::default(),
             pending_offload: false,
+            offload_pool: crate::background::Pool::Idle,
             offloaded: false,
             multi: None,
             watch: Default::default(),
@@ -115,6 +118,17 @@ impl Conn {
 
     pub fn is_monitor(&self) -> bool {
         self.handle.has_flag(cflags::MONITOR)
+    }
+
+    /// Have the command being dispatched run again on a background thread of `pool` (see
+    /// `Ctx::offload`); false where it cannot move.
+    pub fn try_offload(&mut self, pool: crate::background::Pool) -> bool {
+        if self.offloaded || self.serving_blocked || self.deny_blocking {
+            return false;
+        }
+        self.pending_offload = true;
+        self.offload_pool = pool;
+        true
     }
 
     /// The sending side of this client's push queue, created on first use.
@@ -223,12 +237,12 @@ impl<'a> Ctx<'a> {
     /// the command cannot move (already moved, serving a blocked client, inside MULTI or a
     /// script), and the handler just goes on.
     pub fn offload(&mut self) -> bool {
-        let c = &mut *self.conn;
-        if c.offloaded || c.serving_blocked || c.deny_blocking {
-            return false;
-        }
-        c.pending_offload = true;
-        true
+        self.offload_to(crate::background::Pool::Idle)
+    }
+
+    /// `offload` onto the threads of `pool`.
+    pub fn offload_to(&mut self, pool: crate::background::Pool) -> bool {
+        self.conn.try_offload(pool)
     }
 
     /// True while this command runs again for a client that was waiting on a key.

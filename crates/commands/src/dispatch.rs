@@ -38,6 +38,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
                 record_errors(srv, conn, out, Some(entry), true);
             }
         }
+        // A command that would wait for a shard a long script holds waits on a script thread,
+        // not on this worker (whose other clients go on being served).
+        Ok(entry)
+            if srv.store.any_long()
+                && crate::txn::meets_long_unit(srv, conn, entry.spec, args)
+                && conn.try_offload(crate::background::Pool::Script) => {}
         Ok(entry) => {
             run(srv, conn, out, args, entry);
             if entry.spec.flags & flags::WRITE != 0

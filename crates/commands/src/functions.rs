@@ -12,7 +12,7 @@ use crate::lua::{self, sflags, NewFunction};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use crate::txn::run_locked;
 use parking_lot::RwLock;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 const FCALL_FLAGS: u32 =
     f::NOSCRIPT | f::SKIP_MONITOR | f::MAY_REPLICATE | f::NO_MANDATORY_KEYS | f::STALE;
@@ -187,6 +187,8 @@ pub struct FuncMeta {
     pub name: String,
     pub description: Option<Vec<u8>>,
     pub flags: u32,
+    /// Slow last time: run on a script thread (shared by the library's clones).
+    pub history: Arc<lua::RunHistory>,
 }
 
 #[derive(Clone)]
@@ -362,6 +364,7 @@ fn build(vm: &lua::Vm, code: &[u8], timeout_ms: u64) -> Result<Library, String> 
                 name: f.name,
                 description: f.description,
                 flags: f.flags,
+                history: Default::default(),
             })
             .collect(),
     })
@@ -399,10 +402,10 @@ fn fcall_ro(ctx: &mut Ctx, args: &Args) {
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
     // Function names are case-insensitive for FCALL, as Redis's function dict.
-    let Some((name, fl)) = LIBS
+    let Some((name, fl, history)) = LIBS
         .read()
         .function(&args[1])
-        .map(|(_, f)| (f.name.clone(), f.flags))
+        .map(|(_, f)| (f.name.clone(), f.flags, f.history.clone()))
     else {
         return ctx.error("ERR Function not found");
     };
@@ -410,6 +413,9 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
         return;
     };
     if !crate::scripting::check_flags(ctx, fl, ro) {
+        return;
+    }
+    if history.offload(ctx) {
         return;
     }
     let read_only = ro || fl & sflags::NO_WRITES != 0;
@@ -428,7 +434,12 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
             argv,
         };
         let plan = crate::scripting::plan(ctx.conn.db, &keys);
-        run_locked(&srv, plan, || lua::run(ctx, vm, &cb, spec, args));
+        let start = std::time::Instant::now();
+        run_locked(&srv, plan, || {
+            lua::mark_if_long(ctx);
+            lua::run(ctx, vm, &cb, spec, args)
+        });
+        history.note(start.elapsed());
         Ok(())
     });
     match r {

@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// A client's open transaction.
 #[derive(Default)]
 pub struct MultiState {
-    queue: Vec<OwnedArgs>,
+    pub(crate) queue: Vec<OwnedArgs>,
     /// A command was rejected while queueing: EXEC answers EXECABORT.
     aborted: bool,
 }
@@ -239,20 +239,9 @@ fn watch_failed(srv: &Server, conn: &Conn, now_ms: u64) -> bool {
     })
 }
 
-/// Commands whose keys the key specs do not give (other databases, patterns, the whole
-/// keyspace): a transaction holding one of them locks every shard.
-fn needs_every_shard(spec: &CommandSpec, args: &Args) -> bool {
-    match spec.name {
-        "flushall" | "flushdb" | "swapdb" | "keys" | "scan" | "randomkey" | "dbsize" | "move"
-        | "copy" | "sort" | "sort_ro" | "debug" | "info" | "memory" | "migrate" => true,
-        // Scripts may touch undeclared keys; their declared ones are known.
-        _ => spec.keys.is_empty() && spec.flags & f::WRITE != 0 && !args.is_empty(),
-    }
-}
-
 /// The shards EXEC must hold: the queued commands' keys in the database each one runs in
 /// (following SELECT), and the watched keys.
-fn plan(srv: &Server, conn: &Conn, queue: &[OwnedArgs]) -> LockPlan {
+pub(crate) fn plan(srv: &Server, conn: &Conn, queue: &[OwnedArgs]) -> LockPlan {
     let mut keys: Vec<(usize, u64)> = conn
         .watch
         .keys
@@ -276,11 +265,8 @@ fn plan(srv: &Server, conn: &Conn, queue: &[OwnedArgs]) -> LockPlan {
             }
             continue;
         }
-        if needs_every_shard(spec, &args) {
+        if !crate::txn::add_command_keys(&mut keys, db, spec, &args) {
             return LockPlan::AllShards;
-        }
-        for (pos, _) in spec.key_positions(&args) {
-            keys.push((db, key_hash(args.get(pos))));
         }
     }
     LockPlan::Keys(keys)

@@ -166,6 +166,8 @@ pub struct Script {
     /// Bytes of the shebang line, skipped when compiling (its newline is kept, so line
     /// numbers stay right).
     pub shebang_len: usize,
+    /// Slow last time: run on a script thread.
+    pub history: lua::RunHistory,
 }
 
 #[derive(Default)]
@@ -256,6 +258,7 @@ fn create(body: &[u8]) -> Result<(String, Arc<Script>), String> {
         body: body.to_vec(),
         flags,
         shebang_len,
+        history: Default::default(),
     });
     let gen = GEN.load(Relaxed);
     lua::with_vm(
@@ -345,6 +348,9 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
     if !check_flags(ctx, script.flags, ro) {
         return;
     }
+    if script.history.offload(ctx) {
+        return;
+    }
     let read_only =
         ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
     let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
@@ -365,9 +371,12 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
                 keys: keys.clone(),
                 argv,
             };
+            let start = std::time::Instant::now();
             run_locked(&srv, plan(ctx.conn.db, &keys), || {
+                lua::mark_if_long(ctx);
                 lua::run(ctx, vm, &f, spec, args)
             });
+            script.history.note(start.elapsed());
             Ok(())
         },
     );

@@ -15,11 +15,17 @@ use crate::shard::ShardData;
 use parking_lot::{Mutex, MutexGuard};
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 pub struct Store {
     shards: Box<[Mutex<ShardData>]>,
     databases: usize,
     shard_bits: u32,
+    /// Per shard: how many long-running atomic units (scripts moved to a script thread) hold
+    /// it. A worker about to wait for such a shard moves the command off its thread instead.
+    long_held: Box<[AtomicU32]>,
+    /// Long-running units in progress (0: nobody needs to look at `long_held`).
+    long_units: AtomicUsize,
 }
 
 /// Access to one locked shard: an owned mutex guard, or, inside `run_locked`, a borrow of a
@@ -68,12 +74,33 @@ struct HeldSet<'a> {
     all: bool,
     held: Vec<usize>,
     guards: Vec<MutexGuard<'a, ShardData>>,
+    /// Marked long-running (`Store::mark_unit_long`): its shards count in `long_held`.
+    long: bool,
 }
 
 impl HeldSet<'_> {
     #[inline]
     fn holds(&self, i: usize) -> bool {
         self.all || self.held.binary_search(&i).is_ok()
+    }
+
+    fn indices(&self) -> Vec<usize> {
+        if self.all {
+            (0..self.store.shards.len()).collect()
+        } else {
+            self.held.clone()
+        }
+    }
+}
+
+impl Drop for HeldSet<'_> {
+    fn drop(&mut self) {
+        if self.long {
+            for i in self.indices() {
+                self.store.long_held[i].fetch_sub(1, Relaxed);
+            }
+            self.store.long_units.fetch_sub(1, Relaxed);
+        }
     }
 }
 
@@ -173,6 +200,8 @@ impl Store {
                 .collect(),
             databases,
             shard_bits,
+            long_held: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            long_units: AtomicUsize::new(0),
         }
     }
 
@@ -239,6 +268,9 @@ impl Store {
             set.guards.push(g);
             let at = set.held.binary_search(&i).unwrap_err();
             set.held.insert(at, i);
+            if set.long {
+                self.long_held[i].fetch_add(1, Relaxed);
+            }
         }
         // SAFETY: this thread holds shard i's mutex until the unit ends. A handler never holds
         // two guards of one shard at once (that would deadlock outside a unit), so this
@@ -353,6 +385,7 @@ impl Store {
             all,
             held: if all { Vec::new() } else { idx },
             guards,
+            long: false,
         };
         HELD.with(|h| h.set(&mut set as *mut HeldSet<'_> as *mut ()));
         let reset = HeldReset;
@@ -360,6 +393,41 @@ impl Store {
         drop(reset);
         drop(set);
         r
+    }
+
+    /// Declare the atomic unit running on this thread long-running (a script on a script
+    /// thread): until it ends, `plan_meets_long` reports the shards it holds, and those it adds.
+    pub fn mark_unit_long(&self) {
+        let held = HELD.with(|h| h.get());
+        if held.is_null() {
+            return;
+        }
+        // SAFETY: as in `held_guard`: the HeldSet outlives the unit's closure on this thread.
+        let set = unsafe { &mut *(held as *mut HeldSet<'_>) };
+        if !std::ptr::eq(set.store, self) || set.long {
+            return;
+        }
+        set.long = true;
+        self.long_units.fetch_add(1, Relaxed);
+        for i in set.indices() {
+            self.long_held[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// True while some long-running unit holds shards (one relaxed load).
+    #[inline]
+    pub fn any_long(&self) -> bool {
+        self.long_units.load(Relaxed) > 0
+    }
+
+    /// Would locking `plan` wait for a long-running unit?
+    pub fn plan_meets_long(&self, plan: &LockPlan) -> bool {
+        match plan {
+            LockPlan::AllShards => self.long_held.iter().any(|n| n.load(Relaxed) > 0),
+            LockPlan::Keys(keys) => keys
+                .iter()
+                .any(|&(db, h)| self.long_held[self.global_index(db, h)].load(Relaxed) > 0),
+        }
     }
 
     /// True while this thread runs an atomic unit (`run_locked`).

@@ -258,7 +258,8 @@ async fn run_offloaded(
     args: OwnedArgs,
 ) -> (Conn, Reply) {
     let srv = srv.clone();
-    tern_commands::background::run(move || {
+    let pool = conn.offload_pool;
+    tern_commands::background::run(pool, move || {
         // Count on the background thread's own statistics, not the worker's.
         let worker_stats = std::mem::replace(&mut conn.stats, srv.stats.local());
         conn.offloaded = true;

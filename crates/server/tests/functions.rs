@@ -271,3 +271,43 @@ fn help_and_metadata() {
         "!ERR unknown subcommand 'NOSUCH'. Try FUNCTION HELP."
     );
 }
+
+/// A long function runs on a script thread: while it spins holding its key's shard, clients
+/// on every worker thread using another database are served, and a client that needs the
+/// script's shard waits for it (as in Redis) without stalling its worker, then gets its reply.
+#[test]
+fn long_function_stalls_no_other_database() {
+    let s = Server::tern(&["--threads", "2"]);
+    let mut admin = Raw::new(s.port);
+    load(
+        &mut admin,
+        "#!lua name=spin\nredis.register_function{function_name='spin', callback=function(keys) redis.call('get', keys[1]) local a = 1 while true do a = a + 1 end end, flags={'no-writes'}}",
+    );
+    assert_eq!(admin.q("SET hot before"), "OK");
+    // Connections are spread over both workers: some share the script's worker.
+    let mut others: Vec<Raw> = (0..8).map(|_| Raw::new(s.port)).collect();
+    for o in others.iter_mut() {
+        assert_eq!(o.q("SELECT 1"), "OK");
+    }
+    let mut waiter = Raw::new(s.port);
+    assert_eq!(waiter.q("PING"), "PONG");
+    let mut spinner = Raw::new(s.port);
+    spinner.send(&[b"FCALL", b"spin", b"1", b"hot"]);
+    let t0 = Instant::now();
+    while !admin.q("FUNCTION STATS").contains("running_script,[name,spin") {
+        assert!(t0.elapsed() < Duration::from_secs(5), "spin never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Needs the script's shard: waits, off its worker.
+    waiter.send(&[b"GET", b"hot"]);
+    for (i, o) in others.iter_mut().enumerate() {
+        let k = format!("k{i}");
+        assert_eq!(o.q(&format!("SET {k} v{i}")), "OK");
+        assert_eq!(o.q(&format!("GET {k}")), format!("v{i}"));
+    }
+    // The script was still running all along: only now is it killed.
+    assert!(admin.q("FUNCTION STATS").contains("running_script,[name,spin"));
+    assert_eq!(admin.q("FUNCTION KILL"), "OK");
+    assert!(spinner.read().starts_with("!ERR Script killed by user"));
+    assert_eq!(waiter.read(), "before");
+}

@@ -64,6 +64,57 @@ fn log(level: u8, msg: &str) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Where a script runs
+
+/// A script or function whose last run took at least this long runs on a script thread the
+/// next time, so that its connection's worker keeps serving its other clients meanwhile; one
+/// that got fast again comes back. A script's first run (nothing known yet) goes to a script
+/// thread too, so not even one run of a slow script stalls a worker. Below this the thread hop
+/// costs more than it saves.
+pub const SLOW_RUN: std::time::Duration = std::time::Duration::from_millis(1);
+
+const UNKNOWN: u8 = 0;
+const FAST: u8 = 1;
+const SLOW: u8 = 2;
+
+/// What was learnt of one script's (or function's) run time, shared by every thread.
+pub struct RunHistory {
+    state: std::sync::atomic::AtomicU8,
+}
+
+impl Default for RunHistory {
+    fn default() -> Self {
+        RunHistory {
+            state: std::sync::atomic::AtomicU8::new(UNKNOWN),
+        }
+    }
+}
+
+impl RunHistory {
+    /// True when the command is to run again on a script thread (the handler must return at
+    /// once): it is new or was slow last time, and it can move (see `Ctx::offload`).
+    pub fn offload(&self, ctx: &mut Ctx) -> bool {
+        self.state.load(Relaxed) != FAST && ctx.offload_to(crate::background::Pool::Script)
+    }
+
+    /// Remember how long a run took.
+    pub fn note(&self, took: std::time::Duration) {
+        let state = if took >= SLOW_RUN { SLOW } else { FAST };
+        if self.state.load(Relaxed) != state {
+            self.state.store(state, Relaxed);
+        }
+    }
+}
+
+/// Inside a script's locked unit: on a script thread (new or known slow) the unit is declared
+/// long-running, so workers do not wait for its shards on their own threads.
+pub fn mark_if_long(ctx: &Ctx) {
+    if ctx.conn.offloaded {
+        ctx.srv.store.mark_unit_long();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Running scripts, process-wide
 
 /// One script or function in execution (FUNCTION STATS, SCRIPT KILL, BUSY replies).
