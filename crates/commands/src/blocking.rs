@@ -26,6 +26,8 @@ pub enum TimeoutReply {
     NullArray,
     /// `$-1` / `_`: BLMOVE, BRPOPLPUSH.
     NullBulk,
+    /// An integer: WAIT's count of acknowledging replicas.
+    Int(i64),
 }
 
 #[derive(Debug, Clone)]
@@ -256,6 +258,7 @@ pub fn write_outcome(out: &mut Reply, w: &Waiter, o: Outcome) {
         Outcome::Timeout => match w.timeout_reply {
             TimeoutReply::NullArray => out.null_array(),
             TimeoutReply::NullBulk => out.null(),
+            TimeoutReply::Int(n) => out.int(n),
         },
         Outcome::Error(e) => out.error(&e),
         Outcome::Cancelled => {}

@@ -224,6 +224,7 @@ impl<'a> Ctx<'a> {
             match spec.timeout_reply {
                 crate::blocking::TimeoutReply::NullArray => self.out.null_array(),
                 crate::blocking::TimeoutReply::NullBulk => self.out.null(),
+                crate::blocking::TimeoutReply::Int(n) => self.out.int(n),
             }
             return;
         }

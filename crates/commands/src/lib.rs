@@ -18,6 +18,7 @@ pub mod stats;
 pub mod table;
 pub mod tracking;
 pub mod txn;
+pub mod wait;
 
 pub mod client_cmd;
 pub mod config_cmd;
@@ -54,7 +55,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 22] {
+pub fn families() -> [&'static [CommandSpec]; 23] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -78,6 +79,7 @@ pub fn families() -> [&'static [CommandSpec]; 22] {
         sort::COMMANDS,
         multi::COMMANDS,
         pubsub::COMMANDS,
+        wait::COMMANDS,
     ]
 }
 

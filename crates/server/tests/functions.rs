@@ -294,7 +294,10 @@ fn long_function_stalls_no_other_database() {
     let mut spinner = Raw::new(s.port);
     spinner.send(&[b"FCALL", b"spin", b"1", b"hot"]);
     let t0 = Instant::now();
-    while !admin.q("FUNCTION STATS").contains("running_script,[name,spin") {
+    while !admin
+        .q("FUNCTION STATS")
+        .contains("running_script,[name,spin")
+    {
         assert!(t0.elapsed() < Duration::from_secs(5), "spin never started");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -306,7 +309,9 @@ fn long_function_stalls_no_other_database() {
         assert_eq!(o.q(&format!("GET {k}")), format!("v{i}"));
     }
     // The script was still running all along: only now is it killed.
-    assert!(admin.q("FUNCTION STATS").contains("running_script,[name,spin"));
+    assert!(admin
+        .q("FUNCTION STATS")
+        .contains("running_script,[name,spin"));
     assert_eq!(admin.q("FUNCTION KILL"), "OK");
     assert!(spinner.read().starts_with("!ERR Script killed by user"));
     assert_eq!(waiter.read(), "before");

@@ -2,7 +2,7 @@
 //! WATCH invalidation from every source, and atomicity across worker threads (counts that
 //! must come out exact, not timings).
 mod common;
-use common::Server;
+use common::{int, q, Server};
 
 type Raw = common::Raw<true>;
 use std::time::{Duration, Instant};
@@ -409,4 +409,56 @@ fn whole_keyspace_transactions_mix_with_keyed_ones() {
         .sum();
     // db 3 only ever sees the INCRs: 7 keyed clients × 300 + client 0's 270.
     assert_eq!(total, 7 * 300 + 270);
+}
+
+/// WAIT with no replicas: 0 at once when none are asked for or it may not block (MULTI,
+/// scripts), else 0 after the timeout; errors as Redis.
+#[test]
+fn wait_without_replicas() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    assert_eq!(q(&mut c, &["WAIT", "0", "0"]), int(0));
+    assert_eq!(q(&mut c, &["WAIT", "1", "50"]), int(0));
+    assert_eq!(
+        common::err(&mut c, &["WAIT", "1", "-1"]),
+        "ERR timeout is negative"
+    );
+    assert_eq!(
+        common::err(&mut c, &["WAIT", "x", "1"]),
+        "ERR value is not an integer or out of range"
+    );
+    let v: i64 = redis::cmd("EVAL")
+        .arg("return redis.call('wait', '1', '0')")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(v, 0);
+    let r: Vec<i64> = redis::pipe()
+        .atomic()
+        .cmd("WAIT")
+        .arg(1)
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(r, vec![0]);
+    // Blocked forever (timeout 0) until CLIENT UNBLOCK, which ends it like a timeout.
+    let mut b = s.conn();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut b).unwrap();
+    let t = std::thread::spawn(move || -> i64 {
+        redis::cmd("WAIT").arg(1).arg(0).query(&mut b).unwrap()
+    });
+    let mut unblocked = 0;
+    for _ in 0..200 {
+        unblocked = redis::cmd("CLIENT")
+            .arg("UNBLOCK")
+            .arg(id)
+            .query(&mut c)
+            .unwrap();
+        if unblocked == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(unblocked, 1);
+    assert_eq!(t.join().unwrap(), 0);
 }
