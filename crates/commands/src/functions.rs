@@ -10,7 +10,6 @@ use crate::args::{eq_ic, Args};
 use crate::ctx::Ctx;
 use crate::lua::{self, sflags, NewFunction};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-use crate::txn::run_locked;
 use parking_lot::RwLock;
 use std::sync::{Arc, LazyLock};
 
@@ -421,7 +420,6 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
     let read_only = ro || fl & sflags::NO_WRITES != 0;
     let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
     let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();
-    let srv = ctx.srv.clone();
     let r = with_functions(|vm| -> Result<(), String> {
         let Some(cb) = vm.compiled.get(&name).cloned() else {
             return Err("ERR Function not found".into());
@@ -433,13 +431,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
             keys: keys.clone(),
             argv,
         };
-        let plan = crate::scripting::plan(ctx.conn.db, &keys);
-        let start = std::time::Instant::now();
-        run_locked(&srv, plan, || {
-            lua::mark_if_long(ctx);
-            lua::run(ctx, vm, &cb, spec, args)
-        });
-        history.note(start.elapsed());
+        lua::run_atomic(ctx, vm, &cb, spec, args, &history);
         Ok(())
     });
     match r {

@@ -6,7 +6,7 @@ use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::Ctx;
 use crate::lua::{self, sflags};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-use crate::txn::{run_locked, LockPlan};
+use crate::txn::LockPlan;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -355,7 +355,6 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
         ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
     let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
     let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();
-    let srv = ctx.srv.clone();
     let gen = GEN.load(Relaxed);
     let r = lua::with_vm(
         true,
@@ -371,12 +370,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
                 keys: keys.clone(),
                 argv,
             };
-            let start = std::time::Instant::now();
-            run_locked(&srv, plan(ctx.conn.db, &keys), || {
-                lua::mark_if_long(ctx);
-                lua::run(ctx, vm, &f, spec, args)
-            });
-            script.history.note(start.elapsed());
+            lua::run_atomic(ctx, vm, &f, spec, args, &script.history);
             Ok(())
         },
     );

@@ -106,12 +106,27 @@ impl RunHistory {
     }
 }
 
-/// Inside a script's locked unit: on a script thread (new or known slow) the unit is declared
-/// long-running, so workers do not wait for its shards on their own threads.
-pub fn mark_if_long(ctx: &Ctx) {
-    if ctx.conn.offloaded {
-        ctx.srv.store.mark_unit_long();
-    }
+/// Run a script or function as one atomic unit holding its declared keys' shards, and learn
+/// how long it took. On a script thread (new or known slow) the unit is declared long-running,
+/// so that workers do not wait for its shards on their own threads.
+pub fn run_atomic(
+    ctx: &mut Ctx,
+    vm: &mut Vm,
+    f: &Function,
+    spec: Run,
+    command: &crate::Args,
+    history: &RunHistory,
+) {
+    let srv = ctx.srv.clone();
+    let plan = crate::scripting::plan(ctx.conn.db, &spec.keys);
+    let start = Instant::now();
+    crate::txn::run_locked(&srv, plan, || {
+        if ctx.conn.offloaded {
+            srv.store.mark_unit_long();
+        }
+        run(ctx, vm, f, spec, command)
+    });
+    history.note(start.elapsed());
 }
 
 // ---------------------------------------------------------------------------------------------
