@@ -17,9 +17,13 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if args.is_empty() {
         return;
     }
+    // Over maxmemory: evict first (unless a script is busy), as Redis does for every command.
+    let oom = srv.config.hot.maxmemory.load(Relaxed) > 0
+        && crate::lua::busy_error().is_none()
+        && crate::evict::before_command(srv, conn);
     if srv.tracking.active() {
         // A lowered tracking-table-max-keys applies before the next command, queued or not;
-        // the invalidations it causes precede the command's reply.
+        // the invalidations it and evictions cause precede the command's reply.
         crate::tracking::enforce_limit(srv);
         conn.drain_pushes(out);
     }
@@ -29,6 +33,11 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
     out.errors = 0;
     match resolve(srv, conn, out, args) {
+        Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
+            out.error(crate::evict::OOM_ERROR);
+            crate::multi::flag_error(conn);
+            record_errors(srv, conn, out, Some(entry), true)
+        }
         Ok(entry) if entry.spec.flags & flags::ALLOW_BUSY == 0 && busy(out) => {
             record_errors(srv, conn, out, Some(entry), true)
         }
@@ -136,6 +145,7 @@ pub fn execute_for_script(
     out: &mut Reply,
     args: &Args,
     read_only: bool,
+    wrote: bool,
 ) -> Result<u32, &'static str> {
     let reject = |e: Option<&CmdEntry>, msg: &'static str| {
         conn.stats.total_error_replies.add(1);
@@ -171,6 +181,17 @@ pub fn execute_for_script(
             Some(entry),
             "Write commands are not allowed from read-only scripts.",
         );
+    }
+    // Over maxmemory when the script started, and it has not written yet: no growing writes.
+    if f & flags::DENYOOM != 0
+        && !wrote
+        && srv.config.hot.maxmemory.load(Relaxed) > 0
+        && crate::evict::oom_before_command()
+    {
+        conn.stats.total_error_replies.add(1);
+        srv.stats.record_error("OOM");
+        conn.stats.cmds[entry.id].rejected.add(1);
+        return Err(crate::evict::OOM_SCRIPT_ERROR);
     }
     conn.mark = Instant::now();
     // Time stands still inside a script: every command sees the script's start time.

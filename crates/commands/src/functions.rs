@@ -392,6 +392,15 @@ fn with_functions<R>(f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String> {
 // ---------------------------------------------------------------------------------------------
 // Commands
 
+/// Is this FCALL/FCALL_RO refused while memory is over `maxmemory`?
+pub fn fcall_denies_oom(args: &Args) -> bool {
+    args.len() >= 2
+        && LIBS
+            .read()
+            .function(&args[1])
+            .is_some_and(|(_, f)| crate::scripting::flags_deny_oom(f.flags))
+}
+
 fn fcall(ctx: &mut Ctx, args: &Args) {
     fcall_generic(ctx, args, false)
 }

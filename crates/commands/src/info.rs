@@ -111,6 +111,9 @@ fn info(ctx: &mut Ctx, args: &Args) {
 pub fn gen_info(srv: &Server, sections: &HashSet<String>, all: bool, everything: bool) -> String {
     let all = all || everything;
     let want = |name: &str| all || sections.contains(name);
+    // Memory is measured before the reply text is allocated, so that INFO does not count
+    // its own output in used_memory.
+    let memory = want("memory").then(|| memory_figures(srv));
     let mut out = String::with_capacity(4096);
     let mut n = 0;
     let mut header = |out: &mut String, title: &str| {
@@ -128,9 +131,9 @@ pub fn gen_info(srv: &Server, sections: &HashSet<String>, all: bool, everything:
         header(&mut out, "Clients");
         clients_section(srv, &mut out);
     }
-    if want("memory") {
+    if let Some(figures) = memory {
         header(&mut out, "Memory");
-        memory_section(srv, &mut out);
+        memory_section(srv, figures, &mut out);
     }
     if want("persistence") {
         header(&mut out, "Persistence");
@@ -394,7 +397,7 @@ pub fn memory_figures(srv: &Server) -> MemoryFigures {
     }
 }
 
-fn memory_section(srv: &Server, out: &mut String) {
+fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let MemoryFigures {
         used,
         active,
@@ -403,7 +406,7 @@ fn memory_section(srv: &Server, out: &mut String) {
         peak,
         startup,
         clients_normal,
-    } = memory_figures(srv);
+    } = figures;
     let allocated = used;
     let sys = total_system_memory();
     let overhead = startup + clients_normal;
@@ -617,7 +620,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          expired_stale_perc:0.00\r\n\
          expired_time_cap_reached_count:{}\r\n\
          expire_cycle_cpu_milliseconds:0\r\n\
-         evicted_keys:0\r\n\
+         evicted_keys:{}\r\n\
          evicted_clients:0\r\n\
          total_eviction_exceeded_time:0\r\n\
          current_eviction_exceeded_time:0\r\n\
@@ -662,6 +665,7 @@ fn stats_section(srv: &Server, out: &mut String) {
         srv.clients.rejected_connections.load(Relaxed),
         srv.store.expired_keys_total(),
         srv.stat_expired_time_cap.load(Relaxed),
+        st.sum(|t| t.evicted_keys.get()),
         st.sum(|t| t.keyspace_hits.get()),
         st.sum(|t| t.keyspace_misses.get()),
         ps_channels,

@@ -8,6 +8,7 @@ pub mod config;
 pub mod ctx;
 pub mod dispatch;
 pub mod double;
+pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod notify;

@@ -6,7 +6,12 @@ pub fn jemalloc_stats() -> (u64, u64, u64) {
     if epoch::advance().is_err() {
         return (0, 0, 0);
     }
-    let a = stats::allocated::read().unwrap_or(0) as u64;
+    // Objects sitting in threads' caches count as allocated to jemalloc but are free to us;
+    // they come and go by the tens of KB as threads refill and flush their caches, so they are
+    // left out (Redis's used_memory counts only what is in use).
+    let cached: usize =
+        unsafe { tikv_jemalloc_ctl::raw::read(b"stats.arenas.4096.tcache_bytes\0") }.unwrap_or(0);
+    let a = (stats::allocated::read().unwrap_or(0) as u64).saturating_sub(cached as u64);
     let c = stats::active::read().unwrap_or(0) as u64;
     let r = stats::resident::read().unwrap_or(0) as u64;
     (a, c, r)

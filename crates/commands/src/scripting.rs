@@ -191,6 +191,32 @@ pub fn cache_stats() -> (usize, usize) {
     (c.scripts.len(), c.bytes)
 }
 
+/// Script flags that make a script a `denyoom` command (Redis's scriptFlagsToCmdFlags): a
+/// shebang script that neither says `allow-oom` nor `no-writes`.
+pub fn flags_deny_oom(fl: u32) -> bool {
+    fl & sflags::EVAL_COMPAT == 0 && fl & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0
+}
+
+/// Is this EVAL/EVALSHA (and _RO) refused while memory is over `maxmemory`?
+pub fn eval_denies_oom(by_sha: bool, args: &Args) -> bool {
+    if args.len() < 2 {
+        return false;
+    }
+    let fl = if by_sha {
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        match CACHE.read().scripts.get(&sha) {
+            Some(s) => s.flags,
+            None => return false,
+        }
+    } else {
+        match shebang_flags(&args[1]) {
+            Ok((fl, _)) => fl,
+            Err(_) => return false,
+        }
+    };
+    flags_deny_oom(fl)
+}
+
 /// Redis's shebang parsing for EVAL scripts: `#!lua [flags=a,b]`.
 pub fn shebang_flags(body: &[u8]) -> Result<(u32, usize), String> {
     if !body.starts_with(b"#!") {

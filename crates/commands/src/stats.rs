@@ -120,6 +120,8 @@ pub struct ThreadStats {
     pub total_error_replies: Counter,
     pub unexpected_error_replies: Counter,
     pub expired_stale_perc: Counter,
+    /// Keys evicted for maxmemory before this thread's commands.
+    pub evicted_keys: Counter,
 }
 
 impl ThreadStats {
@@ -135,6 +137,7 @@ impl ThreadStats {
             total_error_replies: Counter::default(),
             unexpected_error_replies: Counter::default(),
             expired_stale_perc: Counter::default(),
+            evicted_keys: Counter::default(),
         }
     }
 
@@ -155,6 +158,7 @@ impl ThreadStats {
         self.net_output_bytes.reset();
         self.total_error_replies.reset();
         self.unexpected_error_replies.reset();
+        self.evicted_keys.reset();
     }
 }
 

@@ -358,6 +358,8 @@ fn spawn_cron(srv: Arc<Server>) {
                     tern_commands::pubsub::flush_engine_events(&srv);
                 }
                 tern_commands::tracking::cron(&srv);
+                // Over maxmemory: go on evicting between commands (a quarter of the period).
+                tern_commands::evict::cron(&srv, period / 4);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);

@@ -462,7 +462,15 @@ fn raw_call(lua: &Lua, _: ()) -> mlua::Result<(Value, bool)> {
     out.errors = 0;
     out.error_codes.clear();
     out.resp = rc.resp;
-    let r = crate::dispatch::execute_for_script(srv, conn, &mut out, &owned.args(), rc.read_only);
+    let wrote = rc.info.wrote.load(Relaxed);
+    let r = crate::dispatch::execute_for_script(
+        srv,
+        conn,
+        &mut out,
+        &owned.args(),
+        rc.read_only,
+        wrote,
+    );
     let res = match r {
         Err(e) => lua_err(lua, e).map(|v| (v, true)),
         Ok(f) => {
