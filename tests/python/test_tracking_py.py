@@ -38,42 +38,47 @@ def test_resp3_invalidation_pushes_reach_redis_py(srv):
     assert got == [["invalidate", None]]
 
 
-def test_resp2_redirect_to_pubsub(srv):
+def invalidation_listener(srv):
+    """A RESP2 client subscribed to __redis__:invalidate, its PubSub and its client id."""
     listener = redis.Redis(port=srv.port, decode_responses=True)
     p = listener.pubsub()
     p.subscribe("__redis__:invalidate")
     assert p.get_message(timeout=2)["type"] == "subscribe"
     redirect_id = next(c["id"] for c in listener.client_list() if c["cmd"] == "subscribe")
+    return listener, p, int(redirect_id)
+
+
+def next_message(p, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = p.get_message(timeout=0.5)
+        if m is not None:
+            return m
+    return None
+
+
+def test_resp2_redirect_to_pubsub(srv):
+    listener, p, redirect_id = invalidation_listener(srv)
     tracker = redis.Redis(port=srv.port, decode_responses=True, single_connection_client=True)
-    assert tracker.client_tracking_on(clientid=int(redirect_id)) == "OK"
-    assert tracker.client_getredir() == int(redirect_id)
+    assert tracker.client_tracking_on(clientid=redirect_id) == "OK"
+    assert tracker.client_getredir() == redirect_id
     tracker.get("k")
     listener.set("k", "v")
-    m = None
-    deadline = time.time() + 5
-    while m is None and time.time() < deadline:
-        m = p.get_message(timeout=0.5)
+    m = next_message(p)
     assert m is not None and m["type"] == "message"
     assert m["channel"] == "__redis__:invalidate"
     assert m["data"] == ["k"]
 
 
 def test_bcast_prefix_through_redis_py(srv):
-    listener = redis.Redis(port=srv.port, decode_responses=True)
-    p = listener.pubsub()
-    p.subscribe("__redis__:invalidate")
-    assert p.get_message(timeout=2)["type"] == "subscribe"
-    redirect_id = next(c["id"] for c in listener.client_list() if c["cmd"] == "subscribe")
+    listener, p, redirect_id = invalidation_listener(srv)
     tracker = redis.Redis(port=srv.port, decode_responses=True, single_connection_client=True)
-    assert tracker.client_tracking_on(clientid=int(redirect_id), bcast=True, prefix=["user:"]) == "OK"
+    assert tracker.client_tracking_on(clientid=redirect_id, bcast=True, prefix=["user:"]) == "OK"
     raw = tracker.client_trackinginfo()  # a flat RESP2 array: field, value, ...
     info = dict(zip(raw[::2], raw[1::2]))
     assert "bcast" in info["flags"]
     assert info["prefixes"] == ["user:"]
     listener.mset({"user:1": "a", "post:1": "b"})
-    m = None
-    deadline = time.time() + 5
-    while m is None and time.time() < deadline:
-        m = p.get_message(timeout=0.5)
+    m = next_message(p)
     assert m["data"] == ["user:1"]
     assert p.get_message(timeout=0.3) is None
