@@ -145,7 +145,7 @@ pub fn execute_for_script(
     out: &mut Reply,
     args: &Args,
     read_only: bool,
-    wrote: bool,
+    oom_exempt: bool,
 ) -> Result<u32, &'static str> {
     let reject = |e: Option<&CmdEntry>, msg: &'static str| {
         conn.stats.total_error_replies.add(1);
@@ -182,9 +182,9 @@ pub fn execute_for_script(
             "Write commands are not allowed from read-only scripts.",
         );
     }
-    // Over maxmemory when the script started, and it has not written yet: no growing writes.
+    // Over maxmemory when the script started: no growing writes (unless exempt).
     if f & flags::DENYOOM != 0
-        && !wrote
+        && !oom_exempt
         && srv.config.hot.maxmemory.load(Relaxed) > 0
         && crate::evict::oom_before_command()
     {
@@ -309,6 +309,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         return;
     };
     let start = conn.mark;
+    let reply_at = out.buf.len();
     let now_ms = conn.now_ms;
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
     {
@@ -356,6 +357,10 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     conn.handle.last_cmd.store(entry.id + 1, Relaxed);
     if out.errors > 0 {
         record_errors(srv, conn, out, Some(entry), false);
+    } else if out.buf.get(reply_at) == Some(&b'-') {
+        // An error reply kept out of the error stats (a script's error already counted for
+        // the command that raised it) still makes the call a failed one, as in Redis.
+        st.failed.add(1);
     }
     if f & flags::SKIP_SLOWLOG == 0 {
         slowlog_push(srv, conn, args, entry, dur_us);

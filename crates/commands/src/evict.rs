@@ -259,6 +259,9 @@ fn evict_one(
     let (_, db, key) = best?;
     let (h, mut shard) = store.lock(db, &key);
     let entry = shard.remove(h, &key)?;
+    // Counted while the shard is still locked: DBSIZE + evicted_keys stay consistent for a
+    // reader holding every shard (MULTI ... EXEC).
+    stats.evicted_keys.add(1);
     let size = (tern_engine::entry::entry_alloc_size(key.len(), entry.expire_at() != 0)
         + entry.value.heap_size()) as u64;
     drop(shard);
@@ -268,7 +271,6 @@ fn evict_one(
     } else {
         drop(entry);
     }
-    stats.evicted_keys.add(1);
     let flags = srv.config.hot.notify_flags.load(Relaxed);
     if flags & crate::notify::EVICTED != 0 {
         crate::pubsub::notify_keyspace(srv, db, crate::notify::EVICTED, "evicted", &key);

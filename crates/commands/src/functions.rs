@@ -437,6 +437,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
             is_eval: false,
             name: name.clone(),
             read_only,
+            allow_oom: fl & sflags::ALLOW_OOM != 0,
             keys: keys.clone(),
             argv,
         };

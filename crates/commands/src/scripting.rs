@@ -246,7 +246,8 @@ pub fn shebang_flags(body: &[u8]) -> Result<(u32, usize), String> {
                 String::from_utf8_lossy(p)
             ));
         };
-        for name in list.split(|&c| c == b',') {
+        // `flags=` alone declares no flags (Redis splits an empty list into nothing).
+        for name in list.split(|&c| c == b',').filter(|_| !list.is_empty()) {
             match sflags::NAMES.iter().find(|(_, n)| n.as_bytes() == name) {
                 Some((bit, _)) => fl |= bit,
                 None => {
@@ -393,6 +394,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
                 is_eval: true,
                 name: sha.clone(),
                 read_only,
+                allow_oom: script.flags & sflags::ALLOW_OOM != 0,
                 keys: keys.clone(),
                 argv,
             };

@@ -399,6 +399,171 @@ impl<'a> Parser<'a> {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The same conversion straight onto a Lua stack (redis.call's hot path: no mlua values, no
+// registry references). These functions keep no Rust value that needs dropping in their
+// frames, so a Lua memory error raised by a push unwinds nothing.
+
+/// Push `{err = "CODE message", ignore_error_stats_update = true}` for an error text (a
+/// leading `-` carries the code; without one the code is ERR), as `error_table` builds it.
+///
+/// # Safety
+/// `state` is a valid Lua state with room for 3 more slots.
+pub unsafe fn push_error_table(state: *mut mlua::ffi::lua_State, s: &[u8]) {
+    use mlua::ffi;
+    let (code, msg): (&[u8], &[u8]) = if s.first() == Some(&b'-') {
+        match s.iter().position(|&c| c == b' ') {
+            Some(sp) => (&s[1..sp], &s[sp + 1..]),
+            None => (b"ERR", &s[1..]),
+        }
+    } else {
+        (b"ERR", s)
+    };
+    let is_nl = |c: &u8| *c == b'\r' || *c == b'\n';
+    let start = msg.iter().position(|c| !is_nl(c)).unwrap_or(msg.len());
+    let end = msg.iter().rposition(|c| !is_nl(c)).map_or(start, |e| e + 1);
+    let msg = &msg[start..end.max(start)];
+    ffi::lua_createtable(state, 0, 2);
+    // "CODE message" built on the Lua side (two pushes and a concat: no Rust allocation).
+    ffi::lua_pushlstring(state, code.as_ptr() as *const _, code.len());
+    ffi::lua_pushlstring(state, b" ".as_ptr() as *const _, 1);
+    ffi::lua_pushlstring(state, msg.as_ptr() as *const _, msg.len());
+    ffi::lua_concat(state, 3);
+    ffi::lua_setfield(state, -2, c"err".as_ptr());
+    ffi::lua_pushboolean(state, 1);
+    ffi::lua_setfield(state, -2, c"ignore_error_stats_update".as_ptr());
+}
+
+/// Push the Lua value of the reply in `buf` (as `reply_to_lua`); true if it is an error.
+///
+/// # Safety
+/// `state` is a valid Lua state.
+pub unsafe fn push_reply(state: *mut mlua::ffi::lua_State, buf: &[u8]) -> bool {
+    let mut p = Parser { b: buf, pos: 0 };
+    p.push(state);
+    buf.first() == Some(&b'-')
+}
+
+impl Parser<'_> {
+    unsafe fn push_bytes(state: *mut mlua::ffi::lua_State, b: &[u8]) {
+        mlua::ffi::lua_pushlstring(state, b.as_ptr() as *const _, b.len());
+    }
+
+    /// One wrapper table `{name = <value on the stack top>}`.
+    unsafe fn wrap_top(state: *mut mlua::ffi::lua_State, name: &std::ffi::CStr) {
+        use mlua::ffi;
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_insert(state, -2);
+        ffi::lua_setfield(state, -2, name.as_ptr());
+    }
+
+    unsafe fn push(&mut self, state: *mut mlua::ffi::lua_State) {
+        use mlua::ffi;
+        ffi::luaL_checkstack(state, 4, c"reply nested too deeply".as_ptr());
+        if self.pos >= self.b.len() {
+            ffi::lua_pushnil(state);
+            return;
+        }
+        let t = self.b[self.pos];
+        self.pos += 1;
+        let line = self.line();
+        match t {
+            b'+' => {
+                Self::push_bytes(state, line);
+                Self::wrap_top(state, c"ok");
+            }
+            b'-' => {
+                // The error text with its leading '-' (the code) back in front.
+                let start = line.as_ptr() as usize - self.b.as_ptr() as usize - 1;
+                push_error_table(state, &self.b[start..start + 1 + line.len()]);
+            }
+            b':' => ffi::lua_pushnumber(state, Self::int(line) as f64),
+            b'$' => {
+                let n = Self::int(line);
+                if n < 0 {
+                    ffi::lua_pushboolean(state, 0);
+                } else {
+                    let b = self.bulk(n);
+                    Self::push_bytes(state, b);
+                }
+            }
+            b'*' | b'>' => {
+                let n = Self::int(line);
+                if n < 0 && t == b'*' {
+                    ffi::lua_pushboolean(state, 0);
+                } else {
+                    let n = n.max(0);
+                    ffi::lua_createtable(state, n.min(1 << 20) as std::ffi::c_int, 0);
+                    for i in 0..n {
+                        self.push(state);
+                        ffi::lua_rawseti(state, -2, (i + 1) as _);
+                    }
+                }
+            }
+            b'%' | b'~' => {
+                let n = Self::int(line);
+                ffi::lua_createtable(state, 0, 0);
+                for _ in 0..n {
+                    self.push(state);
+                    if t == b'%' {
+                        self.push(state);
+                    } else {
+                        ffi::lua_pushboolean(state, 1);
+                    }
+                    if ffi::lua_isnil(state, -2) != 0 {
+                        ffi::lua_pop(state, 2);
+                    } else {
+                        ffi::lua_rawset(state, -3);
+                    }
+                }
+                Self::wrap_top(state, if t == b'%' { c"map" } else { c"set" });
+            }
+            b'|' => {
+                let n = Self::int(line);
+                for _ in 0..2 * n {
+                    self.push(state);
+                    ffi::lua_pop(state, 1);
+                }
+                self.push(state);
+            }
+            b'_' => ffi::lua_pushnil(state),
+            b'#' => ffi::lua_pushboolean(state, (line == b"t") as std::ffi::c_int),
+            b',' => {
+                let d = match line {
+                    b"inf" => f64::INFINITY,
+                    b"-inf" => f64::NEG_INFINITY,
+                    b"nan" | b"-nan" => f64::NAN,
+                    s => std::str::from_utf8(s)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0.0),
+                };
+                ffi::lua_pushnumber(state, d);
+                Self::wrap_top(state, c"double");
+            }
+            b'(' => {
+                Self::push_bytes(state, line);
+                Self::wrap_top(state, c"big_number");
+            }
+            b'=' => {
+                let s = self.bulk(Self::int(line));
+                let (fmt, text) = if s.len() >= 4 {
+                    (&s[..3], &s[4..])
+                } else {
+                    (&b"txt"[..], s)
+                };
+                ffi::lua_createtable(state, 0, 2);
+                Self::push_bytes(state, text);
+                ffi::lua_setfield(state, -2, c"string".as_ptr());
+                Self::push_bytes(state, fmt);
+                ffi::lua_setfield(state, -2, c"format".as_ptr());
+                Self::wrap_top(state, c"verbatim_string");
+            }
+            _ => ffi::lua_pushnil(state),
+        }
+    }
+}
+
 /// A command's reply as the Lua value redis.call returns, and whether it is an error (which
 /// redis.call raises and redis.pcall returns).
 pub fn reply_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<(Value, bool)> {

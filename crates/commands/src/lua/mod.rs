@@ -8,7 +8,6 @@
 
 pub mod convert;
 
-use crate::args::OwnedArgs;
 use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
 use crate::table::flags;
@@ -272,6 +271,8 @@ pub struct RunCtx {
     /// Protocol of `redis.call` replies (redis.setresp).
     resp: u8,
     read_only: bool,
+    /// The `allow-oom` flag: growing writes run even over maxmemory.
+    allow_oom: bool,
     info: Arc<RunInfo>,
     scratch: Reply,
     start_us: u64,
@@ -373,115 +374,127 @@ fn lua_args(args: &MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
     Ok(out)
 }
 
+/// Argument bytes, then each argument's range in them.
+type ArgBuffer = (Vec<u8>, Vec<(usize, usize)>);
+
 thread_local! {
-    /// redis.call's arguments, read off the Lua stack by `call_trampoline` (thousands of
-    /// arguments would not fit mlua's value stack).
-    static CALL_ARGS: RefCell<Result<Vec<Vec<u8>>, &'static str>> = const { RefCell::new(Ok(Vec::new())) };
+    /// redis.call's arguments, read off the Lua stack by `call_trampoline` into one buffer this
+    /// thread reuses.
+    static CALL_ARGS: RefCell<ArgBuffer> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Read the arguments at stack slots 1..=n into CALL_ARGS, as redis.call converts them.
-unsafe fn stash_call_args(state: *mut mlua::ffi::lua_State, n: std::ffi::c_int) {
+unsafe fn stash_call_args(
+    state: *mut mlua::ffi::lua_State,
+    n: std::ffi::c_int,
+) -> Result<(), &'static str> {
     use mlua::ffi;
-    let r = if n == 0 {
-        Err("Please specify at least one argument for this redis lib call")
-    } else {
-        let mut v = Vec::with_capacity(n as usize);
-        let mut bad = false;
+    if n == 0 {
+        return Err("Please specify at least one argument for this redis lib call");
+    }
+    CALL_ARGS.with(|c| {
+        let mut c = c.borrow_mut();
+        let (buf, ranges) = &mut *c;
+        buf.clear();
+        ranges.clear();
         for i in 1..=n {
+            let start = buf.len();
             match ffi::lua_type(state, i) {
                 ffi::LUA_TNUMBER => {
                     let d = ffi::lua_tonumber(state, i);
                     let lim = (i64::MAX / 2) as f64;
                     if d.fract() == 0.0 && (-lim..=lim).contains(&d) {
-                        v.push(itoa::Buffer::new().format(d as i64).as_bytes().to_vec());
+                        buf.extend_from_slice(itoa::Buffer::new().format(d as i64).as_bytes());
                     } else {
-                        v.push(convert::number_arg(d));
+                        buf.extend_from_slice(&convert::number_arg(d));
                     }
                 }
                 ffi::LUA_TSTRING => {
                     let mut len = 0usize;
                     let p = ffi::lua_tolstring(state, i, &mut len);
-                    v.push(std::slice::from_raw_parts(p as *const u8, len).to_vec());
+                    buf.extend_from_slice(std::slice::from_raw_parts(p as *const u8, len));
                 }
-                _ => {
-                    bad = true;
-                    break;
-                }
+                _ => return Err("Lua redis lib command arguments must be strings or integers"),
             }
+            ranges.push((start, buf.len()));
         }
-        if bad {
-            Err("Lua redis lib command arguments must be strings or integers")
-        } else {
-            Ok(v)
-        }
-    };
-    CALL_ARGS.with(|c| *c.borrow_mut() = r);
+        Ok(())
+    })
 }
 
-/// redis.call / redis.pcall: arguments stashed from the Lua stack, then the Rust side (the
-/// upvalue, returning `(value, failed)`) runs the command; redis.call (`raise` upvalue 2 true)
-/// raises a failure.
+/// redis.call / redis.pcall: the arguments are read off the Lua stack, the command runs, and
+/// its reply is pushed straight back as a Lua value; redis.call (upvalue 1 true) raises a
+/// failure, redis.pcall returns it.
 unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
     use mlua::ffi;
     let n = ffi::lua_gettop(state);
-    stash_call_args(state, n);
+    let stashed = stash_call_args(state, n);
     ffi::lua_settop(state, 0);
-    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
-    ffi::lua_call(state, 0, 2);
-    let failed = ffi::lua_toboolean(state, -1) != 0;
-    ffi::lua_pop(state, 1);
-    if failed && ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0 {
+    let failed = match stashed {
+        Err(e) => {
+            convert::push_error_table(state, e.as_bytes());
+            true
+        }
+        Ok(()) => run_stashed_call(state),
+    };
+    if failed && ffi::lua_toboolean(state, ffi::lua_upvalueindex(1)) != 0 {
         // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
         ffi::lua_error(state);
     }
     1
 }
 
-fn raw_call(lua: &Lua, _: ()) -> mlua::Result<(Value, bool)> {
-    let argv = match CALL_ARGS.with(|c| std::mem::replace(&mut *c.borrow_mut(), Ok(Vec::new()))) {
-        Ok(a) => a,
-        Err(e) => return Ok((lua_err(lua, e)?, true)),
-    };
+/// Run the command in CALL_ARGS for the running script and push its reply; true if it
+/// failed (an error reply or a script rule refused it).
+unsafe fn run_stashed_call(state: *mut mlua::ffi::lua_State) -> bool {
     let p = CURRENT.with(|c| c.get());
     if p.is_null() {
-        return Ok((
-            lua_err(
-                lua,
-                "redis.call can only be called inside a script invocation",
-            )?,
-            true,
-        ));
+        convert::push_error_table(
+            state,
+            b"redis.call can only be called inside a script invocation",
+        );
+        return true;
     }
+    if let Some(refused) = execute_stashed(p) {
+        convert::push_error_table(state, refused.as_bytes());
+        return true;
+    }
+    // SAFETY: the reply lives in the running script's context (not in this frame) until the
+    // next call; the pushes below may raise a Lua memory error, which drops nothing here.
+    let reply: &[u8] = &(*p).scratch.buf;
+    convert::push_reply(state, reply)
+}
+
+/// Execute CALL_ARGS into the run context's scratch reply; Some(error) when a script rule
+/// refused the command.
+fn execute_stashed(p: *mut RunCtx) -> Option<&'static str> {
     // SAFETY: see `with_run`. The references live only for this call.
     let rc = unsafe { &mut *p };
     let srv = unsafe { &*rc.srv };
     let conn = unsafe { &mut *rc.conn };
-    let owned = OwnedArgs::new(&argv);
     let mut out = std::mem::take(&mut rc.scratch);
     out.buf.clear();
     out.errors = 0;
     out.error_codes.clear();
     out.resp = rc.resp;
-    let wrote = rc.info.wrote.load(Relaxed);
-    let r = crate::dispatch::execute_for_script(
-        srv,
-        conn,
-        &mut out,
-        &owned.args(),
-        rc.read_only,
-        wrote,
-    );
-    let res = match r {
-        Err(e) => lua_err(lua, e).map(|v| (v, true)),
+    // Over maxmemory, only a script's first growing write is refused (Redis's
+    // scriptVerifyOOM): not once it wrote, nor with allow-oom.
+    let oom_exempt = rc.allow_oom || rc.info.wrote.load(Relaxed);
+    let r = CALL_ARGS.with(|c| {
+        let c = c.borrow();
+        let args = crate::args::Args::new(&c.0, &c.1);
+        crate::dispatch::execute_for_script(srv, conn, &mut out, &args, rc.read_only, oom_exempt)
+    });
+    rc.scratch = out;
+    match r {
+        Err(e) => Some(e),
         Ok(f) => {
             if f & flags::WRITE != 0 {
                 rc.info.wrote.store(true, Relaxed);
             }
-            convert::reply_to_lua(lua, &out.buf)
+            None
         }
-    };
-    rc.scratch = out;
-    res
+    }
 }
 
 fn raw_acl_check(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
@@ -817,12 +830,11 @@ impl Vm {
         };
         tern_scripting::register_libs(&lua)?;
         let raw = lua.create_table()?;
-        let rc = lua.create_function(raw_call)?;
         for (name, raise) in [("call", true), ("pcall", false)] {
-            // SAFETY: pushes one C closure over (raw_call, raise) and returns it.
+            // SAFETY: pushes one C closure over (raise) and returns it.
             let f = unsafe {
-                lua.exec_raw::<Function>((rc.clone(), raise), |state| {
-                    mlua::ffi::lua_pushcclosure(state, call_trampoline, 2);
+                lua.exec_raw::<Function>(raise, |state| {
+                    mlua::ffi::lua_pushcclosure(state, call_trampoline, 1);
                 })?
             };
             raw.set(name, f)?;
@@ -1005,6 +1017,8 @@ pub struct Run<'a> {
     /// The sha (EVAL) or the function's name: what errors and FUNCTION STATS show.
     pub name: String,
     pub read_only: bool,
+    /// Declared `allow-oom` (shebang or function flag).
+    pub allow_oom: bool,
     pub keys: Vec<&'a [u8]>,
     pub argv: Vec<&'a [u8]>,
 }
@@ -1037,6 +1051,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         conn: &mut *ctx.conn as *mut Conn,
         resp: 2,
         read_only: spec.read_only,
+        allow_oom: spec.allow_oom,
         info: info.clone(),
         threshold,
         kill_logged: false,
