@@ -204,6 +204,27 @@ fn candidate_shards(srv: &Server, policy: Policy) -> Vec<usize> {
         .collect()
 }
 
+/// The first key `policy` may evict, walking `shards` from index `from` (score unused).
+fn first_evictable(
+    srv: &Server,
+    policy: Policy,
+    shards: &[usize],
+    from: usize,
+) -> Option<(u64, usize, Box<[u8]>)> {
+    let per_db = srv.store.shards_per_db();
+    (0..shards.len()).find_map(|i| {
+        let gi = shards[(from + i) % shards.len()];
+        let db = gi / per_db;
+        let shard = srv.store.lock_shard(db, gi % per_db);
+        let found = shard
+            .dict()
+            .iter()
+            .find(|e| !policy.volatile_only() || e.expire_at() != 0)
+            .map(|e| (1, db, e.key().into()));
+        found
+    })
+}
+
 /// Evict the best of a sample of keys (one key from each of `maxmemory-samples` random
 /// candidate shards); returns its estimated size, or None when no key can be evicted under
 /// the policy. Shards found without candidates leave `shards`.
@@ -255,6 +276,11 @@ fn evict_one(
         if best.as_ref().is_none_or(|(b, _, _)| score > *b) {
             best = Some((score, db, e.key().into()));
         }
+    }
+    if best.is_none() && !shards.is_empty() {
+        // Sampling kept missing (volatile keys rare among persistent ones): walk the
+        // candidate shards for any key the policy may evict before saying there is none.
+        best = first_evictable(srv, policy, shards, rng.gen_range(0..shards.len()));
     }
     let (_, db, key) = best?;
     let (h, mut shard) = store.lock(db, &key);
