@@ -1,0 +1,4 @@
+//! Persistence in Redis's formats: CRC-64, LZF, and the RDB value/file codec.
+pub mod crc64;
+pub mod lzf;
+pub mod rdb;
