@@ -28,6 +28,7 @@ pub mod introspection;
 pub mod keys;
 pub mod memory;
 pub mod multi;
+pub mod persistence;
 pub mod pubsub;
 pub mod strings;
 
@@ -53,7 +54,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 22] {
+pub fn families() -> [&'static [CommandSpec]; 23] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -77,6 +78,7 @@ pub fn families() -> [&'static [CommandSpec]; 22] {
         sort::COMMANDS,
         multi::COMMANDS,
         pubsub::COMMANDS,
+        persistence::COMMANDS,
     ]
 }
 

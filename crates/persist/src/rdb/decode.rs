@@ -22,7 +22,9 @@ pub enum RestoreError {
 impl std::fmt::Display for RestoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RestoreError::VersionOrChecksum => write!(f, "DUMP payload version or checksum are wrong"),
+            RestoreError::VersionOrChecksum => {
+                write!(f, "DUMP payload version or checksum are wrong")
+            }
             RestoreError::Bad(what, off) => write!(f, "{what} at offset {off}"),
             RestoreError::Module => write!(f, "module data types are not supported"),
         }
@@ -61,7 +63,11 @@ impl<'a> Reader<'a> {
     }
 
     pub fn take(&mut self, n: usize) -> R<&'a [u8]> {
-        match self.pos.checked_add(n).and_then(|e| self.b.get(self.pos..e)) {
+        match self
+            .pos
+            .checked_add(n)
+            .and_then(|e| self.b.get(self.pos..e))
+        {
             Some(s) => {
                 self.pos += n;
                 Ok(s)
@@ -145,7 +151,10 @@ impl<'a> Reader<'a> {
             255 => Ok(f64::NEG_INFINITY),
             _ => {
                 let s = self.take(n as usize)?;
-                match std::str::from_utf8(s).ok().and_then(|t| t.parse::<f64>().ok()) {
+                match std::str::from_utf8(s)
+                    .ok()
+                    .and_then(|t| t.parse::<f64>().ok())
+                {
                     Some(v) => Ok(v),
                     None => self.bad("invalid double"),
                 }

@@ -10,7 +10,14 @@ fn round_trip(v: &Value) -> Value {
 
 #[test]
 fn strings() {
-    for s in [&b"42"[..], b"-7", b"hello", b"", b"12345678901234567890", &[b'x'; 500][..]] {
+    for s in [
+        &b"42"[..],
+        b"-7",
+        b"hello",
+        b"",
+        b"12345678901234567890",
+        &[b'x'; 500][..],
+    ] {
         let v = Value::from_bytes(s);
         let back = round_trip(&v);
         assert_eq!(back, v);
@@ -34,7 +41,11 @@ fn collections() {
         assert_eq!(a.to_vecs(), b.to_vecs());
 
         for ints in [true, false] {
-            let first = if ints { "1".to_string() } else { "a".to_string() };
+            let first = if ints {
+                "1".to_string()
+            } else {
+                "a".to_string()
+            };
             let mut s = SetValue::create(first.as_bytes(), n);
             for i in 0..n {
                 let m = if ints { i.to_string() } else { format!("m{i}") };
@@ -86,8 +97,13 @@ fn streams() {
     let mut s = StreamValue::new();
     for i in 0..250u64 {
         let f = if i % 3 == 0 { "other" } else { "f" };
-        s.append(Some(StreamId::new(1000 + i, i)), true, &[f, "v", "g", &i.to_string()], 0)
-            .unwrap();
+        s.append(
+            Some(StreamId::new(1000 + i, i)),
+            true,
+            &[f, "v", "g", &i.to_string()],
+            0,
+        )
+        .unwrap();
     }
     s.delete(StreamId::new(1005, 5));
     let mut g = tern_engine::types::stream::ConsumerGroup::new(StreamId::new(1010, 10), 10);
@@ -113,7 +129,10 @@ fn streams() {
     assert_eq!(ga.pel, gb.pel);
     assert_eq!(ga.last_id, gb.last_id);
     assert_eq!(ga.entries_read, gb.entries_read);
-    assert_eq!(ga.consumers[&b"alice"[..]].pel, gb.consumers[&b"alice"[..]].pel);
+    assert_eq!(
+        ga.consumers[&b"alice"[..]].pel,
+        gb.consumers[&b"alice"[..]].pel
+    );
 }
 
 #[test]
@@ -122,5 +141,8 @@ fn bad_payloads() {
     let n = p.len();
     p[n - 1] ^= 1;
     assert_eq!(restore_payload(&p), Err(RestoreError::VersionOrChecksum));
-    assert_eq!(restore_payload(b"abc"), Err(RestoreError::VersionOrChecksum));
+    assert_eq!(
+        restore_payload(b"abc"),
+        Err(RestoreError::VersionOrChecksum)
+    );
 }
