@@ -24,15 +24,14 @@ impl ActiveExpire {
     /// Run for at most `budget`, resuming where the previous cycle stopped. Returns keys expired.
     pub fn cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
         let start = Instant::now();
-        let shards = store.all_shards();
-        let n = shards.len();
+        let n = store.shard_count();
         let mut expired = 0;
         let mut visited = 0;
         while visited < n && start.elapsed() < budget {
             let i = self.next_shard.fetch_add(1, Ordering::Relaxed) % n;
             visited += 1;
             loop {
-                let mut g = shards[i].lock();
+                let mut g = store.lock_index(i);
                 if g.volatile() == 0 {
                     break;
                 }
