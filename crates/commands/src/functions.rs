@@ -777,3 +777,35 @@ mod tests {
         assert!(metadata(b"#!lua name=x foo=y\n").is_err());
     }
 }
+
+/// The code of every loaded library (what an RDB file's FUNCTION2 records hold).
+pub fn library_codes() -> Vec<Vec<u8>> {
+    LIBS.read().libs.iter().map(|l| l.code.clone()).collect()
+}
+
+/// Replace the loaded libraries with these (RDB loading).
+pub fn load_libraries(codes: &[Vec<u8>]) -> Result<(), String> {
+    let built = with_functions(|vm| -> Result<Vec<Library>, String> {
+        let mut libs: Vec<Library> = Vec::new();
+        for code in codes {
+            let lib = build(vm, code, 0)?;
+            if libs.iter().any(|l| l.name == lib.name) {
+                return Err(format!("ERR Library {} already exists", lib.name));
+            }
+            libs.push(lib);
+        }
+        Ok(libs)
+    });
+    let new = match built {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) | Err(e) => return Err(e),
+    };
+    let mut l = LIBS.write();
+    let mut fresh = Libs {
+        libs: Vec::new(),
+        gen: l.gen,
+    };
+    fresh.join(new, false)?;
+    *l = fresh;
+    Ok(())
+}

@@ -55,6 +55,20 @@ fn main() {
         }
     }
 
+    // Load the RDB file before serving anyone; a corrupt file stops the start (and is kept).
+    let rdb = tern_commands::persistence::rdb_path(&srv);
+    let t0 = std::time::Instant::now();
+    match tern_commands::persistence::rdb_load(&srv, &rdb) {
+        Ok(true) => notice!(
+            "DB loaded from disk: {:.3} seconds",
+            t0.elapsed().as_secs_f64()
+        ),
+        Ok(false) => {}
+        Err(e) => {
+            warning!("{e}");
+            std::process::exit(1);
+        }
+    }
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());
 
@@ -62,7 +76,20 @@ fn main() {
         .enable_all()
         .build()
         .expect("acceptor runtime");
-    let code = rt.block_on(accept_loop(srv.clone(), workers));
+    let mut code = rt.block_on(accept_loop(srv.clone(), workers));
+    if code == 0
+        && !tern_commands::persistence::SHUTDOWN_SAVED.load(Relaxed)
+        && tern_commands::persistence::has_save_points(&srv)
+    {
+        notice!("Saving the final RDB snapshot before exiting.");
+        match tern_commands::persistence::rdb_save(&srv) {
+            Ok(_) => notice!("DB saved on disk"),
+            Err(e) => {
+                warning!("Error trying to save the DB, can't exit: {e}");
+                code = 1;
+            }
+        }
+    }
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }
@@ -354,6 +381,7 @@ fn spawn_cron(srv: Arc<Server>) {
                     // Keyspace events for the keys this cycle expired.
                     tern_commands::pubsub::flush_engine_events(&srv);
                 }
+                tern_commands::persistence::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);

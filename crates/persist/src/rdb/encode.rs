@@ -117,6 +117,11 @@ pub fn value_type(v: &Value) -> u8 {
 /// Write the type byte and the value.
 pub fn write_value(w: &mut Writer, v: &Value) {
     w.byte(value_type(v));
+    write_value_body(w, v);
+}
+
+/// The value without its type byte (`value_type` gives it).
+pub fn write_value_body(w: &mut Writer, v: &Value) {
     match v {
         Value::Str(s) => write_rstring(w, s),
         Value::List(l) => write_list(w, l),

@@ -3,6 +3,7 @@
 
 pub mod decode;
 pub mod encode;
+pub mod file;
 
 pub use decode::{read_value, restore_payload, Reader, RestoreError};
 pub use encode::{dump_payload, write_value, Writer};
