@@ -766,18 +766,6 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     ctx.out.ok();
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_errors() {
-        assert!(metadata(b"return 1").is_err());
-        assert_eq!(metadata(b"#!lua name=x\nbody").unwrap().1, "x");
-        assert!(metadata(b"#!lua name=x foo=y\n").is_err());
-    }
-}
-
 /// The code of every loaded library (what an RDB file's FUNCTION2 records hold).
 pub fn library_codes() -> Vec<Vec<u8>> {
     LIBS.read().libs.iter().map(|l| l.code.clone()).collect()
@@ -808,4 +796,16 @@ pub fn load_libraries(codes: &[Vec<u8>]) -> Result<(), String> {
     fresh.join(new, false)?;
     *l = fresh;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_errors() {
+        assert!(metadata(b"return 1").is_err());
+        assert_eq!(metadata(b"#!lua name=x\nbody").unwrap().1, "x");
+        assert!(metadata(b"#!lua name=x foo=y\n").is_err());
+    }
 }

@@ -495,9 +495,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     for a in args.iter().skip(2) {
         if eq_ic(a, "nosave") {
             save = false;
-        } else if eq_ic(a, "noflush") {
-            flush = false;
-        } else if eq_ic(a, "merge") {
+        } else if eq_ic(a, "noflush") || eq_ic(a, "merge") {
             flush = false;
         } else {
             return ctx.error(ERR_SYNTAX);

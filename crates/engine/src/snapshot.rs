@@ -110,7 +110,8 @@ mod tests {
     use crate::value::Value;
     use std::sync::Arc;
 
-    struct Collect(Vec<(usize, Vec<(Vec<u8>, Vec<u8>)>)>);
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+    struct Collect(Vec<(usize, Pairs)>);
     impl ShardSink for Collect {
         fn shard(&mut self, db: usize, data: &ShardData) {
             let mut v = Vec::new();

@@ -95,6 +95,7 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&mut self) -> R<u64> {
         match self.len_enc()? {
             (n, false) => Ok(n),
@@ -334,9 +335,7 @@ fn build_list<'a>(items: impl Iterator<Item = &'a [u8]>) -> Value {
 }
 
 fn build_set(items: &[Vec<u8>]) -> Option<Value> {
-    let Some(first) = items.first() else {
-        return None;
-    };
+    let first = items.first()?;
     let mut s = SetValue::create(first, items.len());
     for m in items {
         if !s.add(m) {

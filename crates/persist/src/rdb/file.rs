@@ -246,7 +246,7 @@ pub fn load(
         expire_at = 0;
         idle = None;
         freq = None;
-        if out.keys % 1024 == 0 {
+        if out.keys.is_multiple_of(1024) {
             progress(r.pos);
         }
     }
