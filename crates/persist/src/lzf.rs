@@ -11,20 +11,23 @@ const HBITS: u32 = 14;
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     let n = input.len();
     let mut out = Vec::with_capacity(max_out.min(n + n / 16 + 8));
-    let mut table = vec![0usize; 1 << HBITS]; // position + 1, 0 = empty
+    // Hash table of positions + 1 (0 = empty), sized to the input: small strings are the
+    // common case and must not pay for clearing a large table.
+    let hbits = (usize::BITS - n.max(2).leading_zeros()).clamp(8, HBITS);
+    let mut table = vec![0u32; 1 << hbits];
     let mut lit_start = 0usize; // index in out of the current literal run's control byte
     let mut lit = 0usize;
     out.push(0);
     let hash = |p: usize| -> usize {
         let v = ((input[p] as u32) << 16) | ((input[p + 1] as u32) << 8) | input[p + 2] as u32;
-        (v.wrapping_mul(2654435761) >> (32 - HBITS)) as usize
+        (v.wrapping_mul(2654435761) >> (32 - hbits)) as usize
     };
     let mut i = 0usize;
     while i < n {
         if i + 2 < n {
             let h = hash(i);
-            let cand = table[h];
-            table[h] = i + 1;
+            let cand = table[h] as usize;
+            table[h] = (i + 1) as u32;
             if cand > 0 {
                 let r = cand - 1;
                 let off = i - r - 1;
@@ -52,7 +55,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
                     let end = i + len;
                     let mut j = i + 1;
                     while j < end && j + 2 < n {
-                        table[hash(j)] = j + 1;
+                        table[hash(j)] = (j + 1) as u32;
                         j += 1;
                     }
                     i = end;
