@@ -244,6 +244,10 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
+    if let Some(e) = crate::persistence::deny_reason(srv, entry.spec) {
+        out.error(e);
+        return Err(Some(entry));
+    }
     Ok(entry)
 }
 

@@ -527,3 +527,22 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
         }
     }
 }
+
+const ERR_MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Why a command is refused right now: the dataset is loading (`-LOADING` unless the command
+/// may run then), or the last background save failed and `stop-writes-on-bgsave-error` holds
+/// writes (and PING) back. Two relaxed loads in the common case.
+pub fn deny_reason(srv: &Server, spec: &CommandSpec) -> Option<&'static str> {
+    if RDB.loading.load(Relaxed) && spec.flags & f::LOADING == 0 {
+        return Some("LOADING Redis is loading the dataset in memory");
+    }
+    if !RDB.last_bgsave_ok.load(Relaxed)
+        && (spec.flags & f::WRITE != 0 || spec.name == "ping")
+        && srv.config.get_bool("stop-writes-on-bgsave-error")
+        && has_save_points(srv)
+    {
+        return Some(ERR_MISCONF);
+    }
+    None
+}

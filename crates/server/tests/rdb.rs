@@ -262,3 +262,62 @@ fn corrupt_and_truncated_files_are_refused_and_kept() {
         assert_eq!(std::fs::read(dir.join(f)).unwrap(), before, "{f} untouched");
     }
 }
+
+#[test]
+fn failed_bgsave_stops_writes_with_misconf() {
+    let dir = fresh_dir("misconf");
+    let d = dir.to_str().unwrap();
+    // the target name is a directory: the final rename fails
+    std::fs::create_dir_all(dir.join("blocked.rdb")).unwrap();
+    let tern = Server::tern(&[
+        "--dir",
+        d,
+        "--dbfilename",
+        "none.rdb",
+        "--enable-protected-configs",
+        "yes",
+    ]);
+    let mut c = tern.conn();
+    q(&mut c, &["CONFIG", "SET", "dbfilename", "blocked.rdb"]);
+    q(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    q(&mut c, &["SET", "k", "v"]);
+    let before = q(&mut c, &["LASTSAVE"]);
+    assert_eq!(
+        q(&mut c, &["BGSAVE"]),
+        V::SimpleString("Background saving started".into())
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let V::BulkString(info) = q(&mut c, &["INFO", "persistence"]) else {
+            panic!()
+        };
+        let info = String::from_utf8(info).unwrap();
+        if info.contains("rdb_last_bgsave_status:err") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let e = err(&mut c, &["SET", "k", "v2"]);
+    assert!(
+        e.starts_with("MISCONF Redis is configured to save RDB snapshots"),
+        "{e}"
+    );
+    assert!(err(&mut c, &["PING"]).starts_with("MISCONF"));
+    assert_eq!(q(&mut c, &["GET", "k"]), bulk("v"));
+    assert_eq!(q(&mut c, &["LASTSAVE"]), before);
+    q(
+        &mut c,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+    );
+    assert_eq!(q(&mut c, &["SET", "k", "v3"]), V::Okay);
+    // a successful SAVE clears the error
+    std::fs::remove_dir_all(dir.join("blocked.rdb")).unwrap();
+    q(
+        &mut c,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"],
+    );
+    assert_eq!(q(&mut c, &["SAVE"]), V::Okay);
+    assert_eq!(q(&mut c, &["SET", "k", "v4"]), V::Okay);
+    assert_eq!(err(&mut c, &["BGSAVE", "x"]), "ERR syntax error");
+}
