@@ -321,3 +321,50 @@ fn failed_bgsave_stops_writes_with_misconf() {
     assert_eq!(q(&mut c, &["SET", "k", "v4"]), V::Okay);
     assert_eq!(err(&mut c, &["BGSAVE", "x"]), "ERR syntax error");
 }
+
+fn wait_exit(s: &Server) {
+    let pid = s.pid();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+        if stat.is_empty() || state == Some('Z') {
+            return;
+        }
+        assert!(Instant::now() < deadline, "server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn shutdown_and_sigterm_save_when_save_points_are_set() {
+    let dir = fresh_dir("shutdown");
+    let d = dir.to_str().unwrap();
+    let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb", "--save", "3600 1"]);
+    let mut c = s.conn();
+    q(&mut c, &["SET", "k", "saved-by-shutdown"]);
+    let _ = cmd(&["SHUTDOWN"]).query::<V>(&mut c);
+    wait_exit(&s);
+    let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb", "--save", "3600 1"]);
+    let mut c = s.conn();
+    assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-shutdown"));
+    q(&mut c, &["SET", "k", "saved-by-sigterm"]);
+    unsafe { libc_kill(s.pid() as i32, 15) };
+    wait_exit(&s);
+    let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb"]);
+    let mut c = s.conn();
+    assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-sigterm"));
+    // SHUTDOWN NOSAVE does not save
+    q(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    q(&mut c, &["SET", "k", "lost"]);
+    let _ = cmd(&["SHUTDOWN", "NOSAVE"]).query::<V>(&mut c);
+    wait_exit(&s);
+    let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb"]);
+    let mut c = s.conn();
+    assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-sigterm"));
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
