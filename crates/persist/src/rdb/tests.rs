@@ -146,3 +146,94 @@ fn bad_payloads() {
         Err(RestoreError::VersionOrChecksum)
     );
 }
+
+fn ziplist_sample() -> Vec<u8> {
+    let entries: &[u8] = &[
+        0x00, 0x02, b'a', b'b', // "ab"
+        0x04, 0xf6, // immediate 5
+        0x02, 0xc0, 0xe8, 0x03, // int16 1000
+        0x04, 0xfe, 0xfd, // int8 -3
+        0x03, 0xf0, 0x60, 0x79, 0xfe, // int24 -100000
+    ];
+    let total = 10 + entries.len() + 1;
+    let mut z = Vec::new();
+    z.extend_from_slice(&(total as u32).to_le_bytes());
+    z.extend_from_slice(&23u32.to_le_bytes());
+    z.extend_from_slice(&5u16.to_le_bytes());
+    z.extend_from_slice(entries);
+    z.push(0xff);
+    z
+}
+
+fn payload(t: u8, body: &[u8]) -> Vec<u8> {
+    let mut p = vec![t];
+    p.extend_from_slice(body);
+    p.extend_from_slice(&9u16.to_le_bytes());
+    let crc = crate::crc64::crc64(&p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    p
+}
+
+fn blob(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode::put_len(&mut out, b.len() as u64);
+    out.extend_from_slice(b);
+    out
+}
+
+#[test]
+fn old_encodings_ziplist_quicklist_zipmap() {
+    let want: Vec<Vec<u8>> = ["ab", "5", "1000", "-3", "-100000"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    assert_eq!(decode::parse_ziplist(&ziplist_sample()).unwrap(), want);
+    // RDB_TYPE_LIST_ZIPLIST
+    let Value::List(l) =
+        restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&ziplist_sample()))).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(l.to_vecs(), want);
+    // RDB_TYPE_LIST_QUICKLIST (version 1): nodes are ziplists
+    let mut body = vec![2u8];
+    body.extend(blob(&ziplist_sample()));
+    body.extend(blob(&ziplist_sample()));
+    let Value::List(l) = restore_payload(&payload(TYPE_LIST_QUICKLIST, &body)).unwrap() else {
+        panic!()
+    };
+    assert_eq!(l.len(), 10);
+    // zipmap hash: a -> "xy", b -> "z" (with one free byte)
+    let zm = [2u8, 1, b'a', 2, 0, b'x', b'y', 1, b'b', 1, 1, b'z', 0, 0xff];
+    let Value::Hash(h) = restore_payload(&payload(TYPE_HASH_ZIPMAP, &blob(&zm))).unwrap() else {
+        panic!()
+    };
+    assert_eq!(h.get(b"a").unwrap().to_vec(), b"xy");
+    assert_eq!(h.get(b"b").unwrap().to_vec(), b"z");
+    // corrupt ziplist: bad total length
+    let mut bad = ziplist_sample();
+    bad[0] = 99;
+    assert!(matches!(
+        restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&bad))),
+        Err(RestoreError::Bad(..))
+    ));
+    // module types are refused
+    assert_eq!(
+        restore_payload(&payload(TYPE_MODULE_2, &[0])),
+        Err(RestoreError::Module)
+    );
+}
+
+#[test]
+fn truncated_payloads_never_panic() {
+    let mut s = StreamValue::new();
+    s.append(Some(StreamId::new(1, 1)), true, &["a", "b"], 0)
+        .unwrap();
+    for v in [Value::Stream(Box::new(s)), Value::from_bytes(&[b'q'; 300])] {
+        let p = dump_payload(&v);
+        let body = &p[..p.len() - 10];
+        for cut in 0..body.len() {
+            let _ = restore_payload(&payload(body[0], &body[1..cut.max(1)]));
+        }
+    }
+}
