@@ -13,6 +13,15 @@ import pytest
 import redis
 
 
+def wait_loaded(c: redis.Redis) -> redis.Redis:
+    """A server started on an RDB file answers -LOADING until the file is in."""
+    for _ in range(1000):
+        if c.info("persistence")["loading"] == 0:
+            return c
+        time.sleep(0.01)
+    raise AssertionError("still loading")
+
+
 def fill(c: redis.Redis) -> None:
     c.set("s", "hello")
     c.set("n", 12345)
@@ -76,7 +85,7 @@ def test_rdb_files_between_redis_and_tern(tern_factory, redis_factory):
         r = rs.client()
         fill(r)
         assert r.save()
-        t = tern_factory("--dir", d, "--dbfilename", "from-redis.rdb").client()
+        t = wait_loaded(tern_factory("--dir", d, "--dbfilename", "from-redis.rdb").client())
         assert snapshot(t) == snapshot(r)
         t2s = tern_factory("--dir", d, "--dbfilename", "from-tern.rdb")
         t2 = t2s.client()
@@ -92,7 +101,7 @@ def test_rdb_files_between_redis_and_tern(tern_factory, redis_factory):
         assert info["rdb_last_bgsave_status"] == "ok"
         assert info["rdb_changes_since_last_save"] == 0
         assert t2.lastsave() > before
-        r2 = redis_factory("--dir", d, "--dbfilename", "from-tern.rdb").client()
+        r2 = wait_loaded(redis_factory("--dir", d, "--dbfilename", "from-tern.rdb").client())
         assert snapshot(r2) == snapshot(t2)
     finally:
         shutil.rmtree(d, ignore_errors=True)

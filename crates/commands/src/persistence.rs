@@ -358,21 +358,35 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
         },
         |pos| RDB.loading_loaded.store(pos as u64, Relaxed),
     );
-    RDB.loading.store(false, Relaxed);
-    let loaded =
-        res.map_err(|e| format!("Short read or corrupt RDB file {}: {e}", path.display()))?;
+    let done = |r: Result<bool, String>| {
+        RDB.loading.store(false, Relaxed);
+        r
+    };
+    let loaded = match res {
+        Ok(l) => l,
+        Err(e) => {
+            return done(Err(format!(
+                "Short read or corrupt RDB file {}: {e}",
+                path.display()
+            )))
+        }
+    };
     if let Some(db) = bad_db {
-        return Err(format!("FATAL: Data file {} was created with a Redis server configured to handle more than {dbs} databases (key in DB {db}). Exiting", path.display()));
+        return done(Err(format!("FATAL: Data file {} was created with a Redis server configured to handle more than {dbs} databases (key in DB {db}). Exiting", path.display())));
     }
     if !loaded.functions.is_empty() {
-        crate::functions::load_libraries(&loaded.functions)
-            .map_err(|e| format!("Failed loading the functions of {}: {e}", path.display()))?;
+        if let Err(e) = crate::functions::load_libraries(&loaded.functions) {
+            return done(Err(format!(
+                "Failed loading the functions of {}: {e}",
+                path.display()
+            )));
+        }
     }
     RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
     RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
     srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
     srv.lastsave.store(unix_secs(), Relaxed);
-    Ok(true)
+    done(Ok(true))
 }
 
 /// Start a background save unless one runs; false when one was already running.

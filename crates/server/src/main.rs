@@ -55,19 +55,28 @@ fn main() {
         }
     }
 
-    // Load the RDB file before serving anyone; a corrupt file stops the start (and is kept).
+    // Load the RDB file while already accepting connections: until it is in, commands
+    // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
     let rdb = tern_commands::persistence::rdb_path(&srv);
-    let t0 = std::time::Instant::now();
-    match tern_commands::persistence::rdb_load(&srv, &rdb) {
-        Ok(true) => notice!(
-            "DB loaded from disk: {:.3} seconds",
-            t0.elapsed().as_secs_f64()
-        ),
-        Ok(false) => {}
-        Err(e) => {
-            warning!("{e}");
-            std::process::exit(1);
-        }
+    if rdb.exists() {
+        tern_commands::persistence::RDB.loading.store(true, Relaxed);
+        let srv2 = srv.clone();
+        std::thread::Builder::new()
+            .name("rdb-load".into())
+            .spawn(move || {
+                let t0 = std::time::Instant::now();
+                match tern_commands::persistence::rdb_load(&srv2, &rdb) {
+                    Ok(_) => notice!(
+                        "DB loaded from disk: {:.3} seconds",
+                        t0.elapsed().as_secs_f64()
+                    ),
+                    Err(e) => {
+                        warning!("{e}");
+                        std::process::exit(1);
+                    }
+                }
+            })
+            .expect("spawn loader thread");
     }
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());

@@ -15,6 +15,24 @@ fn fresh_dir(name: &str) -> std::path::PathBuf {
     d
 }
 
+/// Wait until a freshly started server finished loading its file (-LOADING meanwhile).
+fn loaded(s: &Server) -> redis::Connection {
+    let mut c = s.conn();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = match q(&mut c, &["INFO", "persistence"]) {
+            V::BulkString(b) => String::from_utf8(b).unwrap(),
+            V::VerbatimString { text, .. } => text,
+            v => panic!("{v:?}"),
+        };
+        if info.contains("loading:0") {
+            return c;
+        }
+        assert!(Instant::now() < deadline, "still loading");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn fill_all(c: &mut redis::Connection) {
     populate(c);
     q(c, &["SET", "ttl:s", "v", "PX", "5000000"]);
@@ -83,7 +101,7 @@ fn redis_writes_tern_loads() {
     fill_all(&mut r);
     assert_eq!(q(&mut r, &["SAVE"]), V::Okay);
     let tern = Server::tern(&["--dir", d, "--dbfilename", "r.rdb"]);
-    let mut t = tern.conn();
+    let mut t = loaded(&tern);
     compare(&mut r, &mut t);
     let info = match q(&mut t, &["INFO", "persistence"]) {
         V::BulkString(b) => String::from_utf8(b).unwrap(),
@@ -194,8 +212,8 @@ fn bgsave_under_multi_exec_writes_is_a_consistent_cut() {
         rounds > 10,
         "writers made progress during the save ({rounds})"
     );
-    let loaded = Server::tern(&["--dir", d, "--dbfilename", "cut.rdb"]);
-    let mut l = loaded.conn();
+    let reloaded = Server::tern(&["--dir", d, "--dbfilename", "cut.rdb"]);
+    let mut l = loaded(&reloaded);
     let mut changed = 0;
     for i in 0..pairs {
         let a: String = redis::cmd("GET")
@@ -346,13 +364,13 @@ fn shutdown_and_sigterm_save_when_save_points_are_set() {
     let _ = cmd(&["SHUTDOWN"]).query::<V>(&mut c);
     wait_exit(&s);
     let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb", "--save", "3600 1"]);
-    let mut c = s.conn();
+    let mut c = loaded(&s);
     assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-shutdown"));
     q(&mut c, &["SET", "k", "saved-by-sigterm"]);
     unsafe { libc_kill(s.pid() as i32, 15) };
     wait_exit(&s);
     let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb"]);
-    let mut c = s.conn();
+    let mut c = loaded(&s);
     assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-sigterm"));
     // SHUTDOWN NOSAVE does not save
     q(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
@@ -360,7 +378,7 @@ fn shutdown_and_sigterm_save_when_save_points_are_set() {
     let _ = cmd(&["SHUTDOWN", "NOSAVE"]).query::<V>(&mut c);
     wait_exit(&s);
     let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb"]);
-    let mut c = s.conn();
+    let mut c = loaded(&s);
     assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-sigterm"));
 }
 
