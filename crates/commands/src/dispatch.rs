@@ -244,6 +244,10 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
+    if conn.handle.id == crate::aof::CLIENT_ID {
+        // The AOF being replayed: no loading or MISCONF refusals.
+        return Ok(entry);
+    }
     if let Some(e) = crate::persistence::deny_reason(srv, entry.spec) {
         out.error(e);
         return Err(Some(entry));
@@ -277,7 +281,16 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let start = conn.mark;
     let now_ms = conn.now_ms;
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
-    {
+    // Writes pass the write-log gate: while a log consumer (AOF) is attached they run as a
+    // unit holding their keys and log what they changed (see `propagate`).
+    let gate = if crate::propagate::gated(entry.spec) {
+        Some(crate::propagate::LOG.gate())
+    } else {
+        None
+    };
+    if gate.as_ref().is_some_and(|g| g.logged()) {
+        crate::propagate::logged_call(srv, conn, out, args, entry.spec, handler, now_ms);
+    } else {
         let mut ctx = Ctx {
             srv,
             conn,
@@ -287,6 +300,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         };
         handler(&mut ctx, args);
     }
+    drop(gate);
     let end = Instant::now();
     conn.mark = end;
     let dur_us = end.duration_since(start).as_micros() as u64;

@@ -568,21 +568,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
         RDB.last_load_keys_expired.load(Relaxed),
         RDB.last_load_keys_loaded.load(Relaxed),
     );
-    let _ = write!(
-        out,
-        "aof_enabled:0\r\n\
-         aof_rewrite_in_progress:0\r\n\
-         aof_rewrite_scheduled:0\r\n\
-         aof_last_rewrite_time_sec:-1\r\n\
-         aof_current_rewrite_time_sec:-1\r\n\
-         aof_last_bgrewrite_status:ok\r\n\
-         aof_rewrites:0\r\n\
-         aof_rewrites_consecutive_failures:0\r\n\
-         aof_last_write_status:ok\r\n\
-         aof_last_cow_size:0\r\n\
-         module_fork_in_progress:0\r\n\
-         module_fork_last_cow_size:0\r\n"
-    );
+    crate::aof::info_fields(out);
 }
 
 /// Rates between successive INFO calls (Redis samples in its cron; tern measures on demand).

@@ -414,9 +414,7 @@ fn free_effort(e: &Entry) -> usize {
 
 /// Remove a key that turned out to be expired, counting it as Redis's `expired_keys`.
 fn reap_expired(shard: &mut ShardData, key: &[u8]) {
-    if shard.remove(key_hash(key), key).is_some() {
-        shard.expired_keys += 1;
-    }
+    shard.remove_expired(key_hash(key), key);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 //! tern's commands: the declarative table (`table`), one module per command family, and the
 //! dispatcher that runs them against the engine.
+pub mod aof;
 pub mod args;
 pub mod background;
 pub mod blocking;
@@ -11,6 +12,7 @@ pub mod double;
 pub mod float;
 pub mod glob;
 pub mod notify;
+pub mod propagate;
 pub mod push;
 pub mod registry;
 pub mod server;
@@ -54,8 +56,9 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 23] {
+pub fn families() -> [&'static [CommandSpec]; 24] {
     [
+        aof::COMMANDS,
         connection::COMMANDS,
         strings::COMMANDS,
         keys::COMMANDS,

@@ -208,7 +208,7 @@ fn exec(ctx: &mut Ctx, _args: &Args) {
         return ctx.error("EXECABORT Transaction discarded because of previous errors.");
     }
     let plan = plan(srv, ctx.conn, &state.queue);
-    srv.store.run_locked(&plan, || {
+    crate::txn::run_locked(srv, plan, || {
         if watch_failed(srv, ctx.conn, ctx.now_ms) {
             ctx.out.null_array();
             return;
@@ -241,7 +241,7 @@ fn watch_failed(srv: &Server, conn: &Conn, now_ms: u64) -> bool {
 
 /// Commands whose keys the key specs do not give (other databases, patterns, the whole
 /// keyspace): a transaction holding one of them locks every shard.
-fn needs_every_shard(spec: &CommandSpec, args: &Args) -> bool {
+pub(crate) fn needs_every_shard(spec: &CommandSpec, args: &Args) -> bool {
     match spec.name {
         "flushall" | "flushdb" | "swapdb" | "keys" | "scan" | "randomkey" | "dbsize" | "move"
         | "copy" | "sort" | "sort_ro" | "debug" | "info" | "memory" | "migrate" => true,

@@ -131,6 +131,9 @@ pub struct Loaded {
     pub functions: Vec<Vec<u8>>,
     pub keys: u64,
     pub expired: u64,
+    /// Offset just past the file's last byte (after the checksum): where the AOF tail of an
+    /// RDB-preamble AOF starts.
+    pub end: usize,
 }
 
 /// One key as loaded.
@@ -262,5 +265,6 @@ pub fn load(
             return Err(RestoreError::Bad("wrong RDB checksum".into(), end));
         }
     }
+    out.end = r.pos;
     Ok(out)
 }
