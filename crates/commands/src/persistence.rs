@@ -174,13 +174,15 @@ fn restore(ctx: &mut Ctx, args: &Args) {
         return ctx.error("BUSYKEY Target key name already exists.");
     }
     let old = if replace { g.remove(h, key) } else { None };
-    if expire_at != 0 && expire_at <= now as i64 {
+    if expire_at != 0 && tern_engine::expire::already_expired(expire_at, now) {
         drop(g);
         let deleted = old.is_some();
         drop(old);
         if deleted {
             ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", key);
+            let lazy = ctx.srv.config.hot.lazyfree_lazy_server_del.load(Relaxed);
+            ctx.propagate_as(&[if lazy { b"UNLINK" } else { b"DEL" }, key]);
         }
         return ctx.out.ok();
     }
@@ -191,6 +193,14 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "restore", key);
     ctx.out.ok();
+    // A relative TTL is propagated as the absolute time it gave (ABSTTL).
+    if ttl != 0 && !absttl && ctx.propagating() {
+        let t = expire_at.to_string();
+        let mut argv: Vec<&[u8]> = args.iter().collect();
+        argv[2] = t.as_bytes();
+        argv.push(b"ABSTTL");
+        ctx.propagate_as(&argv);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
