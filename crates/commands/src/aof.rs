@@ -952,6 +952,44 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
     res
 }
 
+/// DEBUG LOADAOF: write out what the log holds, empty the dataset and load the AOF again,
+/// holding every shard meanwhile (the replayed commands are not logged again).
+pub fn debug_loadaof(ctx: &mut Ctx) {
+    if AOF.enabled.load(Relaxed) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while LOG.durable() < LOG.appended() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let srv = ctx.srv.clone();
+    let res = srv
+        .store
+        .run_locked(&tern_engine::LockPlan::AllShards, || {
+            let dbs: Vec<usize> = (0..srv.store.databases()).collect();
+            let mut g = srv.store.lock_dbs(&dbs);
+            let mut old = Vec::new();
+            for sh in g.guards_mut() {
+                old.push(sh.clear());
+            }
+            drop(g);
+            crate::background::drop_later(old, usize::MAX);
+            let _ = crate::functions::load_libraries(&[]);
+            load(&srv)
+        });
+    match res {
+        Ok(Loaded::Ok | Loaded::Empty | Loaded::NotExist) => {
+            log_notice("Append Only File loaded by DEBUG LOADAOF");
+            ctx.out.ok()
+        }
+        Ok(Loaded::Truncated) | Err(_) => {
+            if let Err(e) = res {
+                log_warning(&e);
+            }
+            std::process::exit(1);
+        }
+    }
+}
+
 /// Load one file: an RDB (base, or preamble of an old AOF) and/or commands.
 fn load_one(
     srv: &Arc<Server>,

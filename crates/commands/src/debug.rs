@@ -97,6 +97,7 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         }
         ("log", 3) => ctx.out.ok(),
         ("reload", _) => crate::persistence::debug_reload(ctx, args),
+        ("loadaof", 2) => crate::aof::debug_loadaof(ctx),
         ("digest", 2) | ("digest-value", _) | ("loadaof", _) => {
             ctx.error(&format!(
                 "ERR DEBUG {} is not supported yet: tern has no RDB/AOF persistence",

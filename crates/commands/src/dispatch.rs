@@ -283,7 +283,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
     // Writes pass the write-log gate: while a log consumer (AOF) is attached they run as a
     // unit holding their keys and log what they changed (see `propagate`).
-    let gate = if crate::propagate::gated(entry.spec) {
+    let gate = if crate::propagate::gated(entry.spec) && conn.handle.id != crate::aof::CLIENT_ID {
         Some(crate::propagate::LOG.gate())
     } else {
         None
