@@ -1822,7 +1822,10 @@ impl Config {
             "busy-reply-threshold" => h.busy_reply_threshold.store(n() as u64, Relaxed),
             "lazyfree-lazy-user-del" => h.lazyfree_lazy_user_del.store(yes, Relaxed),
             "lazyfree-lazy-user-flush" => h.lazyfree_lazy_user_flush.store(yes, Relaxed),
-            "lazyfree-lazy-expire" => h.lazyfree_lazy_expire.store(yes, Relaxed),
+            "lazyfree-lazy-expire" => {
+                h.lazyfree_lazy_expire.store(yes, Relaxed);
+                crate::propagate::LAZY_EXPIRE.store(yes, Relaxed);
+            }
             "lazyfree-lazy-server-del" => h.lazyfree_lazy_server_del.store(yes, Relaxed),
             _ => {
                 tern_engine::limits::set(name, n());

@@ -182,6 +182,7 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn dirty(&self, n: u64) {
         self.conn.stats.dirty.add(n);
+        crate::propagate::add_dirty(n);
     }
 
     pub fn hit(&self, found: bool) {

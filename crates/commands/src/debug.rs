@@ -101,7 +101,9 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             ctx.out.raw(&line);
         }
         ("log", 3) => ctx.out.ok(),
-        ("reload", _) | ("digest", 2) | ("digest-value", _) | ("loadaof", _) => {
+        ("reload", _) => crate::persistence::debug_reload(ctx, args),
+        ("loadaof", 2) => crate::aof::debug_loadaof(ctx),
+        ("digest", 2) | ("digest-value", _) | ("loadaof", _) => {
             ctx.error(&format!(
                 "ERR DEBUG {} is not supported yet: tern has no RDB/AOF persistence",
                 args.str(1).to_ascii_uppercase()
@@ -429,11 +431,17 @@ fn shutdown(ctx: &mut Ctx, args: &Args) {
         .get("save")
         .is_some_and(|s| !s.trim().is_empty());
     let wants_save = save || (!nosave && save_points);
-    if wants_save && !force {
-        // No RDB persistence yet: saving cannot succeed, and Redis refuses to exit then.
-        ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
-        return;
+    if wants_save {
+        if let Err(e) = crate::persistence::rdb_save(ctx.srv) {
+            eprintln!("Error trying to save the DB, can't exit: {e}");
+            if !force {
+                ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+                return;
+            }
+        }
     }
+    // Saved (or not wanted) here: the exit path must not save again.
+    crate::persistence::SHUTDOWN_SAVED.store(true, std::sync::atomic::Ordering::Relaxed);
     ctx.srv.request_shutdown();
     // The connection closes without a reply, as when Redis exits.
     ctx.conn.close_after_reply = true;

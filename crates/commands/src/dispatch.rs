@@ -282,6 +282,14 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
+    if conn.handle.id == crate::aof::CLIENT_ID {
+        // The AOF being replayed: no loading or MISCONF refusals.
+        return Ok(entry);
+    }
+    if let Some(e) = crate::persistence::deny_reason(srv, entry.spec) {
+        out.error(e);
+        return Err(Some(entry));
+    }
     Ok(entry)
 }
 
@@ -312,7 +320,16 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let reply_at = out.buf.len();
     let now_ms = conn.now_ms;
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
-    {
+    // Writes pass the write-log gate: while a log consumer (AOF) is attached they run as a
+    // unit holding their keys and log what they changed (see `propagate`).
+    let gate = if crate::propagate::gated(entry.spec) && conn.handle.id != crate::aof::CLIENT_ID {
+        Some(crate::propagate::LOG.gate())
+    } else {
+        None
+    };
+    if gate.as_ref().is_some_and(|g| g.logged()) {
+        crate::propagate::logged_call(srv, conn, out, args, entry.spec, handler, now_ms);
+    } else {
         let mut ctx = Ctx {
             srv,
             conn,
@@ -322,6 +339,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         };
         handler(&mut ctx, args);
     }
+    drop(gate);
     if srv.tracking.active() {
         crate::tracking::after_command(srv, conn, args, entry);
     }

@@ -285,6 +285,9 @@ fn evict_one(
     let (_, db, key) = best?;
     let (h, mut shard) = store.lock(db, &key);
     let entry = shard.remove(h, &key)?;
+    let lazy = srv.config.get_bool("lazyfree-lazy-eviction");
+    // Logged before the shard is released, so a later write to the key follows it in the log.
+    crate::propagate::propagate_delete(db, &key, lazy);
     // Counted while the shard is still locked: DBSIZE + evicted_keys stay consistent for a
     // reader holding every shard (MULTI ... EXEC).
     stats.evicted_keys.add(1);
@@ -292,7 +295,7 @@ fn evict_one(
         + entry.value.heap_size()) as u64;
     drop(shard);
     let effort = entry.value.free_effort();
-    if srv.config.get_bool("lazyfree-lazy-eviction") {
+    if lazy {
         crate::background::drop_later(entry, effort);
     } else {
         drop(entry);

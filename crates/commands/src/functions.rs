@@ -672,156 +672,26 @@ fn help(ctx: &mut Ctx, _args: &Args) {
 // ---------------------------------------------------------------------------------------------
 // DUMP / RESTORE payloads (Redis's format)
 
-const RDB_VERSION: u16 = 11;
-const OPCODE_FUNCTION2: u8 = 245;
-const OPCODE_FUNCTION_PRE_GA: u8 = 246;
+use tern_persist::rdb::{
+    OP_FUNCTION2 as OPCODE_FUNCTION2, OP_FUNCTION_PRE_GA as OPCODE_FUNCTION_PRE_GA,
+    RDB_MAX_VERSION as RDB_VERSION,
+};
 
-/// CRC-64/Jones (reflected, as Redis's crc64 with init 0).
-pub fn crc64(data: &[u8]) -> u64 {
-    static TABLE: LazyLock<[u64; 256]> = LazyLock::new(|| {
-        let mut t = [0u64; 256];
-        for (i, slot) in t.iter_mut().enumerate() {
-            let mut c = i as u64;
-            for _ in 0..8 {
-                c = if c & 1 != 0 {
-                    (c >> 1) ^ 0x95ac_9329_ac4b_c9b5
-                } else {
-                    c >> 1
-                };
-            }
-            *slot = c;
-        }
-        t
-    });
-    let mut crc = 0u64;
-    for &b in data {
-        crc = TABLE[((crc ^ b as u64) & 0xff) as usize] ^ (crc >> 8);
-    }
-    crc
-}
-
-fn put_len(out: &mut Vec<u8>, n: usize) {
-    if n < 1 << 6 {
-        out.push(n as u8);
-    } else if n < 1 << 14 {
-        out.push(0x40 | (n >> 8) as u8);
-        out.push(n as u8);
-    } else if n <= u32::MAX as usize {
-        out.push(0x80);
-        out.extend_from_slice(&(n as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&(n as u64).to_be_bytes());
-    }
-}
+use tern_persist::crc64::crc64;
+use tern_persist::rdb::encode::put_len;
+use tern_persist::rdb::Reader;
 
 fn dump(ctx: &mut Ctx, _args: &Args) {
     let mut p = Vec::new();
     for lib in &LIBS.read().libs {
         p.push(OPCODE_FUNCTION2);
-        put_len(&mut p, lib.code.len());
+        put_len(&mut p, lib.code.len() as u64);
         p.extend_from_slice(&lib.code);
     }
     p.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&p);
     p.extend_from_slice(&crc.to_le_bytes());
     ctx.out.bulk(&p);
-}
-
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let c = *self.b.get(self.pos)?;
-        self.pos += 1;
-        Some(c)
-    }
-
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
-        self.pos += n;
-        Some(s)
-    }
-
-    /// (length, encoded?) as rdbLoadLen reads it.
-    fn len(&mut self) -> Option<(u64, bool)> {
-        let c = self.byte()?;
-        Some(match c >> 6 {
-            0 => ((c & 0x3f) as u64, false),
-            1 => ((((c & 0x3f) as u64) << 8) | self.byte()? as u64, false),
-            3 => ((c & 0x3f) as u64, true),
-            _ => match c {
-                0x80 => (
-                    u32::from_be_bytes(self.take(4)?.try_into().ok()?) as u64,
-                    false,
-                ),
-                0x81 => (u64::from_be_bytes(self.take(8)?.try_into().ok()?), false),
-                _ => return None,
-            },
-        })
-    }
-
-    fn string(&mut self) -> Option<Vec<u8>> {
-        let (n, enc) = self.len()?;
-        if !enc {
-            return Some(self.take(n as usize)?.to_vec());
-        }
-        match n {
-            0 => Some((self.byte()? as i8).to_string().into_bytes()),
-            1 => Some(
-                i16::from_le_bytes(self.take(2)?.try_into().ok()?)
-                    .to_string()
-                    .into_bytes(),
-            ),
-            2 => Some(
-                i32::from_le_bytes(self.take(4)?.try_into().ok()?)
-                    .to_string()
-                    .into_bytes(),
-            ),
-            3 => {
-                let (clen, _) = self.len()?;
-                let (len, _) = self.len()?;
-                let data = self.take(clen as usize)?;
-                lzf_decompress(data, len as usize)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// LZF decompression (the format Redis compresses RDB strings with).
-fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(out_len);
-    let mut i = 0;
-    while i < input.len() {
-        let ctrl = input[i] as usize;
-        i += 1;
-        if ctrl < 32 {
-            let n = ctrl + 1;
-            out.extend_from_slice(input.get(i..i + n)?);
-            i += n;
-        } else {
-            let mut n = ctrl >> 5;
-            if n == 7 {
-                n += *input.get(i)? as usize;
-                i += 1;
-            }
-            let back = ((ctrl & 0x1f) << 8) + *input.get(i)? as usize + 1;
-            i += 1;
-            let start = out.len().checked_sub(back)?;
-            for j in 0..n + 2 {
-                let c = out[start + j];
-                out.push(c);
-            }
-        }
-        if out.len() > out_len {
-            return None;
-        }
-    }
-    (out.len() == out_len).then_some(out)
 }
 
 fn restore(ctx: &mut Ctx, args: &Args) {
@@ -860,22 +730,19 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     if !ok {
         return ctx.error("ERR DUMP payload version or checksum are wrong");
     }
-    let mut r = Reader {
-        b: &data[..n - 10],
-        pos: 0,
-    };
+    let mut r = Reader::new(&data[..n - 10]);
     let mut codes = Vec::new();
-    while r.pos < r.b.len() {
+    while !r.at_end() {
         match r.byte() {
-            Some(OPCODE_FUNCTION2) => match r.string() {
-                Some(code) => codes.push(code),
-                None => return ctx.error("ERR failed loading the given functions payload"),
+            Ok(OPCODE_FUNCTION2) => match r.string() {
+                Ok(code) => codes.push(code),
+                Err(_) => return ctx.error("ERR failed loading the given functions payload"),
             },
-            Some(OPCODE_FUNCTION_PRE_GA) => {
+            Ok(OPCODE_FUNCTION_PRE_GA) => {
                 return ctx.error("ERR Pre-GA function format not supported")
             }
-            Some(_) => return ctx.error("ERR given type is not a function"),
-            None => return ctx.error("ERR can not read data type"),
+            Ok(_) => return ctx.error("ERR given type is not a function"),
+            Err(_) => return ctx.error("ERR can not read data type"),
         }
     }
     let built = with_functions(|vm| -> Result<Vec<Library>, String> {
@@ -912,21 +779,41 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     ctx.out.ok();
 }
 
+/// The code of every loaded library (what an RDB file's FUNCTION2 records hold).
+pub fn library_codes() -> Vec<Vec<u8>> {
+    LIBS.read().libs.iter().map(|l| l.code.clone()).collect()
+}
+
+/// Replace the loaded libraries with these (RDB loading).
+pub fn load_libraries(codes: &[Vec<u8>]) -> Result<(), String> {
+    let built = with_functions(|vm| -> Result<Vec<Library>, String> {
+        let mut libs: Vec<Library> = Vec::new();
+        for code in codes {
+            let lib = build(vm, code, 0)?;
+            if libs.iter().any(|l| l.name == lib.name) {
+                return Err(format!("ERR Library {} already exists", lib.name));
+            }
+            libs.push(lib);
+        }
+        Ok(libs)
+    });
+    let new = match built {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) | Err(e) => return Err(e),
+    };
+    let mut l = LIBS.write();
+    let mut fresh = Libs {
+        libs: Vec::new(),
+        gen: l.gen,
+    };
+    fresh.join(new, false)?;
+    *l = fresh;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc64_is_jones() {
-        assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
-    }
-
-    #[test]
-    fn lzf_literal_and_backref() {
-        // "abcabcabc": literal "abc", then a back reference of 6 bytes at distance 3
-        let c = [2, b'a', b'b', b'c', 0x80, 2];
-        assert_eq!(lzf_decompress(&c, 9).unwrap(), b"abcabcabc");
-    }
 
     #[test]
     fn metadata_errors() {

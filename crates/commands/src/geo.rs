@@ -333,6 +333,17 @@ fn geoadd(ctx: &mut Ctx, args: &Args) {
     if added + updated > 0 {
         ctx.dirty((added + updated) as u64);
         ctx.notify(notify::ZSET, "zadd", key);
+        // Replayed as the ZADD it amounts to (scores as the integers they are).
+        if ctx.propagating() {
+            let texts: Vec<String> = scores.iter().map(|&s| (s as u64).to_string()).collect();
+            let mut argv: Vec<&[u8]> = vec![b"zadd"];
+            argv.extend((1..idx).map(|i| args.get(i)));
+            for (j, t) in texts.iter().enumerate() {
+                argv.push(t.as_bytes());
+                argv.push(&args[idx + 2 + j * 3]);
+            }
+            ctx.propagate_as(&argv);
+        }
     }
     ctx.out.int(if ch { added + updated } else { added });
 }

@@ -471,6 +471,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
             ctx.out.bulk(&text);
             ctx.notify(notify::HASH, "hincrbyfloat", key);
             ctx.dirty(1);
+            ctx.propagate_as(&[b"HSET", key, field, &text]);
         }
     }
 }

@@ -508,43 +508,70 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
 }
 
 fn persistence_section(srv: &Server, out: &mut String) {
+    use crate::persistence::RDB;
     let dirty = srv
         .dirty_total()
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
+    let now = tern_engine::clock::now_ms() / 1000;
+    let loading = RDB.loading.load(Relaxed);
+    let bg = RDB.bgsave_in_progress.load(Relaxed);
+    let total = RDB.loading_total.load(Relaxed).max(1);
+    let loaded = RDB.loading_loaded.load(Relaxed);
     let _ = write!(
         out,
-        "loading:0\r\n\
+        "loading:{}\r\n\
          async_loading:0\r\n\
          current_cow_peak:0\r\n\
          current_cow_size:0\r\n\
          current_cow_size_age:0\r\n\
          current_fork_perc:0.00\r\n\
          current_save_keys_processed:0\r\n\
-         current_save_keys_total:0\r\n\
-         rdb_changes_since_last_save:{dirty}\r\n\
-         rdb_bgsave_in_progress:0\r\n\
-         rdb_last_save_time:{}\r\n\
-         rdb_last_bgsave_status:ok\r\n\
-         rdb_last_bgsave_time_sec:-1\r\n\
-         rdb_current_bgsave_time_sec:-1\r\n\
-         rdb_saves:0\r\n\
-         rdb_last_cow_size:0\r\n\
-         rdb_last_load_keys_expired:0\r\n\
-         rdb_last_load_keys_loaded:0\r\n\
-         aof_enabled:0\r\n\
-         aof_rewrite_in_progress:0\r\n\
-         aof_rewrite_scheduled:0\r\n\
-         aof_last_rewrite_time_sec:-1\r\n\
-         aof_current_rewrite_time_sec:-1\r\n\
-         aof_last_bgrewrite_status:ok\r\n\
-         aof_rewrites:0\r\n\
-         aof_rewrites_consecutive_failures:0\r\n\
-         aof_last_write_status:ok\r\n\
-         aof_last_cow_size:0\r\n\
-         module_fork_in_progress:0\r\n\
-         module_fork_last_cow_size:0\r\n",
-        srv.lastsave.load(Relaxed),
+         current_save_keys_total:0\r\n",
+        loading as u8
     );
+    if loading {
+        let start = RDB.loading_start.load(Relaxed);
+        let _ = write!(
+            out,
+            "loading_start_time:{start}\r\n\
+             loading_total_bytes:{total}\r\n\
+             loading_rdb_used_mem:0\r\n\
+             loading_loaded_bytes:{loaded}\r\n\
+             loading_loaded_perc:{:.2}\r\n\
+             loading_eta_seconds:1\r\n",
+            loaded as f64 * 100.0 / total as f64
+        );
+    }
+    let _ = write!(
+        out,
+        "rdb_changes_since_last_save:{dirty}\r\n\
+         rdb_bgsave_in_progress:{}\r\n\
+         rdb_last_save_time:{}\r\n\
+         rdb_last_bgsave_status:{}\r\n\
+         rdb_last_bgsave_time_sec:{}\r\n\
+         rdb_current_bgsave_time_sec:{}\r\n\
+         rdb_saves:{}\r\n\
+         rdb_last_cow_size:0\r\n\
+         rdb_last_load_keys_expired:{}\r\n\
+         rdb_last_load_keys_loaded:{}\r\n",
+        bg as u8,
+        srv.lastsave.load(Relaxed),
+        if RDB.last_bgsave_ok.load(Relaxed) {
+            "ok"
+        } else {
+            "err"
+        },
+        RDB.last_bgsave_time_sec.load(Relaxed),
+        if bg {
+            now.saturating_sub(RDB.bgsave_started.load(Relaxed)) as i64
+        } else {
+            -1
+        },
+        RDB.saves.load(Relaxed),
+        RDB.last_load_keys_expired.load(Relaxed),
+        RDB.last_load_keys_loaded.load(Relaxed),
+    );
+    crate::aof::info_fields(out);
 }
 
 /// Rates between successive INFO calls (Redis samples in its cron; tern measures on demand).

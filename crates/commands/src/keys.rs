@@ -414,9 +414,7 @@ fn free_effort(e: &Entry) -> usize {
 
 /// Remove a key that turned out to be expired, counting it as Redis's `expired_keys`.
 fn reap_expired(shard: &mut ShardData, key: &[u8]) {
-    if shard.remove(key_hash(key), key).is_some() {
-        shard.expired_keys += 1;
-    }
+    shard.remove_expired(key_hash(key), key);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -751,7 +749,7 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
         drop(shard);
         return ctx.out.int(0);
     }
-    let gone = if when <= now as i64 {
+    let gone = if tern_engine::expire::already_expired(when, now) {
         shard.remove(h, key)
     } else {
         shard.set_expire(h, key, when as u64, now);
@@ -763,6 +761,16 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, event, key);
     ctx.out.int(1);
+    // Propagated as an explicit delete, or as PEXPIREAT with the absolute time (options kept).
+    if event == "del" {
+        let lazy = ctx.srv.config.hot.lazyfree_lazy_expire.load(Relaxed);
+        ctx.propagate_as(&[if lazy { b"UNLINK" } else { b"DEL" }, key]);
+    } else if ctx.cmd.name != "pexpireat" && ctx.propagating() {
+        let t = when.to_string();
+        let mut argv: Vec<&[u8]> = vec![b"PEXPIREAT", key, t.as_bytes()];
+        argv.extend(args.iter().skip(3));
+        ctx.propagate_as(&argv);
+    }
 }
 
 fn persist(ctx: &mut Ctx, args: &Args) {
@@ -950,6 +958,7 @@ fn flushdb(ctx: &mut Ctx, args: &Args) {
     };
     let n = flush_dbs(ctx.srv, &[ctx.conn.db], asynchronous);
     ctx.dirty(n as u64);
+    ctx.force_propagation();
     ctx.out.ok();
 }
 
@@ -961,6 +970,7 @@ fn flushall(ctx: &mut Ctx, args: &Args) {
     let all: Vec<usize> = (0..ctx.srv.store.databases()).collect();
     let n = flush_dbs(ctx.srv, &all, asynchronous);
     ctx.dirty(n as u64);
+    ctx.force_propagation();
     ctx.out.ok();
 }
 

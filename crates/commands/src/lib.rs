@@ -1,5 +1,6 @@
 //! tern's commands: the declarative table (`table`), one module per command family, and the
 //! dispatcher that runs them against the engine.
+pub mod aof;
 pub mod args;
 pub mod background;
 pub mod blocking;
@@ -12,6 +13,7 @@ pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod notify;
+pub mod propagate;
 pub mod push;
 pub mod registry;
 pub mod server;
@@ -31,6 +33,7 @@ pub mod introspection;
 pub mod keys;
 pub mod memory;
 pub mod multi;
+pub mod persistence;
 pub mod pubsub;
 pub mod strings;
 
@@ -56,8 +59,9 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 23] {
+pub fn families() -> [&'static [CommandSpec]; 25] {
     [
+        aof::COMMANDS,
         connection::COMMANDS,
         strings::COMMANDS,
         keys::COMMANDS,
@@ -81,6 +85,7 @@ pub fn families() -> [&'static [CommandSpec]; 23] {
         multi::COMMANDS,
         pubsub::COMMANDS,
         wait::COMMANDS,
+        persistence::COMMANDS,
     ]
 }
 

@@ -559,6 +559,15 @@ fn pop_first_of(
         drop(shard);
         ctx.dirty(n as u64);
         notify_popped(ctx, key, front, deleted);
+        // Propagated as the plain pop it was (BLPOP as LPOP, LMPOP as LPOP key count).
+        let pop: &[u8] = if front { b"LPOP" } else { b"RPOP" };
+        match count {
+            None => ctx.propagate_as(&[pop, key]),
+            Some(_) => {
+                let c = n.to_string();
+                ctx.propagate_as(&[pop, key, c.as_bytes()]);
+            }
+        }
         return Ok(true);
     }
     Ok(false)
@@ -776,7 +785,23 @@ fn blmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool, t
         Ok(d) => d,
         Err(e) => return ctx.error(e),
     };
-    if let MoveResult::NoSource = move_generic(ctx, src, dst, from, to) {
+    let r = move_generic(ctx, src, dst, from, to);
+    if let MoveResult::Moved = r {
+        // Propagated as the non-blocking move.
+        if ctx.cmd.name == "brpoplpush" {
+            ctx.propagate_as(&[b"RPOPLPUSH", src, dst]);
+        } else {
+            let side = |f: bool| -> &'static [u8] {
+                if f {
+                    b"LEFT"
+                } else {
+                    b"RIGHT"
+                }
+            };
+            ctx.propagate_as(&[b"LMOVE", src, dst, side(from), side(to)]);
+        }
+    }
+    if let MoveResult::NoSource = r {
         ctx.block(BlockSpec {
             keys: vec![src.to_vec()],
             deadline_ms: deadline,

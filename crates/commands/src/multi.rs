@@ -208,7 +208,7 @@ fn exec(ctx: &mut Ctx, _args: &Args) {
         return ctx.error("EXECABORT Transaction discarded because of previous errors.");
     }
     let plan = plan(srv, ctx.conn, &state.queue);
-    srv.store.run_locked(&plan, || {
+    crate::txn::run_locked(srv, plan, || {
         if watch_failed(srv, ctx.conn, ctx.now_ms) {
             ctx.out.null_array();
             return;

@@ -481,6 +481,8 @@ fn spop_one(ctx: &mut Ctx, args: &Args) {
         ctx.notify(notify::GENERIC, "del", key);
     }
     ctx.dirty(1);
+    // What was popped is replayed as its removal.
+    ctx.propagate_as(&[b"SREM", key, &m]);
 }
 
 fn spop_count(ctx: &mut Ctx, args: &Args) {
@@ -514,12 +516,33 @@ fn spop_count(ctx: &mut Ctx, args: &Args) {
         drop(shard);
         drop(freed);
         ctx.notify(notify::GENERIC, "del", key);
+        let lazy = ctx
+            .srv
+            .config
+            .hot
+            .lazyfree_lazy_server_del
+            .load(std::sync::atomic::Ordering::Relaxed);
+        ctx.propagate_as(&[if lazy { b"UNLINK" } else { b"DEL" }, key]);
         return;
     }
+    let propagating = ctx.propagating();
+    let mut popped: Vec<Vec<u8>> = Vec::new();
     let out = &mut *ctx.out;
     out.set(count as usize);
-    s.pop_many(count as usize, &mut ctx.conn.rng, |m| reply_member(out, m));
+    s.pop_many(count as usize, &mut ctx.conn.rng, |m| {
+        reply_member(out, m);
+        if propagating {
+            popped.push(m.with_bytes(|b| b.to_vec()));
+        }
+    });
     drop(shard);
+    // Replayed as SREMs of what was popped, 1024 members per command, as Redis does.
+    for chunk in popped.chunks(1024) {
+        let mut argv: Vec<&[u8]> = vec![b"SREM", key];
+        argv.extend(chunk.iter().map(|m| m.as_slice()));
+        ctx.also_propagate(&argv);
+    }
+    ctx.prevent_propagation();
 }
 
 /// Reply with every member of `s` as SUNION of `s` alone would (the union is built from an

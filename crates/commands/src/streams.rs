@@ -546,9 +546,13 @@ struct AddTrimArgs {
     seq_given: bool,
     /// Index of the ID argument (XADD).
     idpos: usize,
+    /// Index of the MAXLEN count / MINID id argument.
+    trim_arg: usize,
 }
 
-fn parse_add_trim(args: &Args, xadd: bool) -> Result<AddTrimArgs, &'static str> {
+/// `obey`: the AOF being replayed (Redis's mustObeyClient): a propagated exact trim may carry
+/// LIMIT, and no LIMIT applies.
+fn parse_add_trim(args: &Args, xadd: bool, obey: bool) -> Result<AddTrimArgs, &'static str> {
     const BOTH: &str =
         "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
     let mut p = AddTrimArgs {
@@ -581,6 +585,7 @@ fn parse_add_trim(args: &Args, xadd: bool) -> Result<AddTrimArgs, &'static str> 
                 return Err("ERR The MAXLEN argument must be >= 0.");
             }
             i += 1;
+            p.trim_arg = i;
             p.trim = Some(Trim::MaxLen(n as u64));
         } else if eq_ic(opt, "minid") && more > 0 {
             if p.trim.is_some() {
@@ -596,6 +601,7 @@ fn parse_add_trim(args: &Args, xadd: bool) -> Result<AddTrimArgs, &'static str> 
             }
             let id = parse_strict_id(&args[i + 1], 0)?;
             i += 1;
+            p.trim_arg = i;
             p.trim = Some(Trim::MinId(id));
         } else if eq_ic(opt, "limit") && more > 0 {
             limit = parse_i64(&args[i + 1]).ok_or(ERR_NOT_INT)?;
@@ -625,7 +631,9 @@ fn parse_add_trim(args: &Args, xadd: bool) -> Result<AddTrimArgs, &'static str> 
     if !xadd && p.trim.is_none() {
         return Err("ERR syntax error, XTRIM must be called with a trimming strategy");
     }
-    if limit_given {
+    if obey {
+        p.limit = 0;
+    } else if limit_given {
         if !p.approx {
             return Err("ERR syntax error, LIMIT cannot be used without the special ~ option");
         }
@@ -642,8 +650,40 @@ fn parse_add_trim(args: &Args, xadd: bool) -> Result<AddTrimArgs, &'static str> 
     Ok(p)
 }
 
+/// The replayable form of XADD/XTRIM: an approximate trim as the exact one it came to
+/// (`= <length>` or `= <first id>`), and XADD's generated ID spelled out.
+fn propagate_add_trim(
+    ctx: &Ctx,
+    args: &Args,
+    p: &AddTrimArgs,
+    s: &StreamValue,
+    id: Option<StreamId>,
+) {
+    if !ctx.propagating() || (!p.approx && id.is_none()) {
+        return;
+    }
+    let mut argv: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+    if p.approx {
+        argv[p.trim_arg - 1] = b"=".to_vec();
+        argv[p.trim_arg] = match p.trim {
+            Some(Trim::MinId(_)) => s
+                .first_entry()
+                .map(|e| e.id)
+                .unwrap_or(StreamId::MAX)
+                .to_bytes(),
+            _ => s.len().to_string().into_bytes(),
+        };
+    }
+    if let Some(id) = id {
+        argv[p.idpos] = id.to_bytes();
+    }
+    let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
+    ctx.propagate_as(&refs);
+}
+
 fn xadd(ctx: &mut Ctx, args: &Args) {
-    let p = match parse_add_trim(args, true) {
+    let obey = ctx.conn.handle.id == crate::aof::CLIENT_ID;
+    let p = match parse_add_trim(args, true, obey) {
         Ok(p) => p,
         Err(e) => return ctx.error(e),
     };
@@ -690,6 +730,8 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
         Some(t) => s.trim(t, p.approx, p.limit),
         None => 0,
     };
+    let generated = (p.id.is_none() || !p.seq_given).then_some(id);
+    propagate_add_trim(ctx, args, &p, s, generated);
     drop(shard);
     reply_id(ctx, id);
     ctx.notify(notify::STREAM, "xadd", key);
@@ -700,7 +742,8 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
 }
 
 fn xtrim(ctx: &mut Ctx, args: &Args) {
-    let p = match parse_add_trim(args, false) {
+    let obey = ctx.conn.handle.id == crate::aof::CLIENT_ID;
+    let p = match parse_add_trim(args, false, obey) {
         Ok(p) => p,
         Err(e) => return ctx.error(e),
     };
@@ -716,6 +759,7 @@ fn xtrim(ctx: &mut Ctx, args: &Args) {
         Some(t) => s.trim(t, p.approx, p.limit),
         None => 0,
     };
+    propagate_add_trim(ctx, args, &p, s, None);
     drop(shard);
     if deleted > 0 {
         ctx.notify(notify::STREAM, "xtrim", key);
@@ -1004,6 +1048,10 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
     if group_mode && group.is_none() {
         return ctx.error("ERR Missing GROUP option for XREADGROUP");
     }
+    if group_mode {
+        // XREADGROUP is propagated as the effects it had (XCLAIM, XGROUP SETID/CREATECONSUMER).
+        ctx.prevent_propagation();
+    }
     let serving = ctx.serving_blocked();
     let keys: Vec<&[u8]> = (0..nstreams).map(|j| &args[streams_arg + j]).collect();
     let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
@@ -1102,7 +1150,14 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
     for &j in &created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", keys[j]);
         ctx.dirty(1);
+        // With NOACK no XCLAIM will create the consumer on replay.
+        if noack {
+            if let Some((gname, cname)) = group {
+                ctx.also_propagate(&[b"XGROUP", b"CREATECONSUMER", keys[j], gname, cname]);
+            }
+        }
     }
+    let propagating = ctx.propagating();
 
     let served = plan.iter().filter(|p| !matches!(p, Serve::Skip)).count();
     if served == 0 {
@@ -1154,16 +1209,28 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
                     .take(limit)
                     .map(|e| e.id)
                     .collect();
+                let mut prop: Vec<Vec<Vec<u8>>> = Vec::new();
+                let mut last_moved = false;
                 for &id in &ids {
+                    let before = s.groups.get(gname).map(|g| g.last_id);
                     s.advance_group(gname, id);
+                    let grp = s.groups.get_mut(gname).expect("group checked");
+                    last_moved |= before != Some(grp.last_id);
                     if !noack {
-                        let grp = s.groups.get_mut(gname).expect("group checked");
                         grp.assign(id, cname, now as i64);
                         if let Some(c) = grp.consumers.get_mut(cname) {
                             c.active_time = now as i64;
                         }
+                        if propagating {
+                            prop.push(xclaim_argv(keys[j], gname, &grp.pel[&id], id, grp.last_id));
+                        }
                     }
                 }
+                if propagating && noack && last_moved {
+                    let grp = s.groups.get(gname).expect("group checked");
+                    prop.push(setid_argv(keys[j], gname, grp));
+                }
+                also_propagate_all(ctx, &prop);
                 ctx.out.array(ids.len());
                 for id in ids {
                     let e = s.get(id).expect("entry just read");
@@ -1557,6 +1624,54 @@ fn xpending(ctx: &mut Ctx, args: &Args) {
     }
 }
 
+/// Redis's streamPropagateXCLAIM: the idempotent XCLAIM that gives pending entry `id` the
+/// state `nack` describes (owner, delivery time and count) and the group its last ID.
+fn xclaim_argv(
+    key: &[u8],
+    gname: &[u8],
+    nack: &Nack,
+    id: StreamId,
+    group_last: StreamId,
+) -> Vec<Vec<u8>> {
+    vec![
+        b"XCLAIM".to_vec(),
+        key.to_vec(),
+        gname.to_vec(),
+        nack.consumer.to_vec(),
+        b"0".to_vec(),
+        id.to_bytes(),
+        b"TIME".to_vec(),
+        nack.delivery_time.to_string().into_bytes(),
+        b"RETRYCOUNT".to_vec(),
+        nack.delivery_count.to_string().into_bytes(),
+        b"FORCE".to_vec(),
+        b"JUSTID".to_vec(),
+        b"LASTID".to_vec(),
+        group_last.to_bytes(),
+    ]
+}
+
+/// XGROUP SETID <key> <group> <last id> ENTRIESREAD <n>, as Redis propagates a group's new
+/// last-delivered ID that no XCLAIM carried.
+fn setid_argv(key: &[u8], gname: &[u8], g: &ConsumerGroup) -> Vec<Vec<u8>> {
+    vec![
+        b"XGROUP".to_vec(),
+        b"SETID".to_vec(),
+        key.to_vec(),
+        gname.to_vec(),
+        g.last_id.to_bytes(),
+        b"ENTRIESREAD".to_vec(),
+        g.entries_read.to_string().into_bytes(),
+    ]
+}
+
+fn also_propagate_all(ctx: &Ctx, cmds: &[Vec<Vec<u8>>]) {
+    for c in cmds {
+        let argv: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+        ctx.also_propagate(&argv);
+    }
+}
+
 /// Look up key and group for XCLAIM/XAUTOCLAIM; Err is the error to reply.
 fn claim_target<'e>(
     ctx: &mut Ctx,
@@ -1697,6 +1812,9 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
         None => now,
     };
     ensure_consumer(ctx, s, gname, cname, key);
+    // Propagated as one idempotent XCLAIM per entry changed (never as sent).
+    let propagating = ctx.propagating();
+    let mut prop: Vec<Vec<Vec<u8>>> = Vec::new();
     let mut claimed: Vec<StreamId> = Vec::new();
     for id in ids {
         let exists = s.contains(id);
@@ -1704,6 +1822,9 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
         let pending = g.pel.contains_key(&id);
         if !exists {
             if pending {
+                if propagating {
+                    prop.push(xclaim_argv(key, gname, &g.pel[&id], id, g.last_id));
+                }
                 g.ack(id);
                 dirty += 1;
                 moved_last_id = false;
@@ -1749,13 +1870,22 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
         if let Some(c) = g.consumers.get_mut(cname) {
             c.active_time = now;
         }
+        if propagating {
+            prop.push(xclaim_argv(key, gname, &g.pel[&id], id, g.last_id));
+        }
         claimed.push(id);
         moved_last_id = false;
         dirty += 1;
     }
     if moved_last_id {
         dirty += 1;
+        if propagating {
+            let g = s.groups.get(gname).expect("group checked");
+            prop.push(setid_argv(key, gname, g));
+        }
     }
+    also_propagate_all(ctx, &prop);
+    ctx.prevent_propagation();
     ctx.out.array(claimed.len());
     for id in claimed {
         if justid {
@@ -1822,6 +1952,8 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
     let mut claimed: Vec<StreamId> = Vec::new();
     let mut deleted: Vec<StreamId> = Vec::new();
     let mut dirty = 0u64;
+    let propagating = ctx.propagating();
+    let mut prop: Vec<Vec<Vec<u8>>> = Vec::new();
     while attempts > 0 && count > 0 {
         attempts -= 1;
         let Some(from) = cursor else { break };
@@ -1837,6 +1969,9 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
         let exists = s.contains(id);
         let g = s.groups.get_mut(gname).expect("group checked");
         if !exists {
+            if propagating {
+                prop.push(xclaim_argv(key, gname, &g.pel[&id], id, g.last_id));
+            }
             g.ack(id);
             deleted.push(id);
             dirty += 1;
@@ -1850,10 +1985,15 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
         if let Some(c) = g.consumers.get_mut(cname) {
             c.active_time = now;
         }
+        if propagating {
+            prop.push(xclaim_argv(key, gname, &g.pel[&id], id, g.last_id));
+        }
         claimed.push(id);
         count -= 1;
         dirty += 1;
     }
+    also_propagate_all(ctx, &prop);
+    ctx.prevent_propagation();
     let next = cursor
         .and_then(|from| {
             s.groups

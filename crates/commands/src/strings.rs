@@ -528,8 +528,13 @@ fn set_generic(
     drop(shard);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", key);
-    if expire.is_some() {
+    if let Some(at) = expire {
         ctx.notify(notify::GENERIC, "expire", key);
+        // Relative times are propagated as the absolute time they gave.
+        if fl & opt::PXAT == 0 {
+            let t = at.to_string();
+            ctx.propagate_as(&[b"SET", key, val, b"PXAT", t.as_bytes()]);
+        }
     }
     Ok(true)
 }
@@ -547,7 +552,18 @@ fn set(ctx: &mut Ctx, args: &Args) {
     };
     match set_generic(ctx, &args[1], &args[2], fl, expire) {
         Err(()) => {}
-        Ok(_) if fl & opt::GET != 0 => {}
+        Ok(done) if fl & opt::GET != 0 => {
+            // Propagated without its GET (replaying it would only read).
+            if done && expire.is_none() && ctx.propagating() {
+                let argv: Vec<&[u8]> = args
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, a)| *j < 3 || !a.eq_ignore_ascii_case(b"get"))
+                    .map(|(_, a)| a)
+                    .collect();
+                ctx.propagate_as(&argv);
+            }
+        }
         Ok(true) => ctx.out.ok(),
         Ok(false) => ctx.out.null(),
     }
@@ -578,7 +594,9 @@ fn psetex(ctx: &mut Ctx, args: &Args) {
 }
 
 fn getset(ctx: &mut Ctx, args: &Args) {
-    let _ = set_generic(ctx, &args[1], &args[2], opt::GET, None);
+    if let Ok(true) = set_generic(ctx, &args[1], &args[2], opt::GET, None) {
+        ctx.propagate_as(&[b"SET", &args[1], &args[2]]);
+    }
 }
 
 fn getdel(ctx: &mut Ctx, args: &Args) {
@@ -601,6 +619,7 @@ fn getdel(ctx: &mut Ctx, args: &Args) {
     ctx.hit(true);
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "del", key);
+    ctx.propagate_as(&[b"DEL", key]);
 }
 
 fn getex(ctx: &mut Ctx, args: &Args) {
@@ -636,7 +655,10 @@ fn getex(ctx: &mut Ctx, args: &Args) {
     let had_ttl = e.expire_at() != 0;
     let event = match expire {
         // Only absolute times can already be over; those delete the key.
-        Some(at) if fl & (opt::EXAT | opt::PXAT) != 0 && at <= now => {
+        Some(at)
+            if fl & (opt::EXAT | opt::PXAT) != 0
+                && tern_engine::expire::already_expired(at as i64, now) =>
+        {
             shard.remove(h, key);
             Some((notify::GENERIC, "del"))
         }
@@ -652,6 +674,18 @@ fn getex(ctx: &mut Ctx, args: &Args) {
     if let Some((class, name)) = event {
         ctx.dirty(1);
         ctx.notify(class, name, key);
+        // GETEX is never propagated as such: as the change it made.
+        match (name, expire) {
+            ("del", _) => {
+                let lazy = ctx.srv.config.hot.lazyfree_lazy_expire.load(Relaxed);
+                ctx.propagate_as(&[if lazy { b"UNLINK" } else { b"DEL" }, key]);
+            }
+            ("expire", Some(at)) => {
+                let t = at.to_string();
+                ctx.propagate_as(&[b"PEXPIREAT", key, t.as_bytes()]);
+            }
+            _ => ctx.propagate_as(&[b"PERSIST", key]),
+        }
     }
 }
 
@@ -841,6 +875,8 @@ fn incrbyfloat(ctx: &mut Ctx, args: &Args) {
             ctx.dirty(1);
             ctx.notify(notify::STRING, "incrbyfloat", key);
             ctx.out.bulk(&v);
+            // As the value it produced: float formatting must not differ on replay.
+            ctx.propagate_as(&[b"SET", key, &v, b"KEEPTTL"]);
         }
         Err(e) => ctx.error(e),
     }

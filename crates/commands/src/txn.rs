@@ -9,8 +9,16 @@ use tern_engine::hash::key_hash;
 pub use tern_engine::LockPlan;
 
 /// Run `f` as one atomic unit holding `plan`'s shards (see `Store::run_locked`).
+/// The outermost unit appends what its commands propagated before its locks are released.
 pub fn run_locked<R>(srv: &Server, plan: LockPlan, f: impl FnOnce() -> R) -> R {
-    srv.store.run_locked(&plan, f)
+    if tern_engine::Store::in_atomic_unit() {
+        return f();
+    }
+    srv.store.run_locked(&plan, || {
+        let r = f();
+        crate::propagate::flush();
+        r
+    })
 }
 
 /// Commands whose keys the key specs do not give (other databases, patterns, the whole

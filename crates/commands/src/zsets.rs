@@ -1249,6 +1249,18 @@ fn pop_first(
     Ok(None)
 }
 
+/// ZMPOP and the blocking pops are replayed as ZPOPMIN/ZPOPMAX (with the count popped).
+fn propagate_pop(ctx: &Ctx, key: &[u8], max: bool, count: Option<usize>) {
+    let cmd: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+    match count {
+        None => ctx.propagate_as(&[cmd, key]),
+        Some(n) => {
+            let n = n.to_string();
+            ctx.propagate_as(&[cmd, key, n.as_bytes()]);
+        }
+    }
+}
+
 fn reply_mpop(ctx: &mut Ctx, key: &[u8], pairs: &[(Vec<u8>, f64)]) {
     ctx.out.array(2);
     ctx.out.bulk(key);
@@ -1269,7 +1281,10 @@ fn zmpop(ctx: &mut Ctx, args: &Args) {
     match pop_first(ctx, &keys, max, count) {
         Err(e) => ctx.error(e),
         Ok(None) => ctx.out.null_array(),
-        Ok(Some((k, p))) => reply_mpop(ctx, &k, &p),
+        Ok(Some((k, p))) => {
+            reply_mpop(ctx, &k, &p);
+            propagate_pop(ctx, &k, max, Some(p.len()));
+        }
     }
 }
 
@@ -1297,6 +1312,7 @@ fn block_or_serve(
             }
         }
         Ok(Some((k, p))) => {
+            propagate_pop(ctx, &k, max, mpop.then_some(p.len()));
             if mpop {
                 reply_mpop(ctx, &k, &p);
             } else {

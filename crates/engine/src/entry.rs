@@ -224,7 +224,7 @@ impl Entry {
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
         let at = self.expire_at();
-        at != 0 && at <= now_ms
+        at != 0 && at <= now_ms && !crate::expire::loading()
     }
 }
 

@@ -76,6 +76,26 @@ pub(crate) fn record(kind: u8, db: usize, key: &[u8]) {
     }
 }
 
+/// Called for every key the engine deletes because its time ran out (lazily or in the active
+/// cycle), with the shard still locked: the write log turns it into a DEL in order with the
+/// writes around it. Set once at start-up; expiry is the cold path, so this costs nothing on
+/// the hot one.
+static EXPIRE_HOOK: std::sync::OnceLock<fn(usize, &[u8])> = std::sync::OnceLock::new();
+
+/// Install the expiry hook (first call wins).
+pub fn set_expire_hook(f: fn(usize, &[u8])) {
+    let _ = EXPIRE_HOOK.set(f);
+}
+
+/// A key of `db` was removed because it expired (the shard is locked by the caller).
+#[inline]
+pub(crate) fn expired(db: usize, key: &[u8]) {
+    record(EXPIRED, db, key);
+    if let Some(h) = EXPIRE_HOOK.get() {
+        h(db, key);
+    }
+}
+
 /// The events recorded on this thread since the last call, oldest first.
 pub fn take() -> Vec<KeyEvent> {
     PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))

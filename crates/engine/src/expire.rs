@@ -2,7 +2,28 @@
 //! run `hz` times a second. Lazy expiry on access does the rest.
 
 use crate::store::Store;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// True while an append-only file is replayed: nothing expires then (a later command of the
+/// log may still refer to a key whose time has passed since, as Redis's loading rule says).
+static LOADING: AtomicBool = AtomicBool::new(false);
+
+/// Suspend (true) or resume expiry, lazy and active (AOF loading).
+pub fn set_loading(on: bool) {
+    LOADING.store(on, Ordering::Relaxed);
+}
+
+/// True while expiry is suspended. Read only on the cold path (an expired-looking key).
+#[inline]
+pub fn loading() -> bool {
+    LOADING.load(Ordering::Relaxed)
+}
+
+/// Redis's checkAlreadyExpired: an absolute time `at_ms` already past, so that a command
+/// setting it deletes the key instead; never while a log is replayed.
+pub fn already_expired(at_ms: i64, now_ms: u64) -> bool {
+    at_ms <= now_ms as i64 && !loading()
+}
 use std::time::{Duration, Instant};
 
 /// Buckets one shard step walks before yielding the lock.
@@ -23,16 +44,18 @@ impl Default for ActiveExpire {
 impl ActiveExpire {
     /// Run for at most `budget`, resuming where the previous cycle stopped. Returns keys expired.
     pub fn cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
+        if loading() {
+            return 0;
+        }
         let start = Instant::now();
-        let shards = store.all_shards();
-        let n = shards.len();
+        let n = store.shard_count();
         let mut expired = 0;
         let mut visited = 0;
         while visited < n && start.elapsed() < budget {
             let i = self.next_shard.fetch_add(1, Ordering::Relaxed) % n;
             visited += 1;
             loop {
-                let mut g = shards[i].lock();
+                let mut g = store.lock_index(i);
                 if g.volatile() == 0 {
                     break;
                 }

@@ -8,6 +8,7 @@ pub mod hash;
 pub mod limits;
 pub mod listpack;
 pub mod shard;
+pub mod snapshot;
 pub mod store;
 pub mod types;
 pub mod value;

@@ -64,10 +64,21 @@ impl ShardData {
         if expired {
             self.remove(hash, key);
             self.expired_keys += 1;
-            crate::events::record(crate::events::EXPIRED, self.db, key);
+            crate::events::expired(self.db, key);
             return None;
         }
         self.dict.get_mut(hash, key)
+    }
+
+    /// Remove a key found expired by a walk (SCAN, RANDOMKEY), counting it in `expired_keys`
+    /// and reporting it like lazy expiry does. Returns whether it was there.
+    pub fn remove_expired(&mut self, hash: u64, key: &[u8]) -> bool {
+        if self.remove(hash, key).is_none() {
+            return false;
+        }
+        self.expired_keys += 1;
+        crate::events::expired(self.db, key);
+        true
     }
 
     /// Read-only view that treats an expired entry as absent without removing it.
@@ -308,7 +319,7 @@ impl ShardData {
             let h = crate::hash::key_hash(&k);
             if self.remove(h, &k).is_some() {
                 expired += 1;
-                crate::events::record(crate::events::EXPIRED, self.db, &k);
+                crate::events::expired(self.db, &k);
             }
         }
         self.expired_keys += expired as u64;

@@ -26,6 +26,7 @@ pub struct Store {
     long_held: Box<[AtomicU32]>,
     /// Long-running units in progress (0: nobody needs to look at `long_held`).
     long_units: AtomicUsize,
+    snap: crate::snapshot::SnapState,
 }
 
 /// Access to one locked shard: an owned mutex guard, or, inside `run_locked`, a borrow of a
@@ -202,6 +203,40 @@ impl Store {
             shard_bits,
             long_held: (0..n).map(|_| AtomicU32::new(0)).collect(),
             long_units: AtomicUsize::new(0),
+            snap: crate::snapshot::SnapState::new(n),
+        }
+    }
+
+    pub(crate) fn snap(&self) -> &crate::snapshot::SnapState {
+        &self.snap
+    }
+
+    /// Number of shards over all databases.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    pub(crate) fn raw_shard(&self, i: usize) -> &Mutex<ShardData> {
+        &self.shards[i]
+    }
+
+    /// Database of the shard with global index `i`.
+    pub(crate) fn db_of(&self, i: usize) -> usize {
+        i >> self.shard_bits
+    }
+
+    /// Lock shard `i` (global index) directly, outside any atomic unit (background walks).
+    pub fn lock_index(&self, i: usize) -> MutexGuard<'_, ShardData> {
+        let g = self.shards[i].lock();
+        self.snap_check(i, &g);
+        g
+    }
+
+    /// The copy-on-write hook every lock passes: one relaxed load unless a snapshot runs.
+    #[inline]
+    fn snap_check(&self, i: usize, data: &ShardData) {
+        if self.snap.active.load(std::sync::atomic::Ordering::Relaxed) {
+            self.visit(i, data);
         }
     }
 
@@ -248,7 +283,9 @@ impl Store {
                 return g;
             }
         }
-        ShardGuard(GuardKind::Owned(self.shards[i].lock()))
+        let g = self.shards[i].lock();
+        self.snap_check(i, &g);
+        ShardGuard(GuardKind::Owned(g))
     }
 
     /// Inside an atomic unit on this store: shard `i` as a borrow of the unit's lock, taking
@@ -263,6 +300,7 @@ impl Store {
         }
         if !set.holds(i) {
             let g = self.shards[i].lock();
+            self.snap_check(i, &g);
             // SAFETY: the guard borrows `self`, which the HeldSet's own store borrow keeps alive.
             let g: MutexGuard<'_, ShardData> = unsafe { std::mem::transmute(g) };
             set.guards.push(g);
@@ -300,6 +338,18 @@ impl Store {
     }
 
     fn lock_all_or_none(&self, idx: &[usize]) -> Vec<(usize, MutexGuard<'_, ShardData>)> {
+        let got = self.lock_raw_all_or_none(idx);
+        for (i, g) in &got {
+            self.snap_check(*i, g);
+        }
+        got
+    }
+
+    /// `lock_all_or_none` without the snapshot hook (the snapshot's own cut).
+    pub(crate) fn lock_raw_all_or_none(
+        &self,
+        idx: &[usize],
+    ) -> Vec<(usize, MutexGuard<'_, ShardData>)> {
         let mut first = 0;
         loop {
             let mut got = Vec::with_capacity(idx.len());
@@ -460,12 +510,6 @@ impl Store {
         for i in 0..self.shards.len() {
             self.guard(i).expired_keys = 0;
         }
-    }
-
-    /// All shards, for background walks such as active expiry (never inside an atomic unit:
-    /// these mutexes are locked directly).
-    pub fn all_shards(&self) -> &[Mutex<ShardData>] {
-        &self.shards
     }
 }
 

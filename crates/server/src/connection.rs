@@ -146,6 +146,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         if let Some((spec, args)) = blocked {
             // Earlier replies of the pipeline go out before the wait, as in Redis.
             if !out.buf.is_empty() {
+                if tern_commands::aof::must_wait() {
+                    tern_commands::aof::wait_durable(tern_commands::propagate::LOG.appended())
+                        .await;
+                }
                 stats.net_output_bytes.add(out.buf.len() as u64);
                 if stream.write_all(&out.buf).await.is_err() {
                     break;
@@ -162,6 +166,14 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             resume = true;
         }
         if !out.buf.is_empty() {
+            // appendfsync always: nothing goes out before what these commands wrote or could
+            // have seen is on disk (one fsync covers every client waiting meanwhile).
+            if tern_commands::aof::must_wait() {
+                let lsn = tern_commands::propagate::LOG.appended();
+                if tern_commands::propagate::LOG.durable() < lsn {
+                    tern_commands::aof::wait_durable(lsn).await;
+                }
+            }
             stats.net_output_bytes.add(out.buf.len() as u64);
             if stream.write_all(&out.buf).await.is_err() {
                 break;

@@ -34,6 +34,9 @@ fn main() {
         std::process::exit(1);
     }
     tern_commands::lua::set_logger(log::log);
+    tern_commands::aof::set_logger(log::log);
+    // Keys the engine expires reach the write log as DEL (while an AOF is on).
+    tern_engine::events::set_expire_hook(tern_commands::propagate::on_expired);
     let threads = match config.get_i64("threads") {
         n if n > 0 => n as usize,
         _ => std::thread::available_parallelism()
@@ -55,6 +58,62 @@ fn main() {
         }
     }
 
+    // Load the RDB file while already accepting connections: until it is in, commands
+    // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
+    tern_commands::aof::set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
+    register_aof_hooks(&srv);
+    let rdb = tern_commands::persistence::rdb_path(&srv);
+    if srv.config.get_bool("appendonly") {
+        // With the AOF on, the AOF alone is the dataset (as in Redis): load it, then open it
+        // for appending. Refused or corrupt files stop the server and are left as they are.
+        tern_commands::persistence::RDB.loading.store(true, Relaxed);
+        let srv2 = srv.clone();
+        std::thread::Builder::new()
+            .name("aof-load".into())
+            .spawn(move || {
+                let t0 = std::time::Instant::now();
+                match tern_commands::aof::load(&srv2) {
+                    Ok(tern_commands::aof::Loaded::Ok | tern_commands::aof::Loaded::Truncated) => {
+                        notice!(
+                            "DB loaded from append only file: {:.3} seconds",
+                            t0.elapsed().as_secs_f64()
+                        )
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        warning!("{e}");
+                        std::process::exit(1);
+                    }
+                }
+                if let Err(e) = tern_commands::aof::open_on_start(&srv2) {
+                    warning!("{e}");
+                    std::process::exit(1);
+                }
+                tern_commands::persistence::RDB
+                    .loading
+                    .store(false, Relaxed);
+            })
+            .expect("spawn loader thread");
+    } else if rdb.exists() {
+        tern_commands::persistence::RDB.loading.store(true, Relaxed);
+        let srv2 = srv.clone();
+        std::thread::Builder::new()
+            .name("rdb-load".into())
+            .spawn(move || {
+                let t0 = std::time::Instant::now();
+                match tern_commands::persistence::rdb_load(&srv2, &rdb) {
+                    Ok(_) => notice!(
+                        "DB loaded from disk: {:.3} seconds",
+                        t0.elapsed().as_secs_f64()
+                    ),
+                    Err(e) => {
+                        warning!("{e}");
+                        std::process::exit(1);
+                    }
+                }
+            })
+            .expect("spawn loader thread");
+    }
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());
 
@@ -62,7 +121,21 @@ fn main() {
         .enable_all()
         .build()
         .expect("acceptor runtime");
-    let code = rt.block_on(accept_loop(srv.clone(), workers));
+    let mut code = rt.block_on(accept_loop(srv.clone(), workers));
+    if code == 0
+        && !tern_commands::persistence::SHUTDOWN_SAVED.load(Relaxed)
+        && tern_commands::persistence::has_save_points(&srv)
+    {
+        notice!("Saving the final RDB snapshot before exiting.");
+        match tern_commands::persistence::rdb_save(&srv) {
+            Ok(_) => notice!("DB saved on disk"),
+            Err(e) => {
+                warning!("Error trying to save the DB, can't exit: {e}");
+                code = 1;
+            }
+        }
+    }
+    tern_commands::aof::shutdown();
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }
@@ -360,6 +433,8 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_commands::tracking::cron(&srv);
                 // Over maxmemory: go on evicting between commands (a quarter of the period).
                 tern_commands::evict::cron(&srv, period / 4);
+                tern_commands::persistence::cron(&srv);
+                tern_commands::aof::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);
@@ -367,6 +442,25 @@ fn spawn_cron(srv: Arc<Server>) {
             }
         })
         .expect("spawn cron thread");
+}
+
+/// CONFIG SET appendonly / appendfsync act at once.
+fn register_aof_hooks(srv: &Arc<Server>) {
+    let s = Arc::downgrade(srv);
+    srv.config.set_apply_hook(
+        "appendonly",
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            tern_commands::aof::config_changed(&srv, v == "yes")
+        }),
+    );
+    srv.config.set_apply_hook(
+        "appendfsync",
+        Box::new(|v| {
+            tern_commands::aof::set_fsync_policy(v);
+            Ok(())
+        }),
+    );
 }
 
 fn close_idle_clients(srv: &Server) {

@@ -594,10 +594,10 @@ fn debug_gating_and_subcommands() {
     let n: i64 = q(&mut c, &["EXISTS", "p:0", "p:9", "p:10"]).unwrap();
     assert_eq!(n, 2);
     let _: () = q(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
-    assert_eq!(
-        err_text(q(&mut c, &["DEBUG", "RELOAD"])),
-        "ERR DEBUG RELOAD is not supported yet: tern has no RDB/AOF persistence"
-    );
+    // DEBUG RELOAD: save, flush, load the file back.
+    let _: () = q(&mut c, &["DEBUG", "RELOAD"]).unwrap();
+    let n: i64 = q(&mut c, &["EXISTS", "p:0", "p:9", "p:10"]).unwrap();
+    assert_eq!(n, 2);
     let t = Instant::now();
     let _: () = q(&mut c, &["DEBUG", "SLEEP", "0.1"]).unwrap();
     assert!(t.elapsed() >= Duration::from_millis(100));
@@ -630,9 +630,23 @@ fn debug_gating_and_subcommands() {
 
 #[test]
 fn shutdown_save_fails_and_nosave_exits() {
-    let s = Server::tern(&["--save", "3600 1"]);
+    // The RDB target is a directory, so saving fails.
+    let dir = std::env::temp_dir().join(format!("tern-shutdown-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("dump.rdb")).unwrap();
+    let s = Server::tern(&[
+        "--save",
+        "3600 1",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--dbfilename",
+        "none.rdb",
+        "--enable-protected-configs",
+        "yes",
+    ]);
     let mut c = s.conn();
-    // Saving is impossible without persistence: refused, server keeps running.
+    let _: () = q(&mut c, &["CONFIG", "SET", "dbfilename", "dump.rdb"]).unwrap();
+    // Saving fails: refused, server keeps running.
     assert_eq!(
         err_text(q(&mut c, &["SHUTDOWN"])),
         "ERR Errors trying to SHUTDOWN. Check logs."

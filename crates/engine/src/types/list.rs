@@ -278,6 +278,14 @@ impl ListValue {
         }
     }
 
+    /// The list's listpack nodes in order (one for the listpack encoding): what RDB writes.
+    pub fn nodes(&self) -> Box<dyn Iterator<Item = &Listpack> + '_> {
+        match self {
+            ListValue::Listpack(lp) => Box::new(std::iter::once(lp)),
+            ListValue::Quicklist(q) => Box::new(q.nodes.iter()),
+        }
+    }
+
     /// Number of quicklist nodes (1 for a listpack).
     pub fn node_count(&self) -> usize {
         match self {

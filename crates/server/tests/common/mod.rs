@@ -44,8 +44,13 @@ impl Server {
             "127.0.0.1",
             "--save",
             "",
-        ])
-        .args(extra);
+        ]);
+        // TERN_TEST_EXTRA="--appendonly yes" runs a whole suite with extra options (before
+        // the test's own, which win).
+        if let Ok(x) = std::env::var("TERN_TEST_EXTRA") {
+            cmd.args(x.split_whitespace());
+        }
+        cmd.args(extra);
         Self::spawn(cmd, port)
     }
 
@@ -73,6 +78,8 @@ impl Server {
     fn spawn(mut cmd: Command, port: u16) -> Server {
         let dir = std::env::temp_dir().join(format!("tern-test-{port}"));
         let _ = std::fs::create_dir_all(&dir);
+        // A previous run's AOF in this port's directory must not be loaded.
+        let _ = std::fs::remove_dir_all(dir.join("appendonlydir"));
         cmd.current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null());

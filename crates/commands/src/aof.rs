@@ -1,0 +1,1176 @@
+//! The append-only file: Redis 7's multi-part AOF (manifest + base + incremental files in
+//! `appenddirname`), fed by the write log (`propagate::LOG`).
+//!
+//! - One writer thread takes what the log accumulated, writes it to the current incremental
+//!   file and fsyncs per `appendfsync`: `always` after every batch (one fsync covers every
+//!   record waiting at that moment: group commit), then reports the LSN durable so that the
+//!   replies waiting for it go out; `everysec` at most once a second; `no` never.
+//! - BGREWRITEAOF (and the automatic rewrite, and CONFIG SET appendonly yes) writes a new
+//!   base from a point-in-time snapshot (`Store::snapshot`) without stopping anyone: at the
+//!   cut the log switches to a new incremental file (listed in the manifest beforehand), so
+//!   base + new incremental files always describe the whole dataset.
+//! - At start-up the files the manifest lists are loaded: an RDB base through the RDB loader,
+//!   commands through the normal command path on a pseudo-client.
+
+use crate::args::{Args, OwnedArgs};
+use crate::clients::ClientHandle;
+use crate::ctx::{Conn, Ctx};
+use crate::propagate::LOG;
+use crate::server::Server;
+use crate::table::{acl, flags as f, CommandSpec};
+use parking_lot::Mutex;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tern_engine::clock;
+use tern_persist::aof::{CommandReader, Manifest, ReadError};
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "bgrewriteaof",
+    arity: 1,
+    flags: f::ADMIN | f::NOSCRIPT | f::NO_ASYNC_LOADING,
+    acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
+    handler: Some(bgrewriteaof),
+    since: "1.0.0",
+    complexity: "O(1)",
+    summary: "Asynchronously rewrites the append-only file to disk.",
+    group: "server",
+    ..CommandSpec::DEFAULT
+}];
+
+/// The id of the pseudo-client that replays the AOF at start-up (Redis's CLIENT_ID_AOF).
+pub const CLIENT_ID: u64 = u64::MAX;
+
+pub const FSYNC_NO: u8 = 0;
+pub const FSYNC_ALWAYS: u8 = 1;
+pub const FSYNC_EVERYSEC: u8 = 2;
+
+/// AOF state for INFO persistence, the commands and the writer thread.
+pub struct AofState {
+    /// aof_state != AOF_OFF: on, or waiting for its first rewrite.
+    pub enabled: AtomicBool,
+    /// Enabled at run time, the first rewrite not done yet (AOF_WAIT_REWRITE).
+    pub wait_rewrite: AtomicBool,
+    pub rewrite_in_progress: AtomicBool,
+    pub rewrite_scheduled: AtomicBool,
+    pub rewrite_started: AtomicU64,
+    pub last_rewrite_time_sec: AtomicI64,
+    pub last_bgrewrite_ok: AtomicBool,
+    pub rewrites: AtomicU64,
+    pub consecutive_failures: AtomicU64,
+    pub last_write_ok: AtomicBool,
+    /// Size of the base and the incremental files before the current one.
+    pub others_size: AtomicU64,
+    /// Bytes in the incremental file being written.
+    pub incr_size: AtomicU64,
+    /// aof_rewrite_base_size: the AOF's size when the last rewrite ended (or the base's at
+    /// start-up), the reference of auto-aof-rewrite-percentage.
+    pub base_size: AtomicU64,
+    pub fsync: AtomicU8,
+    pub delayed_fsync: AtomicU64,
+    /// The manifest as last persisted (plus where the files live).
+    files: Mutex<Option<Files>>,
+    /// The incremental file the writer switches to at the next cut.
+    next_incr: Mutex<Option<File>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Replies waiting for durability are woken here.
+    pub durable: tokio::sync::Notify,
+    /// Bumped by every start/stop: a rewrite started under another generation is stale.
+    generation: AtomicU64,
+}
+
+struct Files {
+    manifest: Manifest,
+}
+
+pub static AOF: AofState = AofState {
+    enabled: AtomicBool::new(false),
+    wait_rewrite: AtomicBool::new(false),
+    rewrite_in_progress: AtomicBool::new(false),
+    rewrite_scheduled: AtomicBool::new(false),
+    rewrite_started: AtomicU64::new(0),
+    last_rewrite_time_sec: AtomicI64::new(-1),
+    last_bgrewrite_ok: AtomicBool::new(true),
+    rewrites: AtomicU64::new(0),
+    consecutive_failures: AtomicU64::new(0),
+    last_write_ok: AtomicBool::new(true),
+    others_size: AtomicU64::new(0),
+    incr_size: AtomicU64::new(0),
+    base_size: AtomicU64::new(0),
+    fsync: AtomicU8::new(FSYNC_EVERYSEC),
+    delayed_fsync: AtomicU64::new(0),
+    files: parking_lot::const_mutex(None),
+    next_incr: parking_lot::const_mutex(None),
+    writer: parking_lot::const_mutex(None),
+    durable: tokio::sync::Notify::const_new(),
+    generation: AtomicU64::new(0),
+};
+
+/// Serializes start/stop/rewrite decisions.
+static CONTROL: Mutex<()> = parking_lot::const_mutex(());
+
+/// Where log lines go: the server installs its logger (`set_logger`); stderr until then.
+static LOGGER: std::sync::OnceLock<fn(u8, &str)> = std::sync::OnceLock::new();
+
+/// Install the server's logger (level 2 notice, 3 warning, as Redis's).
+pub fn set_logger(f: fn(u8, &str)) {
+    let _ = LOGGER.set(f);
+}
+
+pub(crate) fn log_notice(msg: &str) {
+    match LOGGER.get() {
+        Some(f) => f(2, msg),
+        None => eprintln!("{msg}"),
+    }
+}
+
+pub(crate) fn log_warning(msg: &str) {
+    match LOGGER.get() {
+        Some(f) => f(3, msg),
+        None => eprintln!("{msg}"),
+    }
+}
+
+fn unix_secs() -> u64 {
+    clock::now_ms() / 1000
+}
+
+fn filename(srv: &Server) -> String {
+    srv.config
+        .get("appendfilename")
+        .unwrap_or_else(|| "appendonly.aof".into())
+}
+
+fn dirname(srv: &Server) -> PathBuf {
+    PathBuf::from(
+        srv.config
+            .get("appenddirname")
+            .unwrap_or_else(|| "appendonlydir".into()),
+    )
+}
+
+fn fsync_policy(v: &str) -> u8 {
+    match v {
+        "always" => FSYNC_ALWAYS,
+        "no" => FSYNC_NO,
+        _ => FSYNC_EVERYSEC,
+    }
+}
+
+/// Mirror `appendfsync` (start-up and CONFIG SET).
+pub fn set_fsync_policy(v: &str) {
+    AOF.fsync.store(fsync_policy(v), Relaxed);
+    // Replies that were waiting under `always` may go now.
+    AOF.durable.notify_waiters();
+}
+
+/// True when replies must wait until what they could have observed is durable.
+#[inline]
+pub fn must_wait() -> bool {
+    AOF.fsync.load(Relaxed) == FSYNC_ALWAYS && LOG.active()
+}
+
+/// Wait until the log is durable up to `lsn` (or `appendfsync always` no longer holds).
+pub async fn wait_durable(lsn: u64) {
+    loop {
+        let n = AOF.durable.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        if LOG.durable() >= lsn || !must_wait() {
+            return;
+        }
+        n.await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files and manifest
+
+fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Write the manifest atomically: temp file, fsync, rename, fsync the directory.
+fn persist_manifest(srv: &Server, m: &Manifest) -> Result<(), String> {
+    let dir = dirname(srv);
+    let name = format!("{}.manifest", filename(srv));
+    let tmp = dir.join(format!("temp-{name}"));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(m.format().as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(&name))?;
+        fsync_dir(&dir)
+    })();
+    res.map_err(|e| format!("Can't persist the AOF manifest file {name}: {e}"))
+}
+
+fn read_manifest(srv: &Server) -> Result<Manifest, String> {
+    let path = dirname(srv).join(format!("{}.manifest", filename(srv)));
+    match std::fs::read(&path) {
+        Ok(b) => Manifest::parse(&b).map_err(|e| {
+            format!(
+                "*** FATAL AOF MANIFEST FILE ERROR *** {} ({})",
+                e,
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Manifest::default()),
+        Err(e) => Err(format!(
+            "Fatal error: can't open the AOF manifest file {} for reading: {e}",
+            path.display()
+        )),
+    }
+}
+
+fn file_size(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+fn delete_history(srv: &Server, m: &mut Manifest) {
+    if m.history.is_empty() || srv.config.get_bool("aof-disable-auto-gc") {
+        return;
+    }
+    let dir = dirname(srv);
+    for h in m.history.drain(..) {
+        log_notice(&format!(
+            "Removing the history file {} in the background",
+            h.name
+        ));
+        let _ = std::fs::remove_file(dir.join(&h.name));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The writer thread
+
+fn write_all_retry(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    file.write_all(bytes)
+}
+
+/// Takes the log's batches, writes them, fsyncs per policy, reports durability.
+fn writer_loop(mut file: Option<File>) {
+    let mut spare = Vec::new();
+    let mut last_fsync = Instant::now();
+    let mut unsynced = false;
+    let fail = |e: std::io::Error| {
+        AOF.last_write_ok.store(false, Relaxed);
+        log_warning(&format!("Error writing to the AOF file: {e}"));
+        if AOF.fsync.load(Relaxed) == FSYNC_ALWAYS {
+            log_warning(
+                "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
+            );
+            std::process::exit(1);
+        }
+    };
+    let write = |file: &mut Option<File>, bytes: &[u8], unsynced: &mut bool| {
+        if bytes.is_empty() {
+            return;
+        }
+        let Some(f) = file.as_mut() else {
+            return;
+        };
+        loop {
+            match write_all_retry(f, bytes) {
+                Ok(()) => {
+                    AOF.last_write_ok.store(true, Relaxed);
+                    AOF.incr_size.fetch_add(bytes.len() as u64, Relaxed);
+                    *unsynced = true;
+                    return;
+                }
+                Err(e) => {
+                    fail(e);
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    };
+    loop {
+        let policy = AOF.fsync.load(Relaxed);
+        let timeout = if policy == FSYNC_EVERYSEC && unsynced {
+            Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
+        } else {
+            Duration::from_secs(1)
+        };
+        let Some(batch) = LOG.take(timeout.max(Duration::from_millis(1)), spare) else {
+            break;
+        };
+        let mut off = 0usize;
+        for &cut in &batch.cuts {
+            let at = (cut - batch.start) as usize;
+            write(&mut file, &batch.bytes[off..at], &mut unsynced);
+            if let Some(f) = file.as_mut() {
+                if unsynced {
+                    let _ = f.sync_data();
+                }
+            }
+            unsynced = false;
+            file = AOF.next_incr.lock().take();
+            let before = AOF.incr_size.swap(0, Relaxed);
+            AOF.others_size.fetch_add(before, Relaxed);
+            off = at;
+        }
+        write(&mut file, &batch.bytes[off..], &mut unsynced);
+        let policy = AOF.fsync.load(Relaxed);
+        let sync_now = match policy {
+            FSYNC_ALWAYS => unsynced,
+            FSYNC_EVERYSEC => unsynced && last_fsync.elapsed() >= Duration::from_secs(1),
+            _ => false,
+        };
+        if sync_now {
+            if let Some(f) = file.as_mut() {
+                if let Err(e) = f.sync_data() {
+                    fail(e);
+                }
+            }
+            last_fsync = Instant::now();
+            unsynced = false;
+        }
+        if policy != FSYNC_ALWAYS || !unsynced {
+            LOG.set_durable(batch.end());
+            AOF.durable.notify_waiters();
+        }
+        spare = batch.bytes;
+    }
+    if let Some(f) = file.as_mut() {
+        let _ = f.sync_data();
+    }
+}
+
+fn start_writer(file: Option<File>) {
+    let h = std::thread::Builder::new()
+        .name("aof-writer".into())
+        .spawn(move || writer_loop(file))
+        .expect("spawn aof writer");
+    *AOF.writer.lock() = Some(h);
+}
+
+/// Stop logging: the writer writes and fsyncs what is pending, then exits.
+fn stop_writer() {
+    LOG.deactivate();
+    if let Some(h) = AOF.writer.lock().take() {
+        let _ = h.join();
+    }
+    *AOF.next_incr.lock() = None;
+    AOF.durable.notify_waiters();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start, stop
+
+/// Called once the dataset is loaded, when `appendonly yes`: create a base if there is no AOF
+/// yet, open the last incremental file (or a new one), persist the manifest, start logging.
+pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
+    let _c = CONTROL.lock();
+    set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
+    let dir = dirname(srv);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        )
+    })?;
+    let mut m = read_manifest(srv)?;
+    let name = filename(srv);
+    if m.base.is_none() && m.incrs.is_empty() {
+        let rdb = srv.config.get_bool("aof-use-rdb-preamble");
+        let base = m.new_base(&name, rdb);
+        write_base(srv, &dir.join(&base), rdb, None)?;
+        log_notice(&format!("Creating AOF base file {base} on server start"));
+    }
+    let (incr, created) = match m.incrs.last() {
+        Some(i) => (i.name.clone(), false),
+        None => (m.new_incr(&name), true),
+    };
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(dir.join(&incr))
+        .map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
+    persist_manifest(srv, &m)?;
+    let incr_size = file_size(&dir.join(&incr));
+    let total: u64 = m
+        .load_order()
+        .iter()
+        .map(|f| file_size(&dir.join(&f.name)))
+        .sum();
+    AOF.incr_size.store(incr_size, Relaxed);
+    AOF.others_size
+        .store(total.saturating_sub(incr_size), Relaxed);
+    if AOF.base_size.load(Relaxed) == 0 {
+        AOF.base_size.store(
+            m.base
+                .as_ref()
+                .map(|b| file_size(&dir.join(&b.name)))
+                .unwrap_or(0),
+            Relaxed,
+        );
+    }
+    *AOF.files.lock() = Some(Files { manifest: m });
+    log_notice(&format!(
+        "{} AOF incr file {incr} on server start",
+        if created { "Creating" } else { "Opening" }
+    ));
+    AOF.generation.fetch_add(1, Relaxed);
+    LOG.activate();
+    start_writer(Some(file));
+    AOF.enabled.store(true, Relaxed);
+    AOF.wait_rewrite.store(false, Relaxed);
+    Ok(())
+}
+
+/// CONFIG SET appendonly yes|no at run time.
+pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
+    if on {
+        if AOF.enabled.load(Relaxed) {
+            return Ok(());
+        }
+        {
+            let _c = CONTROL.lock();
+            set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
+            AOF.enabled.store(true, Relaxed);
+            AOF.wait_rewrite.store(true, Relaxed);
+            AOF.last_write_ok.store(true, Relaxed);
+            AOF.generation.fetch_add(1, Relaxed);
+        }
+        if tern_engine::Store::in_atomic_unit() || AOF.rewrite_in_progress.load(Relaxed) {
+            AOF.rewrite_scheduled.store(true, Relaxed);
+            log_notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+            return Ok(());
+        }
+        if !start_rewrite(srv.clone()) {
+            AOF.enabled.store(false, Relaxed);
+            AOF.wait_rewrite.store(false, Relaxed);
+            return Err("Unable to turn on AOF. Check server logs.".into());
+        }
+        Ok(())
+    } else {
+        if !AOF.enabled.load(Relaxed) {
+            return Ok(());
+        }
+        let _c = CONTROL.lock();
+        AOF.generation.fetch_add(1, Relaxed);
+        stop_writer();
+        AOF.enabled.store(false, Relaxed);
+        AOF.wait_rewrite.store(false, Relaxed);
+        AOF.rewrite_scheduled.store(false, Relaxed);
+        AOF.incr_size.store(0, Relaxed);
+        *AOF.files.lock() = None;
+        Ok(())
+    }
+}
+
+/// At exit: write and fsync what the log holds.
+pub fn shutdown() {
+    if AOF.enabled.load(Relaxed) {
+        log_notice("Calling fsync() on the AOF file.");
+        stop_writer();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rewrite
+
+/// Write a base file from a snapshot of the dataset (RDB when `rdb`, else commands). `at_cut`
+/// runs at the snapshot's cut.
+fn write_base(
+    srv: &Server,
+    path: &Path,
+    rdb: bool,
+    at_cut: Option<&(dyn Fn() + Sync)>,
+) -> Result<u64, String> {
+    let tmp = PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let file = File::create(&tmp).map_err(|e| {
+        format!("Opening the temp file for AOF rewrite in rewriteAppendOnlyFile(): {e}")
+    })?;
+    let now = clock::now_ms();
+    let out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let res: std::io::Result<std::io::BufWriter<File>> = if rdb {
+        let aux: Vec<(&str, String)> = vec![
+            ("redis-ver", crate::REDIS_VERSION.to_string()),
+            ("redis-bits", "64".to_string()),
+            ("ctime", (now / 1000).to_string()),
+            ("used-mem", "0".to_string()),
+            ("aof-base", "1".to_string()),
+        ];
+        let sink: Mutex<LazySink<tern_persist::rdb::file::FileWriter<_>>> =
+            Mutex::new(LazySink(None));
+        let out = Mutex::new(Some(out));
+        srv.store.snapshot(
+            || {
+                let w = tern_persist::rdb::file::FileWriter::new(
+                    out.lock().take().expect("output"),
+                    srv.config.get_bool("rdbcompression"),
+                    srv.config.get_bool("rdbchecksum"),
+                    &aux,
+                    &crate::functions::library_codes(),
+                    now,
+                );
+                sink.lock().0 = Some(w);
+                if let Some(f) = at_cut {
+                    f();
+                }
+            },
+            &sink,
+        );
+        sink.into_inner().0.expect("writer").finish()
+    } else {
+        let sink: Mutex<LazySink<tern_persist::aof::rewrite::CommandWriter<_>>> =
+            Mutex::new(LazySink(None));
+        let out = Mutex::new(Some(out));
+        srv.store.snapshot(
+            || {
+                let w = tern_persist::aof::rewrite::CommandWriter::new(
+                    out.lock().take().expect("output"),
+                    &crate::functions::library_codes(),
+                    now,
+                );
+                sink.lock().0 = Some(w);
+                if let Some(f) = at_cut {
+                    f();
+                }
+            },
+            &sink,
+        );
+        sink.into_inner().0.expect("writer").finish()
+    };
+    let res = res.and_then(|bw| {
+        let f = bw.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()
+    });
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("Write error writing append only file on disk: {e}"));
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "Error trying to rename the temporary AOF base file {} into {}: {e}",
+            tmp.display(),
+            path.display()
+        ));
+    }
+    Ok(file_size(path))
+}
+
+/// A sink created at the cut (so that what it writes first — function libraries — is read
+/// under the cut's locks).
+struct LazySink<S>(Option<S>);
+
+impl<S: tern_engine::snapshot::ShardSink> tern_engine::snapshot::ShardSink for LazySink<S> {
+    fn shard(&mut self, db: usize, data: &tern_engine::ShardData) {
+        if let Some(s) = self.0.as_mut() {
+            s.shard(db, data);
+        }
+    }
+}
+
+/// Start a background rewrite unless one runs; false when it could not start.
+pub fn start_rewrite(srv: Arc<Server>) -> bool {
+    if AOF.rewrite_in_progress.swap(true, Relaxed) {
+        return false;
+    }
+    AOF.rewrite_scheduled.store(false, Relaxed);
+    AOF.rewrite_started.store(unix_secs(), Relaxed);
+    let gen = AOF.generation.load(Relaxed);
+    let spawned = std::thread::Builder::new()
+        .name("aof-rewrite".into())
+        .spawn(move || {
+            let start = Instant::now();
+            let r = rewrite(&srv, gen);
+            AOF.last_rewrite_time_sec
+                .store(start.elapsed().as_secs() as i64, Relaxed);
+            match &r {
+                Ok(()) => {
+                    AOF.last_bgrewrite_ok.store(true, Relaxed);
+                    AOF.rewrites.fetch_add(1, Relaxed);
+                    AOF.consecutive_failures.store(0, Relaxed);
+                    log_notice("Background AOF rewrite finished successfully");
+                }
+                Err(e) => {
+                    AOF.last_bgrewrite_ok.store(false, Relaxed);
+                    AOF.consecutive_failures.fetch_add(1, Relaxed);
+                    log_warning(&format!("Background AOF rewrite failed: {e}"));
+                    if AOF.wait_rewrite.load(Relaxed) {
+                        // Still waiting for a first base: try again from the cron.
+                        AOF.rewrite_scheduled.store(true, Relaxed);
+                    }
+                }
+            }
+            AOF.rewrite_in_progress.store(false, Relaxed);
+        });
+    if spawned.is_err() {
+        AOF.rewrite_in_progress.store(false, Relaxed);
+        return false;
+    }
+    true
+}
+
+/// One rewrite: a new incremental file switched to at the cut, a new base from the snapshot
+/// at the cut, then the manifest naming them (and the old files deleted).
+fn rewrite(srv: &Arc<Server>, gen: u64) -> Result<(), String> {
+    let dir = dirname(srv);
+    let name = filename(srv);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "Can't open or create append-only dir {}: {e}",
+            dir.display()
+        )
+    })?;
+    let rdb = srv.config.get_bool("aof-use-rdb-preamble");
+    let enabled = AOF.enabled.load(Relaxed);
+    let waiting = AOF.wait_rewrite.load(Relaxed);
+    // 1. The incremental file writes go to after the cut. While on, it is listed in the
+    //    manifest before anything is written to it; when turning on, it is a temp file named
+    //    at the end.
+    let mut new_incr_name = None;
+    if enabled {
+        let _c = CONTROL.lock();
+        if AOF.generation.load(Relaxed) != gen {
+            return Err("AOF was turned off or on meanwhile".into());
+        }
+        let (path, listed) = if waiting {
+            (dir.join(format!("temp-{name}.incr")), None)
+        } else {
+            let mut files = AOF.files.lock();
+            let m = &mut files.as_mut().ok_or("AOF is off")?.manifest;
+            let mut m2 = m.clone();
+            let n = m2.new_incr(&name);
+            (dir.join(&n), Some((m2, n)))
+        };
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| format!("Can't open the append-only file {}: {e}", path.display()))?;
+        if let Some((m2, n)) = listed {
+            persist_manifest(srv, &m2)?;
+            AOF.files.lock().as_mut().ok_or("AOF is off")?.manifest = m2;
+            log_notice(&format!("Creating AOF incr file {n} on background rewrite"));
+            new_incr_name = Some(n);
+        }
+        *AOF.next_incr.lock() = Some(file);
+        if waiting {
+            // Writes log themselves from now on; the cut below starts the file.
+            LOG.activate();
+            start_writer(None);
+        }
+    }
+    // 2. The base, from the snapshot; the log switches files at its cut.
+    let tmp_base = format!("temp-{name}.base");
+    let cut = || {
+        if enabled {
+            LOG.cut();
+        }
+    };
+    let base_size = write_base(srv, &dir.join(&tmp_base), rdb, Some(&cut))?;
+    // 3. The manifest: new base, the new incremental file last, the rest history.
+    let _c = CONTROL.lock();
+    if AOF.generation.load(Relaxed) != gen {
+        let _ = std::fs::remove_file(dir.join(&tmp_base));
+        return Err("AOF was turned off or on meanwhile".into());
+    }
+    let mut files = AOF.files.lock();
+    let mut m = match files.as_ref() {
+        Some(f) => f.manifest.clone(),
+        None => read_manifest(srv)?,
+    };
+    let base_name = m.new_base(&name, rdb);
+    std::fs::rename(dir.join(&tmp_base), dir.join(&base_name))
+        .map_err(|e| format!("Error trying to rename the temporary AOF base file: {e}"))?;
+    if enabled && waiting {
+        let n = m.new_incr(&name);
+        std::fs::rename(dir.join(format!("temp-{name}.incr")), dir.join(&n)).map_err(|e| {
+            format!("Error trying to rename the temporary AOF incr file into {n}: {e}")
+        })?;
+        new_incr_name = Some(n);
+    }
+    m.incrs_to_history(enabled);
+    let _ = &new_incr_name;
+    persist_manifest(srv, &m)?;
+    delete_history(srv, &mut m);
+    persist_manifest(srv, &m)?;
+    if enabled {
+        *files = Some(Files { manifest: m });
+        AOF.others_size.store(base_size, Relaxed);
+        AOF.base_size
+            .store(base_size + AOF.incr_size.load(Relaxed), Relaxed);
+        AOF.wait_rewrite.store(false, Relaxed);
+    } else {
+        *files = None;
+    }
+    Ok(())
+}
+
+fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) {
+    if AOF.rewrite_in_progress.load(Relaxed) {
+        return ctx.error("ERR Background append only file rewriting already in progress");
+    }
+    if crate::persistence::RDB.bgsave_in_progress.load(Relaxed)
+        || tern_engine::Store::in_atomic_unit()
+    {
+        AOF.rewrite_scheduled.store(true, Relaxed);
+        return ctx
+            .out
+            .simple(b"Background append only file rewriting scheduled");
+    }
+    if start_rewrite(ctx.srv.clone()) {
+        ctx.out
+            .simple(b"Background append only file rewriting started");
+    } else {
+        ctx.error("ERR Can't execute an AOF background rewriting. Please check the server logs for more information.");
+    }
+}
+
+/// The cron's part: a scheduled rewrite, or the automatic one on growth.
+pub fn cron(srv: &Arc<Server>) {
+    if AOF.rewrite_in_progress.load(Relaxed)
+        || crate::persistence::RDB.bgsave_in_progress.load(Relaxed)
+    {
+        return;
+    }
+    if AOF.rewrite_scheduled.load(Relaxed) && !rewrite_limited() {
+        start_rewrite(srv.clone());
+        return;
+    }
+    if !AOF.enabled.load(Relaxed) || AOF.wait_rewrite.load(Relaxed) {
+        return;
+    }
+    let perc = srv.config.get_i64("auto-aof-rewrite-percentage");
+    let min = srv.config.get_i64("auto-aof-rewrite-min-size").max(0) as u64;
+    let size = AOF.others_size.load(Relaxed) + AOF.incr_size.load(Relaxed);
+    if perc > 0 && size > min {
+        let base = AOF.base_size.load(Relaxed).max(1);
+        let growth = (size * 100 / base) as i64 - 100;
+        if growth >= perc && !rewrite_limited() {
+            log_notice(&format!(
+                "Starting automatic rewriting of AOF on {growth}% growth"
+            ));
+            start_rewrite(srv.clone());
+        }
+    }
+}
+
+/// After three failures in a row, wait 1, 2, 4 ... 60 minutes between automatic attempts.
+fn rewrite_limited() -> bool {
+    static NEXT: Mutex<(u64, u64)> = parking_lot::const_mutex((0, 0));
+    let mut g = NEXT.lock();
+    if AOF.consecutive_failures.load(Relaxed) < 3 {
+        *g = (0, 0);
+        return false;
+    }
+    let now = unix_secs();
+    if g.1 != 0 {
+        if now < g.1 {
+            return true;
+        }
+        g.1 = 0;
+        return false;
+    }
+    g.0 = if g.0 == 0 { 1 } else { (g.0 * 2).min(60) };
+    g.1 = now + g.0 * 60;
+    log_warning(&format!("Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes", g.0));
+    true
+}
+
+/// INFO persistence: the aof_* fields, as Redis names and orders them.
+pub fn info_fields(out: &mut String) {
+    use std::fmt::Write as _;
+    let on = AOF.enabled.load(Relaxed);
+    let rw = AOF.rewrite_in_progress.load(Relaxed);
+    let _ = write!(
+        out,
+        "aof_enabled:{}\r\n\
+         aof_rewrite_in_progress:{}\r\n\
+         aof_rewrite_scheduled:{}\r\n\
+         aof_last_rewrite_time_sec:{}\r\n\
+         aof_current_rewrite_time_sec:{}\r\n\
+         aof_last_bgrewrite_status:{}\r\n\
+         aof_rewrites:{}\r\n\
+         aof_rewrites_consecutive_failures:{}\r\n\
+         aof_last_write_status:{}\r\n\
+         aof_last_cow_size:0\r\n\
+         module_fork_in_progress:0\r\n\
+         module_fork_last_cow_size:0\r\n",
+        on as u8,
+        rw as u8,
+        AOF.rewrite_scheduled.load(Relaxed) as u8,
+        AOF.last_rewrite_time_sec.load(Relaxed),
+        if rw {
+            unix_secs().saturating_sub(AOF.rewrite_started.load(Relaxed)) as i64
+        } else {
+            -1
+        },
+        if AOF.last_bgrewrite_ok.load(Relaxed) {
+            "ok"
+        } else {
+            "err"
+        },
+        AOF.rewrites.load(Relaxed),
+        AOF.consecutive_failures.load(Relaxed),
+        if AOF.last_write_ok.load(Relaxed) {
+            "ok"
+        } else {
+            "err"
+        },
+    );
+    if on {
+        let _ = write!(
+            out,
+            "aof_current_size:{}\r\n\
+             aof_base_size:{}\r\n\
+             aof_pending_rewrite:{}\r\n\
+             aof_buffer_length:{}\r\n\
+             aof_pending_bio_fsync:0\r\n\
+             aof_delayed_fsync:{}\r\n",
+            AOF.others_size.load(Relaxed) + AOF.incr_size.load(Relaxed),
+            AOF.base_size.load(Relaxed),
+            AOF.rewrite_scheduled.load(Relaxed) as u8,
+            LOG.pending(),
+            AOF.delayed_fsync.load(Relaxed),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+/// How loading the AOF ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Loaded {
+    /// No AOF files at all.
+    NotExist,
+    Empty,
+    Ok,
+    Truncated,
+}
+
+/// Load the AOF the manifest (or an old single-file AOF, migrated first) describes.
+pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
+    let dir = dirname(srv);
+    let name = filename(srv);
+    let mut m = read_manifest(srv)?;
+    // An old-style single AOF in the working directory: move it into the AOF directory as
+    // the base, as Redis 7 does on upgrade.
+    if Path::new(&name).is_file() {
+        let dir_exists = dir.is_dir();
+        let upgrade = !dir_exists
+            || (m.base.is_none() && m.incrs.is_empty())
+            || (m.incrs.is_empty()
+                && m.base.as_ref().is_some_and(|b| b.name == name)
+                && !dir.join(&name).exists());
+        if upgrade {
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                format!(
+                    "Can't open or create append-only dir {}: {e}",
+                    dir.display()
+                )
+            })?;
+            let mut um = Manifest::default();
+            um.base = Some(tern_persist::aof::FileInfo {
+                name: name.clone(),
+                seq: 1,
+                kind: tern_persist::aof::manifest::BASE,
+            });
+            um.base_seq = 1;
+            persist_manifest(srv, &um)?;
+            std::fs::rename(&name, dir.join(&name)).map_err(|e| {
+                format!(
+                    "Error trying to move the old AOF file {name} into dir {}: {e}",
+                    dir.display()
+                )
+            })?;
+            log_notice(&format!(
+                "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+                dir.display()
+            ));
+            m = um;
+        }
+    }
+    let files = m.load_order();
+    if files.is_empty() {
+        return Ok(Loaded::NotExist);
+    }
+    let mut total = 0u64;
+    for f in &files {
+        let p = dir.join(&f.name);
+        match std::fs::metadata(&p) {
+            Ok(md) => total += md.len(),
+            Err(e) => return Err(format!("The append log file {} doesn't exist: {e}", f.name)),
+        }
+    }
+    if total == 0 {
+        return Ok(Loaded::Empty);
+    }
+    let rdbst = &crate::persistence::RDB;
+    rdbst.loading_total.store(total, Relaxed);
+    rdbst.loading_loaded.store(0, Relaxed);
+    rdbst.loading_start.store(unix_secs(), Relaxed);
+    tern_engine::expire::set_loading(true);
+    let res = (|| {
+        let mut outcome = Loaded::Ok;
+        let mut done_bytes = 0u64;
+        for (i, f) in files.iter().enumerate() {
+            let last = i + 1 == files.len();
+            let t0 = Instant::now();
+            let r = load_one(srv, &dir, &f.name, f.name == name, done_bytes)?;
+            done_bytes += file_size(&dir.join(&f.name));
+            match r {
+                Loaded::Truncated if !last => {
+                    return Err("Fatal error: the truncated file is not the last file".to_string())
+                }
+                Loaded::Truncated => outcome = Loaded::Truncated,
+                _ => {}
+            }
+            log_notice(&format!(
+                "DB loaded from {} file {}: {:.3} seconds",
+                if f.kind == tern_persist::aof::manifest::BASE {
+                    "base"
+                } else {
+                    "incr"
+                },
+                f.name,
+                t0.elapsed().as_secs_f64()
+            ));
+        }
+        Ok(outcome)
+    })();
+    tern_engine::expire::set_loading(false);
+    if res.is_ok() {
+        AOF.base_size.store(
+            m.base
+                .as_ref()
+                .map(|b| file_size(&dir.join(&b.name)))
+                .unwrap_or(0),
+            Relaxed,
+        );
+    }
+    res
+}
+
+/// DEBUG LOADAOF: write out what the log holds, empty the dataset and load the AOF again,
+/// holding every shard meanwhile (the replayed commands are not logged again).
+pub fn debug_loadaof(ctx: &mut Ctx) {
+    if AOF.enabled.load(Relaxed) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while LOG.durable() < LOG.appended() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let srv = ctx.srv.clone();
+    let res = srv
+        .store
+        .run_locked(&tern_engine::LockPlan::AllShards, || {
+            let dbs: Vec<usize> = (0..srv.store.databases()).collect();
+            let mut g = srv.store.lock_dbs(&dbs);
+            let mut old = Vec::new();
+            for sh in g.guards_mut() {
+                old.push(sh.clear());
+            }
+            drop(g);
+            crate::background::drop_later(old, usize::MAX);
+            let _ = crate::functions::load_libraries(&[]);
+            load(&srv)
+        });
+    match res {
+        Ok(Loaded::Ok | Loaded::Empty | Loaded::NotExist) => {
+            log_notice("Append Only File loaded by DEBUG LOADAOF");
+            ctx.out.ok()
+        }
+        Ok(Loaded::Truncated) | Err(_) => {
+            if let Err(e) = res {
+                log_warning(&e);
+            }
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Load one file: an RDB (base, or preamble of an old AOF) and/or commands.
+fn load_one(
+    srv: &Arc<Server>,
+    dir: &Path,
+    name: &str,
+    old_style: bool,
+    done_before: u64,
+) -> Result<Loaded, String> {
+    let path = dir.join(name);
+    let data = std::fs::read(&path).map_err(|e| {
+        format!("Fatal error: can't open the append log file {name} for reading: {e}")
+    })?;
+    if data.is_empty() {
+        return Ok(Loaded::Empty);
+    }
+    let mut pos = 0;
+    if tern_persist::aof::is_rdb(&data) {
+        log_notice(if old_style {
+            "Reading RDB preamble from AOF file..."
+        } else {
+            "Reading RDB base file on AOF loading..."
+        });
+        pos = load_rdb_part(srv, &data, done_before).map_err(|e| {
+            if old_style {
+                format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted: {e}")
+            } else {
+                format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
+            }
+        })?;
+        if old_style {
+            log_notice("Reading the remaining AOF tail...");
+        }
+    }
+    replay(srv, &path, name, &data, pos, done_before)
+}
+
+/// Load the RDB at the start of `data` (expired keys kept: the log may still touch them);
+/// returns where it ends.
+fn load_rdb_part(srv: &Server, data: &[u8], done_before: u64) -> Result<usize, String> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let now = clock::now_ms();
+    let dbs = srv.store.databases();
+    let lfu = srv.config.hot.lfu_policy.load(Relaxed);
+    let mut bad_db = None;
+    let loaded = tern_persist::rdb::file::load(
+        data,
+        now,
+        false,
+        |k| {
+            if k.db >= dbs {
+                bad_db.get_or_insert(k.db);
+                return;
+            }
+            let mut access = clock::initial_access_at(now);
+            if lfu {
+                if let Some(f) = k.freq {
+                    access = (clock::lfu_minutes() << 8) | f as u32;
+                }
+            } else if let Some(idle) = k.idle {
+                let lru = clock::lru_clock() as i64;
+                let mut abs = lru - idle as i64;
+                if abs < 0 {
+                    abs += clock::LRU_CLOCK_MAX as i64;
+                }
+                access = abs as u32;
+            }
+            let h = tern_engine::key_hash(&k.key);
+            let mut g = srv.store.lock_shard(k.db, srv.store.shard_index(h));
+            let e = tern_engine::EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
+            g.insert_entry(h, e, now);
+        },
+        |p| {
+            crate::persistence::RDB
+                .loading_loaded
+                .store(done_before + p as u64, Relaxed)
+        },
+    )
+    .map_err(|e| format!("{e:?}"))?;
+    if let Some(db) = bad_db {
+        return Err(format!(
+            "the file was created with a server configured to handle more than {dbs} databases (key in DB {db})"
+        ));
+    }
+    if !loaded.functions.is_empty() {
+        crate::functions::load_libraries(&loaded.functions)?;
+    }
+    Ok(loaded.end)
+}
+
+/// Replay the commands of `data` from `pos` on the AOF pseudo-client.
+fn replay(
+    srv: &Arc<Server>,
+    path: &Path,
+    name: &str,
+    data: &[u8],
+    pos: usize,
+    done_before: u64,
+) -> Result<Loaded, String> {
+    let truncated_ok = srv.config.get_bool("aof-load-truncated");
+    let handle = Arc::new(ClientHandle::new(
+        CLIENT_ID,
+        String::new(),
+        String::new(),
+        -1,
+    ));
+    let mut conn = Conn::new(handle, false, srv.stats.local());
+    conn.deny_blocking = true;
+    let mut out = tern_resp::Reply::new();
+    let mut reader = CommandReader::new(data, pos);
+    let mut valid_up_to = pos;
+    let mut before_multi = pos;
+    let mut n = 0u64;
+    let end = loop {
+        if n.is_multiple_of(1024) {
+            conn.start_batch();
+            crate::persistence::RDB
+                .loading_loaded
+                .store(done_before + reader.pos() as u64, Relaxed);
+        }
+        n += 1;
+        match reader.next_command() {
+            Ok(None) => break None,
+            Ok(Some(argv)) => {
+                let owned = OwnedArgs::new(argv.iter());
+                let args = owned.args();
+                if srv.commands.get(args.get(0)).is_none() {
+                    return Err(format!(
+                        "Unknown command '{}' reading the append only file {name}",
+                        String::from_utf8_lossy(args.get(0))
+                    ));
+                }
+                if args.get(0).eq_ignore_ascii_case(b"multi") {
+                    before_multi = valid_up_to;
+                }
+                crate::dispatch::execute(srv, &mut conn, &mut out, &args);
+                out.buf.clear();
+                valid_up_to = reader.pos();
+            }
+            Err(e) => break Some(e),
+        }
+    };
+    let in_multi = conn.multi.is_some();
+    crate::multi::reset(srv, &mut conn);
+    let err = match end {
+        None if !in_multi => return Ok(Loaded::Ok),
+        None => {
+            log_warning(&format!(
+                "Revert incomplete MULTI/EXEC transaction in AOF file {name}"
+            ));
+            valid_up_to = before_multi;
+            ReadError::Truncated
+        }
+        Some(ReadError::Truncated) if in_multi => {
+            valid_up_to = before_multi;
+            ReadError::Truncated
+        }
+        Some(e) => e,
+    };
+    if err == ReadError::Format {
+        return Err(format!("Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"));
+    }
+    if truncated_ok {
+        log_warning(&format!(
+            "!!! Warning: short read while loading the AOF file {name}!!!"
+        ));
+        log_warning(&format!(
+            "!!! Truncating the AOF {name} at offset {valid_up_to} !!!"
+        ));
+        match OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(valid_up_to as u64))
+        {
+            Ok(()) => {
+                log_warning(&format!(
+                    "AOF {name} loaded anyway because aof-load-truncated is enabled"
+                ));
+                return Ok(Loaded::Truncated);
+            }
+            Err(e) => log_warning(&format!("Error truncating the AOF file {name}: {e}")),
+        }
+    }
+    Err(format!("Unexpected end of file reading the append only file {name} (the last complete command ends at offset {valid_up_to}). You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."))
+}

@@ -1,0 +1,572 @@
+//! Persistence commands: DUMP and RESTORE (Redis's serialized-value payloads), SAVE, BGSAVE,
+//! LASTSAVE, and the RDB save/load machinery (snapshot -> file, file -> store) with the state
+//! INFO persistence reports.
+
+use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX};
+use crate::ctx::Ctx;
+use crate::notify;
+use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use std::sync::atomic::Ordering::Relaxed;
+use tern_engine::clock;
+use tern_engine::EntryBox;
+use tern_persist::rdb::{dump_payload, restore_payload, RestoreError};
+
+const KS: u64 = acl::KEYSPACE;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "dump",
+        tips: &["nondeterministic_output"],
+        arity: 2,
+        flags: f::READONLY,
+        acl: KS | acl::READ | acl::SLOW,
+        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
+        handler: Some(dump),
+        since: "2.6.0",
+        complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        summary: "Returns a serialized representation of the value stored at a key.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "save",
+        arity: 1,
+        flags: f::ADMIN | f::NOSCRIPT | f::NO_ASYNC_LOADING | f::NO_MULTI,
+        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
+        handler: Some(save),
+        since: "1.0.0",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        summary: "Synchronously saves the database(s) to disk.",
+        group: "server",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "bgsave",
+        arity: -1,
+        flags: f::ADMIN | f::NOSCRIPT | f::NO_ASYNC_LOADING,
+        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
+        handler: Some(bgsave),
+        since: "1.0.0",
+        complexity: "O(1)",
+        summary: "Asynchronously saves the database(s) to disk.",
+        group: "server",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lastsave",
+        tips: &["nondeterministic_output"],
+        arity: 1,
+        flags: f::LOADING | f::STALE | f::FAST,
+        acl: acl::ADMIN | acl::FAST | acl::DANGEROUS,
+        handler: Some(lastsave),
+        since: "1.0.0",
+        complexity: "O(1)",
+        summary: "Returns the Unix timestamp of the last successful save to disk.",
+        group: "server",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "restore",
+        arity: -4,
+        flags: f::WRITE | f::DENYOOM,
+        acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
+        keys: &[KeySpec::single(1, k::OW | k::UPDATE)],
+        handler: Some(restore),
+        since: "2.6.0",
+        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        summary: "Creates a key from the serialized representation of a value.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn dump(ctx: &mut Ctx, args: &Args) {
+    let now = ctx.now_ms;
+    let (h, mut g) = ctx.lock(&args[1]);
+    let payload = match g.get(h, &args[1], now) {
+        Some(e) => {
+            ctx.touch(e);
+            dump_payload(&e.value)
+        }
+        None => {
+            drop(g);
+            ctx.hit(false);
+            return ctx.out.null();
+        }
+    };
+    drop(g);
+    ctx.hit(true);
+    ctx.out.bulk(&payload);
+}
+
+fn restore(ctx: &mut Ctx, args: &Args) {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut freq, mut idle): (i64, i64) = (-1, -1);
+    let mut j = 4;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        let a = &args[j];
+        if eq_ic(a, "replace") {
+            replace = true;
+        } else if eq_ic(a, "absttl") {
+            absttl = true;
+        } else if eq_ic(a, "idletime") && more >= 1 && freq == -1 {
+            match parse_i64(&args[j + 1]) {
+                None => return ctx.error(ERR_NOT_INT),
+                Some(v) if v < 0 => return ctx.error("ERR Invalid IDLETIME value, must be >= 0"),
+                Some(v) => idle = v,
+            }
+            j += 1;
+        } else if eq_ic(a, "freq") && more >= 1 && idle == -1 {
+            match parse_i64(&args[j + 1]) {
+                None => return ctx.error(ERR_NOT_INT),
+                Some(v) if !(0..=255).contains(&v) => {
+                    return ctx.error("ERR Invalid FREQ value, must be >= 0 and <= 255")
+                }
+                Some(v) => freq = v,
+            }
+            j += 1;
+        } else {
+            return ctx.error(ERR_SYNTAX);
+        }
+        j += 1;
+    }
+    let now = ctx.now_ms;
+    let key = &args[1];
+    {
+        let (h, mut g) = ctx.lock(key);
+        if !replace && g.get(h, key, now).is_some() {
+            return ctx.error("BUSYKEY Target key name already exists.");
+        }
+    }
+    let ttl = match parse_i64(&args[2]) {
+        None => return ctx.error(ERR_NOT_INT),
+        Some(t) if t < 0 => return ctx.error("ERR Invalid TTL value, must be >= 0"),
+        Some(t) => t,
+    };
+    let value = match restore_payload(&args[3]) {
+        Ok(v) => v,
+        Err(RestoreError::VersionOrChecksum) => {
+            return ctx.error("ERR DUMP payload version or checksum are wrong")
+        }
+        Err(_) => return ctx.error("ERR Bad data format"),
+    };
+    let expire_at = match ttl {
+        0 => 0,
+        t if absttl => t,
+        t => t.saturating_add(now as i64),
+    };
+    let lfu = ctx.srv.config.hot.lfu_policy.load(Relaxed);
+    let mut access = clock::initial_access_at(now);
+    if lfu {
+        if freq >= 0 {
+            access = (clock::lfu_minutes() << 8) | freq as u32;
+        }
+    } else if idle >= 0 {
+        let lru = clock::lru_clock() as i64;
+        let mut abs = lru - idle;
+        if abs < 0 {
+            abs += clock::LRU_CLOCK_MAX as i64;
+        }
+        access = abs as u32;
+    }
+    let (h, mut g) = ctx.lock(key);
+    if !replace && g.get(h, key, now).is_some() {
+        drop(g);
+        return ctx.error("BUSYKEY Target key name already exists.");
+    }
+    let old = if replace { g.remove(h, key) } else { None };
+    if expire_at != 0 && tern_engine::expire::already_expired(expire_at, now) {
+        drop(g);
+        let deleted = old.is_some();
+        drop(old);
+        if deleted {
+            ctx.dirty(1);
+            ctx.notify(notify::GENERIC, "del", key);
+            let lazy = ctx.srv.config.hot.lazyfree_lazy_server_del.load(Relaxed);
+            ctx.propagate_as(&[if lazy { b"UNLINK" } else { b"DEL" }, key]);
+        }
+        return ctx.out.ok();
+    }
+    let entry = EntryBox::new_expiring(key, value, access, expire_at.max(0) as u64);
+    g.insert_entry(h, entry, now);
+    drop(g);
+    drop(old);
+    ctx.dirty(1);
+    ctx.notify(notify::GENERIC, "restore", key);
+    ctx.out.ok();
+    // A relative TTL is propagated as the absolute time it gave (ABSTTL).
+    if ttl != 0 && !absttl && ctx.propagating() {
+        let t = expire_at.to_string();
+        let mut argv: Vec<&[u8]> = args.iter().collect();
+        argv[2] = t.as_bytes();
+        argv.push(b"ABSTTL");
+        ctx.propagate_as(&argv);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RDB save / load
+
+use crate::server::Server;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+
+/// Save/load state for INFO persistence and the save commands.
+pub struct RdbState {
+    pub bgsave_in_progress: AtomicBool,
+    pub bgsave_scheduled: AtomicBool,
+    /// Unix seconds the running BGSAVE started.
+    pub bgsave_started: AtomicU64,
+    pub last_bgsave_ok: AtomicBool,
+    pub last_bgsave_time_sec: AtomicI64,
+    pub saves: AtomicU64,
+    pub loading: AtomicBool,
+    pub loading_total: AtomicU64,
+    pub loading_loaded: AtomicU64,
+    pub loading_start: AtomicU64,
+    pub last_load_keys_loaded: AtomicU64,
+    pub last_load_keys_expired: AtomicU64,
+    /// Unix seconds of the last save attempt (for the save-points retry delay).
+    pub last_attempt: AtomicU64,
+    save_lock: parking_lot::Mutex<()>,
+}
+
+pub static RDB: RdbState = RdbState {
+    bgsave_in_progress: AtomicBool::new(false),
+    bgsave_scheduled: AtomicBool::new(false),
+    bgsave_started: AtomicU64::new(0),
+    last_bgsave_ok: AtomicBool::new(true),
+    last_bgsave_time_sec: AtomicI64::new(-1),
+    saves: AtomicU64::new(0),
+    loading: AtomicBool::new(false),
+    loading_total: AtomicU64::new(0),
+    loading_loaded: AtomicU64::new(0),
+    loading_start: AtomicU64::new(0),
+    last_load_keys_loaded: AtomicU64::new(0),
+    last_load_keys_expired: AtomicU64::new(0),
+    last_attempt: AtomicU64::new(0),
+    save_lock: parking_lot::const_mutex(()),
+};
+
+/// The RDB file's path: `dbfilename` in the working directory (`dir`).
+pub fn rdb_path(srv: &Server) -> std::path::PathBuf {
+    let name = srv
+        .config
+        .get("dbfilename")
+        .unwrap_or_else(|| "dump.rdb".into());
+    std::path::PathBuf::from(name)
+}
+
+fn unix_secs() -> u64 {
+    clock::now_ms() / 1000
+}
+
+/// Write a point-in-time RDB of the whole keyspace to a temp file, then rename it over the
+/// configured file. Runs on the calling thread (a background thread for BGSAVE).
+pub fn rdb_save(srv: &Server) -> Result<u64, String> {
+    let _one = RDB.save_lock.lock();
+    RDB.last_attempt.store(unix_secs(), Relaxed);
+    let path = rdb_path(srv);
+    let tmp = std::path::PathBuf::from(format!("temp-{}.rdb", std::process::id()));
+    let file = std::fs::File::create(&tmp).map_err(|e| {
+        format!(
+            "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
+            tmp.display(),
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
+        )
+    })?;
+    let now = clock::now_ms();
+    let aux: Vec<(&str, String)> = vec![
+        ("redis-ver", crate::REDIS_VERSION.to_string()),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (now / 1000).to_string()),
+        ("used-mem", "0".to_string()),
+        ("aof-base", "0".to_string()),
+    ];
+    let writer = tern_persist::rdb::file::FileWriter::new(
+        std::io::BufWriter::with_capacity(1 << 20, file),
+        srv.config.get_bool("rdbcompression"),
+        srv.config.get_bool("rdbchecksum"),
+        &aux,
+        &crate::functions::library_codes(),
+        now,
+    );
+    let sink = parking_lot::Mutex::new(writer);
+    let dirty_at_cut = AtomicU64::new(0);
+    srv.store
+        .snapshot(|| dirty_at_cut.store(srv.dirty_total(), Relaxed), &sink);
+    let w = sink.into_inner();
+    let keys = w.keys;
+    let res = w.finish().and_then(|bw| {
+        let f = bw.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()
+    });
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("Write error saving DB on disk: {e}"));
+    }
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "Error moving temp DB file {} on the final destination {}: {e}",
+            tmp.display(),
+            path.display()
+        ));
+    }
+    srv.dirty_at_save.store(dirty_at_cut.load(Relaxed), Relaxed);
+    srv.lastsave.store(unix_secs(), Relaxed);
+    RDB.saves.fetch_add(1, Relaxed);
+    Ok(keys)
+}
+
+/// Load an RDB file into the (empty) store. Ok(false) when the file does not exist.
+pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
+    let data = match std::fs::read(path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => {
+            return Err(format!(
+                "Fatal error loading the DB {}: {e}",
+                path.display()
+            ))
+        }
+    };
+    RDB.loading.store(true, Relaxed);
+    RDB.loading_total.store(data.len() as u64, Relaxed);
+    RDB.loading_loaded.store(0, Relaxed);
+    RDB.loading_start.store(unix_secs(), Relaxed);
+    let now = clock::now_ms();
+    let dbs = srv.store.databases();
+    let lfu = srv.config.hot.lfu_policy.load(Relaxed);
+    let mut bad_db = None;
+    let res = tern_persist::rdb::file::load(
+        &data,
+        now,
+        true,
+        |k| {
+            if k.db >= dbs {
+                bad_db.get_or_insert(k.db);
+                return;
+            }
+            let mut access = clock::initial_access_at(now);
+            if lfu {
+                if let Some(f) = k.freq {
+                    access = (clock::lfu_minutes() << 8) | f as u32;
+                }
+            } else if let Some(idle) = k.idle {
+                let lru = clock::lru_clock() as i64;
+                let mut abs = lru - idle as i64;
+                if abs < 0 {
+                    abs += clock::LRU_CLOCK_MAX as i64;
+                }
+                access = abs as u32;
+            }
+            let h = tern_engine::key_hash(&k.key);
+            let mut g = srv.store.lock_shard(k.db, srv.store.shard_index(h));
+            let e = EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
+            g.insert_entry(h, e, now);
+        },
+        |pos| RDB.loading_loaded.store(pos as u64, Relaxed),
+    );
+    let done = |r: Result<bool, String>| {
+        RDB.loading.store(false, Relaxed);
+        r
+    };
+    let loaded = match res {
+        Ok(l) => l,
+        Err(e) => {
+            return done(Err(format!(
+                "Short read or corrupt RDB file {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    if let Some(db) = bad_db {
+        return done(Err(format!("FATAL: Data file {} was created with a Redis server configured to handle more than {dbs} databases (key in DB {db}). Exiting", path.display())));
+    }
+    if !loaded.functions.is_empty() {
+        if let Err(e) = crate::functions::load_libraries(&loaded.functions) {
+            return done(Err(format!(
+                "Failed loading the functions of {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
+    RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
+    srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
+    srv.lastsave.store(unix_secs(), Relaxed);
+    done(Ok(true))
+}
+
+/// Start a background save unless one runs; false when one was already running.
+pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
+    if RDB.bgsave_in_progress.swap(true, Relaxed) {
+        return false;
+    }
+    RDB.bgsave_scheduled.store(false, Relaxed);
+    RDB.bgsave_started.store(unix_secs(), Relaxed);
+    std::thread::Builder::new()
+        .name("bgsave".into())
+        .spawn(move || {
+            let start = std::time::Instant::now();
+            let r = rdb_save(&srv);
+            RDB.last_bgsave_ok.store(r.is_ok(), Relaxed);
+            RDB.last_bgsave_time_sec
+                .store(start.elapsed().as_secs() as i64, Relaxed);
+            RDB.bgsave_in_progress.store(false, Relaxed);
+            match r {
+                Ok(_) => eprintln!("Background saving terminated with success"),
+                Err(e) => eprintln!("Background saving error: {e}"),
+            }
+        })
+        .expect("spawn bgsave thread");
+    true
+}
+
+fn save(ctx: &mut Ctx, _args: &Args) {
+    if RDB.bgsave_in_progress.load(Relaxed) {
+        return ctx.error("ERR Background save already in progress");
+    }
+    if tern_engine::Store::in_atomic_unit() {
+        return ctx.error("ERR SAVE is not allowed inside a transaction or script");
+    }
+    match rdb_save(ctx.srv) {
+        Ok(_) => {
+            RDB.last_bgsave_ok.store(true, Relaxed);
+            ctx.out.ok()
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ctx.error("ERR")
+        }
+    }
+}
+
+fn bgsave(ctx: &mut Ctx, args: &Args) {
+    let schedule = match args.len() {
+        1 => false,
+        2 if eq_ic(&args[1], "schedule") => true,
+        _ => return ctx.error(ERR_SYNTAX),
+    };
+    if RDB.bgsave_in_progress.load(Relaxed) {
+        if schedule {
+            RDB.bgsave_scheduled.store(true, Relaxed);
+            return ctx.out.simple(b"Background saving scheduled");
+        }
+        return ctx.error("ERR Background save already in progress");
+    }
+    if start_bgsave(ctx.srv.clone()) {
+        ctx.out.simple(b"Background saving started");
+    } else {
+        ctx.error("ERR Background save already in progress");
+    }
+}
+
+fn lastsave(ctx: &mut Ctx, _args: &Args) {
+    ctx.out.int(ctx.srv.lastsave.load(Relaxed) as i64);
+}
+
+/// Set once SHUTDOWN has saved (or was told not to): the exit path then does not save.
+pub static SHUTDOWN_SAVED: AtomicBool = AtomicBool::new(false);
+
+/// True when `save` has save points.
+pub fn has_save_points(srv: &Server) -> bool {
+    srv.config.get("save").is_some_and(|s| !s.trim().is_empty())
+}
+
+/// The cron's part: a scheduled BGSAVE, or one a save point asks for (`save <secs> <changes>`;
+/// after a failed save, not before 5 seconds passed, as Redis).
+pub fn cron(srv: &std::sync::Arc<Server>) {
+    if RDB.bgsave_in_progress.load(Relaxed) {
+        return;
+    }
+    if RDB.bgsave_scheduled.load(Relaxed) {
+        start_bgsave(srv.clone());
+        return;
+    }
+    let Some(points) = srv.config.get("save") else {
+        return;
+    };
+    let nums: Vec<u64> = points
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if nums.is_empty() {
+        return;
+    }
+    let dirty = srv
+        .dirty_total()
+        .saturating_sub(srv.dirty_at_save.load(Relaxed));
+    let now = unix_secs();
+    let since = now.saturating_sub(srv.lastsave.load(Relaxed));
+    let retry_ok =
+        RDB.last_bgsave_ok.load(Relaxed) || now.saturating_sub(RDB.last_attempt.load(Relaxed)) > 5;
+    for p in nums.chunks(2) {
+        if let [secs, changes] = *p {
+            if dirty >= changes && since >= secs && retry_ok {
+                eprintln!("{changes} changes in {secs} seconds. Saving...");
+                start_bgsave(srv.clone());
+                return;
+            }
+        }
+    }
+}
+
+/// DEBUG RELOAD: save, empty the keyspace, load the file again.
+pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
+    let (mut save, mut flush) = (true, true);
+    for a in args.iter().skip(2) {
+        if eq_ic(a, "nosave") {
+            save = false;
+        } else if eq_ic(a, "noflush") || eq_ic(a, "merge") {
+            flush = false;
+        } else {
+            return ctx.error(ERR_SYNTAX);
+        }
+    }
+    if save {
+        if let Err(e) = rdb_save(ctx.srv) {
+            eprintln!("{e}");
+            return ctx.error("ERR Error trying to save the DB, check logs");
+        }
+    }
+    let srv = ctx.srv;
+    if flush {
+        let dbs: Vec<usize> = (0..srv.store.databases()).collect();
+        let mut g = srv.store.lock_dbs(&dbs);
+        let mut old = Vec::new();
+        for sh in g.guards_mut() {
+            old.push(sh.clear());
+        }
+        drop(g);
+        drop(old);
+    }
+    match rdb_load(srv, &rdb_path(srv)) {
+        Ok(true) => ctx.out.ok(),
+        Ok(false) => ctx.error("ERR Error trying to load the RDB dump, check server logs."),
+        Err(e) => {
+            eprintln!("{e}");
+            ctx.error("ERR Error trying to load the RDB dump, check server logs.")
+        }
+    }
+}
+
+const ERR_MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Why a command is refused right now: the dataset is loading (`-LOADING` unless the command
+/// may run then), or the last background save failed and `stop-writes-on-bgsave-error` holds
+/// writes (and PING) back. Two relaxed loads in the common case.
+pub fn deny_reason(srv: &Server, spec: &CommandSpec) -> Option<&'static str> {
+    if RDB.loading.load(Relaxed) && spec.flags & f::LOADING == 0 {
+        return Some("LOADING Redis is loading the dataset in memory");
+    }
+    if !RDB.last_bgsave_ok.load(Relaxed)
+        && (spec.flags & f::WRITE != 0 || spec.name == "ping")
+        && srv.config.get_bool("stop-writes-on-bgsave-error")
+        && has_save_points(srv)
+    {
+        return Some(ERR_MISCONF);
+    }
+    None
+}

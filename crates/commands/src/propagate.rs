@@ -1,0 +1,245 @@
+//! Propagation: what each write appends to the write log (`tern_persist::wlog`), in Redis 7.2's
+//! propagated form.
+//!
+//! As in Redis's call(): a command that changed something (its handler called `ctx.dirty`) is
+//! propagated as it was sent, unless its handler rewrote that (`Ctx::propagate_as`: SET EX as
+//! SET PXAT, SPOP as SREM, BLPOP as LPOP...), added commands of its own
+//! (`Ctx::also_propagate`) or suppressed it (`Ctx::prevent_propagation`). The commands of one
+//! execution unit (a command, a transaction, a script) are collected on the thread running it
+//! and appended to the log at the unit's end — wrapped in MULTI/EXEC when there are several —
+//! while the unit still holds its shard locks, so writes to the same key reach the log in the
+//! order they were applied.
+//!
+//! When the log is inactive (no AOF), none of this runs: a write costs the gate's relaxed load
+//! and per-thread in-flight counter (see `WriteLog::gate`).
+
+use crate::args::Args;
+use crate::ctx::{Conn, Ctx};
+use crate::server::Server;
+use crate::table::{flags, CommandSpec, Handler};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use tern_engine::{key_hash, LockPlan, Store};
+use tern_persist::wlog::{Ops, WriteLog};
+use tern_resp::Reply;
+
+/// The server's write log (one per process, like the keyspace's persistence files).
+pub static LOG: WriteLog = WriteLog::new();
+
+/// `lazyfree-lazy-expire`: expired keys are propagated as UNLINK instead of DEL.
+pub static LAZY_EXPIRE: AtomicBool = AtomicBool::new(false);
+
+/// The propagation controls of the command running on this thread.
+#[derive(Default)]
+struct Frame {
+    /// Inside a logged call (the Ctx methods do nothing otherwise).
+    on: bool,
+    replace: Option<Vec<Vec<u8>>>,
+    prevent: bool,
+    force: bool,
+}
+
+thread_local! {
+    /// The running execution unit's commands.
+    static UNIT: RefCell<Ops> = RefCell::new(Ops::default());
+    static FRAME: RefCell<Frame> = RefCell::new(Frame::default());
+    /// Changes made on this thread (`Ctx::dirty`), to tell whether a command changed anything.
+    static DIRTY: Cell<u64> = const { Cell::new(0) };
+}
+
+#[inline]
+pub(crate) fn add_dirty(n: u64) {
+    DIRTY.with(|d| d.set(d.get().wrapping_add(n)));
+}
+
+/// Commands that run their own atomic unit (and append its commands at its end): never
+/// propagated themselves.
+fn runs_own_unit(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
+/// True for the commands that must pass the write gate: writes, commands that may propagate
+/// (PFCOUNT's cache update), and the atomic units.
+#[inline]
+pub fn gated(spec: &CommandSpec) -> bool {
+    (spec.flags & flags::WRITE != 0)
+        || (spec.flags & flags::MAY_REPLICATE != 0 && !matches!(spec.name, "publish" | "spublish"))
+        || spec.name == "exec"
+}
+
+struct Saved {
+    frame: Frame,
+    dirty: u64,
+}
+
+fn enter() -> Saved {
+    let frame = FRAME.with(|f| {
+        std::mem::replace(
+            &mut *f.borrow_mut(),
+            Frame {
+                on: true,
+                ..Default::default()
+            },
+        )
+    });
+    Saved {
+        frame,
+        dirty: DIRTY.with(|d| d.get()),
+    }
+}
+
+fn leave(saved: Saved, db: usize, args: &Args, own: bool) {
+    let fr = FRAME.with(|f| std::mem::replace(&mut *f.borrow_mut(), saved.frame));
+    let dirty = DIRTY.with(|d| d.get()) != saved.dirty;
+    if !own || fr.prevent || !(dirty || fr.force) {
+        return;
+    }
+    UNIT.with(|u| {
+        let mut u = u.borrow_mut();
+        match &fr.replace {
+            Some(v) => u.push(db as i32, v.iter().map(|a| a.as_slice())),
+            None => u.push(db as i32, args.iter().collect::<Vec<_>>().into_iter()),
+        }
+    });
+}
+
+/// Append the unit's commands to the log (wrapped in MULTI/EXEC when several).
+pub fn flush() {
+    UNIT.with(|u| {
+        let mut u = u.borrow_mut();
+        if !u.is_empty() {
+            LOG.append(&u, u.len() > 1);
+            u.clear();
+        }
+    });
+}
+
+/// The shards a single write command holds while it runs and logs itself.
+fn write_plan(db: usize, spec: &CommandSpec, args: &Args) -> LockPlan {
+    if crate::txn::needs_every_shard(spec, args) {
+        return LockPlan::AllShards;
+    }
+    let keys: Vec<(usize, u64)> = spec
+        .key_positions(args)
+        .into_iter()
+        .filter(|&(p, _)| p < args.len())
+        .map(|(p, _)| (db, key_hash(args.get(p))))
+        .collect();
+    if keys.is_empty() {
+        LockPlan::AllShards
+    } else {
+        LockPlan::Keys(keys)
+    }
+}
+
+/// Run a gated command while the log is active: inside an atomic unit holding its keys'
+/// shards (unless it is one, or runs inside one), then append what it propagates.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn logged_call(
+    srv: &Arc<Server>,
+    conn: &mut Conn,
+    out: &mut Reply,
+    args: &Args,
+    spec: &'static CommandSpec,
+    handler: Handler,
+    now_ms: u64,
+) {
+    let own = !runs_own_unit(spec.name);
+    let call = |conn: &mut Conn, out: &mut Reply| {
+        let saved = enter();
+        {
+            let mut ctx = Ctx {
+                srv,
+                conn,
+                out,
+                now_ms,
+                cmd: spec,
+            };
+            handler(&mut ctx, args);
+        }
+        leave(saved, conn.db, args, own);
+    };
+    if !own || Store::in_atomic_unit() {
+        call(conn, out);
+        if !Store::in_atomic_unit() {
+            flush();
+        }
+        return;
+    }
+    let plan = write_plan(conn.db, spec, args);
+    srv.store.run_locked(&plan, || {
+        call(conn, out);
+        flush();
+    });
+}
+
+/// The engine's expiry hook: a key deleted because its time ran out is propagated as DEL (or
+/// UNLINK), appended while its shard is still locked — with the unit running on this thread,
+/// or on its own.
+pub fn on_expired(db: usize, key: &[u8]) {
+    propagate_delete(db, key, LAZY_EXPIRE.load(Relaxed));
+}
+
+/// A key the server removed on its own (expired, evicted) reaches the log as DEL or UNLINK.
+pub fn propagate_delete(db: usize, key: &[u8], unlink: bool) {
+    if !LOG.active() {
+        return;
+    }
+    let cmd: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
+    if Store::in_atomic_unit() {
+        UNIT.with(|u| u.borrow_mut().push(db as i32, [cmd, key].into_iter()));
+    } else {
+        let mut ops = Ops::default();
+        ops.push(db as i32, [cmd, key].into_iter());
+        LOG.append(&ops, false);
+    }
+}
+
+impl Ctx<'_> {
+    /// Propagate this command as `argv` instead of as it was sent (Redis's
+    /// rewriteClientCommandVector). Applies if the command changed something.
+    pub fn propagate_as(&self, argv: &[&[u8]]) {
+        FRAME.with(|f| {
+            let mut f = f.borrow_mut();
+            if f.on {
+                f.replace = Some(argv.iter().map(|a| a.to_vec()).collect());
+            }
+        });
+    }
+
+    /// Propagate one more command now, in the current database (Redis's alsoPropagate).
+    pub fn also_propagate(&self, argv: &[&[u8]]) {
+        self.also_propagate_db(self.conn.db, argv);
+    }
+
+    pub fn also_propagate_db(&self, db: usize, argv: &[&[u8]]) {
+        if FRAME.with(|f| f.borrow().on) {
+            UNIT.with(|u| u.borrow_mut().push(db as i32, argv.iter().copied()));
+        }
+    }
+
+    /// Do not propagate this command itself (what it also_propagated stays).
+    pub fn prevent_propagation(&self) {
+        FRAME.with(|f| {
+            let mut f = f.borrow_mut();
+            f.prevent |= f.on;
+        });
+    }
+
+    /// Propagate this command even if it changed nothing (FLUSHALL on an empty keyspace).
+    pub fn force_propagation(&self) {
+        FRAME.with(|f| {
+            let mut f = f.borrow_mut();
+            f.force |= f.on;
+        });
+    }
+
+    /// True while this command's effects are being logged (to skip building rewrites).
+    pub fn propagating(&self) -> bool {
+        FRAME.with(|f| f.borrow().on)
+    }
+}

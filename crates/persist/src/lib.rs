@@ -1,0 +1,6 @@
+//! Persistence in Redis's formats: CRC-64, LZF, and the RDB value/file codec.
+pub mod aof;
+pub mod crc64;
+pub mod lzf;
+pub mod rdb;
+pub mod wlog;

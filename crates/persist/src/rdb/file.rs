@@ -1,0 +1,270 @@
+//! Whole RDB files: header, AUX fields, FUNCTION2, SELECTDB/RESIZEDB, expiries, LRU/LFU
+//! opcodes, key/value pairs, EOF and CRC-64 trailer.
+
+use super::decode::{read_value, Reader, RestoreError};
+use super::encode::{write_value_body, Writer};
+use super::*;
+use crate::crc64;
+use std::io::Write;
+use tern_engine::snapshot::ShardSink;
+use tern_engine::value::Value;
+use tern_engine::ShardData;
+
+/// Streams an RDB file to `out` as shards arrive; the CRC covers everything written.
+pub struct FileWriter<W: Write + Send> {
+    out: W,
+    w: Writer,
+    crc: u64,
+    checksum: bool,
+    cur_db: Option<usize>,
+    pub keys: u64,
+    pub error: Option<std::io::Error>,
+    now_ms: u64,
+}
+
+impl<W: Write + Send> FileWriter<W> {
+    /// Start a file: magic, version and AUX fields, then the function libraries.
+    pub fn new(
+        out: W,
+        compress: bool,
+        checksum: bool,
+        aux: &[(&str, String)],
+        functions: &[Vec<u8>],
+        now_ms: u64,
+    ) -> Self {
+        let mut f = FileWriter {
+            out,
+            w: Writer::new(compress),
+            crc: 0,
+            checksum,
+            cur_db: None,
+            keys: 0,
+            error: None,
+            now_ms,
+        };
+        f.w.buf
+            .extend_from_slice(format!("REDIS{:04}", RDB_VERSION).as_bytes());
+        for (k, v) in aux {
+            f.w.byte(OP_AUX);
+            f.w.string(k.as_bytes());
+            f.w.string(v.as_bytes());
+        }
+        for code in functions {
+            f.w.byte(OP_FUNCTION2);
+            f.w.string(code);
+        }
+        f.flush();
+        f
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_none() && !self.w.buf.is_empty() {
+            if self.checksum {
+                self.crc = crc64::update(self.crc, &self.w.buf);
+            }
+            if let Err(e) = self.out.write_all(&self.w.buf) {
+                self.error = Some(e);
+            }
+        }
+        self.w.buf.clear();
+    }
+
+    /// One key: expiry opcode if it has one, the value, and the key.
+    pub fn key(&mut self, key: &[u8], value: &Value, expire_at: u64) {
+        if expire_at != 0 {
+            self.w.byte(OP_EXPIRETIME_MS);
+            self.w.buf.extend_from_slice(&expire_at.to_le_bytes());
+        }
+        let t = super::encode::value_type(value);
+        self.w.byte(t);
+        self.w.string(key);
+        write_value_body(&mut self.w, value);
+        self.keys += 1;
+        if self.w.buf.len() >= 64 * 1024 {
+            self.flush();
+        }
+    }
+
+    /// EOF opcode and checksum (zero when checksums are off); returns the output.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.w.byte(OP_EOF);
+        self.flush();
+        let crc = if self.checksum { self.crc } else { 0 };
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.write_all(&crc.to_le_bytes())?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write + Send> ShardSink for FileWriter<W> {
+    fn shard(&mut self, db: usize, data: &ShardData) {
+        if data.is_empty() || self.error.is_some() {
+            return;
+        }
+        if self.cur_db != Some(db) {
+            self.w.byte(OP_SELECTDB);
+            self.w.len(db as u64);
+            self.w.byte(OP_RESIZEDB);
+            self.w.len(data.len() as u64);
+            self.w.len(data.volatile() as u64);
+            self.cur_db = Some(db);
+        }
+        let now = self.now_ms;
+        for e in data.dict().iter() {
+            let exp = e.expire_at();
+            if exp != 0 && exp <= now {
+                continue;
+            }
+            self.key(e.key(), &e.value, exp);
+        }
+    }
+}
+
+/// What a loaded file held besides keys.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub version: u16,
+    pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    pub functions: Vec<Vec<u8>>,
+    pub keys: u64,
+    pub expired: u64,
+    /// Offset just past the file's last byte (after the checksum): where the AOF tail of an
+    /// RDB-preamble AOF starts.
+    pub end: usize,
+}
+
+/// One key as loaded.
+pub struct LoadedKey {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub value: Value,
+    pub expire_at: u64,
+    pub idle: Option<u64>,
+    pub freq: Option<u8>,
+}
+
+/// Parse a whole RDB file, handing each key to `on_key` (keys whose expiry is before
+/// `now_ms` are skipped when `drop_expired`). Errors name the offset.
+pub fn load(
+    data: &[u8],
+    now_ms: u64,
+    drop_expired: bool,
+    mut on_key: impl FnMut(LoadedKey),
+    mut progress: impl FnMut(usize),
+) -> Result<Loaded, RestoreError> {
+    let mut r = Reader::new(data);
+    let magic = r.take(9)?;
+    if &magic[..5] != b"REDIS" {
+        return Err(RestoreError::Bad(
+            "wrong signature trying to load DB from file".into(),
+            0,
+        ));
+    }
+    let version: u16 = std::str::from_utf8(&magic[5..])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| RestoreError::Bad("bad RDB version".into(), 5))?;
+    if !(1..=RDB_MAX_VERSION).contains(&version) {
+        return Err(RestoreError::Bad(
+            format!("can't handle RDB format version {version}"),
+            5,
+        ));
+    }
+    let mut out = Loaded {
+        version,
+        ..Default::default()
+    };
+    let mut db = 0usize;
+    let (mut expire_at, mut idle, mut freq) = (0u64, None, None);
+    loop {
+        let at = r.pos;
+        let t = r.byte()?;
+        match t {
+            OP_EXPIRETIME => {
+                expire_at = r.u32_le()? as u64 * 1000;
+                continue;
+            }
+            OP_EXPIRETIME_MS => {
+                expire_at = r.millis()? as u64;
+                continue;
+            }
+            OP_FREQ => {
+                freq = Some(r.byte()?);
+                continue;
+            }
+            OP_IDLE => {
+                idle = Some(r.len()?);
+                continue;
+            }
+            OP_EOF => break,
+            OP_SELECTDB => {
+                db = r.len()? as usize;
+                continue;
+            }
+            OP_RESIZEDB => {
+                r.len()?;
+                r.len()?;
+                continue;
+            }
+            OP_AUX => {
+                let k = r.string()?;
+                let v = r.string()?;
+                out.aux.push((k, v));
+                continue;
+            }
+            OP_MODULE_AUX => return Err(RestoreError::Module),
+            OP_FUNCTION_PRE_GA => {
+                return Err(RestoreError::Bad(
+                    "pre-GA function format not supported".into(),
+                    at,
+                ))
+            }
+            OP_FUNCTION2 => {
+                out.functions.push(r.string()?);
+                continue;
+            }
+            _ => {}
+        }
+        if !is_value_type(t) {
+            return Err(RestoreError::Bad(format!("unknown RDB type {t}"), at));
+        }
+        let key = r.string()?;
+        let value = read_value(&mut r, t)?;
+        if drop_expired && expire_at != 0 && expire_at <= now_ms {
+            out.expired += 1;
+        } else {
+            out.keys += 1;
+            on_key(LoadedKey {
+                db,
+                key,
+                value,
+                expire_at,
+                idle,
+                freq,
+            });
+        }
+        expire_at = 0;
+        idle = None;
+        freq = None;
+        if out.keys.is_multiple_of(1024) {
+            progress(r.pos);
+        }
+    }
+    if version >= 5 {
+        let end = r.pos;
+        let crc = u64::from_le_bytes(
+            r.take(8)
+                .map_err(|_| RestoreError::Bad("short read of the checksum".into(), end))?
+                .try_into()
+                .expect("8"),
+        );
+        if crc != 0 && crc64::crc64(&data[..end]) != crc {
+            return Err(RestoreError::Bad("wrong RDB checksum".into(), end));
+        }
+    }
+    out.end = r.pos;
+    Ok(out)
+}

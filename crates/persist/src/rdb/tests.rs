@@ -1,0 +1,239 @@
+use super::*;
+use tern_engine::types::stream::StreamId;
+use tern_engine::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+use tern_engine::value::Value;
+
+fn round_trip(v: &Value) -> Value {
+    let p = dump_payload(v);
+    restore_payload(&p).expect("restores")
+}
+
+#[test]
+fn strings() {
+    for s in [
+        &b"42"[..],
+        b"-7",
+        b"hello",
+        b"",
+        b"12345678901234567890",
+        &[b'x'; 500][..],
+    ] {
+        let v = Value::from_bytes(s);
+        let back = round_trip(&v);
+        assert_eq!(back, v);
+    }
+}
+
+#[test]
+fn collections() {
+    for n in [3usize, 300] {
+        let mut l = ListValue::new();
+        for i in 0..n {
+            let s = format!("item{i}");
+            l.try_grow(s.len(), 1);
+            l.push(s.as_bytes(), false);
+        }
+        let v = Value::List(l);
+        let back = round_trip(&v);
+        let (Value::List(a), Value::List(b)) = (&v, &back) else {
+            panic!()
+        };
+        assert_eq!(a.to_vecs(), b.to_vecs());
+
+        for ints in [true, false] {
+            let first = if ints {
+                "1".to_string()
+            } else {
+                "a".to_string()
+            };
+            let mut s = SetValue::create(first.as_bytes(), n);
+            for i in 0..n {
+                let m = if ints { i.to_string() } else { format!("m{i}") };
+                s.add(m.as_bytes());
+            }
+            let v = Value::Set(s);
+            let back = round_trip(&v);
+            let (Value::Set(a), Value::Set(b)) = (&v, &back) else {
+                panic!()
+            };
+            assert_eq!(a.len(), b.len());
+            assert_eq!(a.encoding(), b.encoding());
+            for m in a.iter() {
+                assert!(m.with_bytes(|x| b.contains(x)));
+            }
+        }
+
+        let mut z = ZSetValue::with_hint(n, 5);
+        let mut h = HashValue::new();
+        for i in 0..n {
+            z.insert(format!("m{i}").as_bytes(), i as f64 * 1.5 - 3.0);
+            h.set(format!("f{i}").as_bytes(), format!("v{i}").as_bytes());
+        }
+        let v = Value::ZSet(z);
+        let back = round_trip(&v);
+        let (Value::ZSet(a), Value::ZSet(b)) = (&v, &back) else {
+            panic!()
+        };
+        assert_eq!(a.to_vec(), b.to_vec());
+        assert_eq!(a.encoding(), b.encoding());
+        let v = Value::Hash(h);
+        let back = round_trip(&v);
+        let (Value::Hash(a), Value::Hash(b)) = (&v, &back) else {
+            panic!()
+        };
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.encoding(), b.encoding());
+        for (f, x) in a.iter() {
+            assert_eq!(
+                f.with_bytes(|fb| b.get(fb).map(|e| e.to_vec())),
+                Some(x.to_vec())
+            );
+        }
+    }
+}
+
+#[test]
+fn streams() {
+    let mut s = StreamValue::new();
+    for i in 0..250u64 {
+        let f = if i % 3 == 0 { "other" } else { "f" };
+        s.append(
+            Some(StreamId::new(1000 + i, i)),
+            true,
+            &[f, "v", "g", &i.to_string()],
+            0,
+        )
+        .unwrap();
+    }
+    s.delete(StreamId::new(1005, 5));
+    let mut g = tern_engine::types::stream::ConsumerGroup::new(StreamId::new(1010, 10), 10);
+    g.consumers.insert(
+        b"alice".to_vec().into_boxed_slice(),
+        tern_engine::types::stream::Consumer::new(77),
+    );
+    g.assign(StreamId::new(1001, 1), b"alice", 99);
+    s.groups.insert(b"grp".to_vec().into_boxed_slice(), g);
+    let v = Value::Stream(Box::new(s));
+    let back = round_trip(&v);
+    let (Value::Stream(a), Value::Stream(b)) = (&v, &back) else {
+        panic!()
+    };
+    assert_eq!(a.len(), b.len());
+    let ea: Vec<_> = a.range(StreamId::MIN, StreamId::MAX).cloned().collect();
+    let eb: Vec<_> = b.range(StreamId::MIN, StreamId::MAX).cloned().collect();
+    assert_eq!(ea, eb);
+    assert_eq!(a.last_id, b.last_id);
+    assert_eq!(a.max_deleted_entry_id, b.max_deleted_entry_id);
+    assert_eq!(a.entries_added, b.entries_added);
+    let (ga, gb) = (&a.groups[&b"grp"[..]], &b.groups[&b"grp"[..]]);
+    assert_eq!(ga.pel, gb.pel);
+    assert_eq!(ga.last_id, gb.last_id);
+    assert_eq!(ga.entries_read, gb.entries_read);
+    assert_eq!(
+        ga.consumers[&b"alice"[..]].pel,
+        gb.consumers[&b"alice"[..]].pel
+    );
+}
+
+#[test]
+fn bad_payloads() {
+    let mut p = dump_payload(&Value::from_bytes(b"hello"));
+    let n = p.len();
+    p[n - 1] ^= 1;
+    assert_eq!(restore_payload(&p), Err(RestoreError::VersionOrChecksum));
+    assert_eq!(
+        restore_payload(b"abc"),
+        Err(RestoreError::VersionOrChecksum)
+    );
+}
+
+fn ziplist_sample() -> Vec<u8> {
+    let entries: &[u8] = &[
+        0x00, 0x02, b'a', b'b', // "ab"
+        0x04, 0xf6, // immediate 5
+        0x02, 0xc0, 0xe8, 0x03, // int16 1000
+        0x04, 0xfe, 0xfd, // int8 -3
+        0x03, 0xf0, 0x60, 0x79, 0xfe, // int24 -100000
+    ];
+    let total = 10 + entries.len() + 1;
+    let mut z = Vec::new();
+    z.extend_from_slice(&(total as u32).to_le_bytes());
+    z.extend_from_slice(&23u32.to_le_bytes());
+    z.extend_from_slice(&5u16.to_le_bytes());
+    z.extend_from_slice(entries);
+    z.push(0xff);
+    z
+}
+
+fn payload(t: u8, body: &[u8]) -> Vec<u8> {
+    let mut p = vec![t];
+    p.extend_from_slice(body);
+    p.extend_from_slice(&9u16.to_le_bytes());
+    let crc = crate::crc64::crc64(&p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    p
+}
+
+fn blob(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode::put_len(&mut out, b.len() as u64);
+    out.extend_from_slice(b);
+    out
+}
+
+#[test]
+fn old_encodings_ziplist_quicklist_zipmap() {
+    let want: Vec<Vec<u8>> = ["ab", "5", "1000", "-3", "-100000"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    assert_eq!(decode::parse_ziplist(&ziplist_sample()).unwrap(), want);
+    // RDB_TYPE_LIST_ZIPLIST
+    let Value::List(l) =
+        restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&ziplist_sample()))).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(l.to_vecs(), want);
+    // RDB_TYPE_LIST_QUICKLIST (version 1): nodes are ziplists
+    let mut body = vec![2u8];
+    body.extend(blob(&ziplist_sample()));
+    body.extend(blob(&ziplist_sample()));
+    let Value::List(l) = restore_payload(&payload(TYPE_LIST_QUICKLIST, &body)).unwrap() else {
+        panic!()
+    };
+    assert_eq!(l.len(), 10);
+    // zipmap hash: a -> "xy", b -> "z" (with one free byte)
+    let zm = [2u8, 1, b'a', 2, 0, b'x', b'y', 1, b'b', 1, 1, b'z', 0, 0xff];
+    let Value::Hash(h) = restore_payload(&payload(TYPE_HASH_ZIPMAP, &blob(&zm))).unwrap() else {
+        panic!()
+    };
+    assert_eq!(h.get(b"a").unwrap().to_vec(), b"xy");
+    assert_eq!(h.get(b"b").unwrap().to_vec(), b"z");
+    // corrupt ziplist: bad total length
+    let mut bad = ziplist_sample();
+    bad[0] = 99;
+    assert!(matches!(
+        restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&bad))),
+        Err(RestoreError::Bad(..))
+    ));
+    // module types are refused
+    assert_eq!(
+        restore_payload(&payload(TYPE_MODULE_2, &[0])),
+        Err(RestoreError::Module)
+    );
+}
+
+#[test]
+fn truncated_payloads_never_panic() {
+    let mut s = StreamValue::new();
+    s.append(Some(StreamId::new(1, 1)), true, &["a", "b"], 0)
+        .unwrap();
+    for v in [Value::Stream(Box::new(s)), Value::from_bytes(&[b'q'; 300])] {
+        let p = dump_payload(&v);
+        let body = &p[..p.len() - 10];
+        for cut in 0..body.len() {
+            let _ = restore_payload(&payload(body[0], &body[1..cut.max(1)]));
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The write log: every change to the keyspace as the command(s) that replay it, in RESP (the
+//! AOF and replication format), in the order the changes happened.
+//!
+//! Writers append while still holding the shard locks of what they changed, so two writes to
+//! the same key reach the log in the order they were applied. Each append advances the log
+//! sequence number (LSN: the byte offset of the end of the stream); a consumer (the AOF writer
+//! thread) takes the pending bytes and reports how far they are durable.
+//!
+//! When no consumer is attached the log is inactive and costs a write command one relaxed load
+//! plus a per-thread in-flight counter (`gate`), which lets a consumer attach at run time
+//! without losing a write that had already decided not to log itself.
+
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// One thread's in-flight counter of unlogged writes, on its own cache line.
+#[repr(align(64))]
+struct Slot(AtomicU64);
+
+const SLOTS: usize = 64;
+
+thread_local! {
+    static SLOT: usize = {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % SLOTS
+    };
+}
+
+/// Commands encoded in RESP with the database each must run in (-1: any, no SELECT).
+#[derive(Default, Debug, Clone)]
+pub struct Ops {
+    pub buf: Vec<u8>,
+    /// (db, end offset in `buf`) per command.
+    pub ops: Vec<(i32, usize)>,
+}
+
+impl Ops {
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.ops.clear();
+    }
+
+    /// Append one command for database `db`.
+    pub fn push<'a>(&mut self, db: i32, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
+        encode_command(&mut self.buf, argv);
+        self.ops.push((db, self.buf.len()));
+    }
+
+    /// The commands as (db, encoded bytes).
+    pub fn iter(&self) -> impl Iterator<Item = (i32, &[u8])> {
+        let mut start = 0;
+        self.ops.iter().map(move |&(db, end)| {
+            let s = &self.buf[start..end];
+            start = end;
+            (db, s)
+        })
+    }
+}
+
+/// `*<n>\r\n$<len>\r\n<arg>\r\n...` as Redis writes a command to the AOF.
+pub fn encode_command<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
+    let mut ib = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(ib.format(argv.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        out.push(b'$');
+        out.extend_from_slice(ib.format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
+
+/// What the consumer takes from the log in one go.
+pub struct Batch {
+    /// LSN of `bytes[0]`.
+    pub start: u64,
+    pub bytes: Vec<u8>,
+    /// LSNs at which the consumer must switch to its next output (a rewrite's cut), in order.
+    pub cuts: Vec<u64>,
+}
+
+impl Batch {
+    pub fn end(&self) -> u64 {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+struct Inner {
+    buf: Vec<u8>,
+    /// LSN of buf[0].
+    base: u64,
+    /// Database of the last SELECT written (-1: the next command selects).
+    selected: i64,
+    cuts: Vec<u64>,
+    /// Ask the consumer to stop (and the buffers it had not taken are dropped).
+    closed: bool,
+}
+
+pub struct WriteLog {
+    active: AtomicBool,
+    inner: Mutex<Inner>,
+    cv: Condvar,
+    appended: AtomicU64,
+    durable: AtomicU64,
+    unlogged: [Slot; SLOTS],
+}
+
+/// How a write command runs with respect to the log (see `WriteLog::gate`).
+pub enum Gate<'a> {
+    /// The log is active: the command appends what it changes.
+    Logged,
+    /// Inactive: the command is counted as in flight until this is dropped.
+    Unlogged(&'a AtomicU64),
+}
+
+impl Drop for Gate<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Gate::Unlogged(c) = self {
+            c.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl Gate<'_> {
+    #[inline]
+    pub fn logged(&self) -> bool {
+        matches!(self, Gate::Logged)
+    }
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO_SLOT: Slot = Slot(AtomicU64::new(0));
+
+impl Default for WriteLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WriteLog {
+    pub const fn new() -> WriteLog {
+        WriteLog {
+            active: AtomicBool::new(false),
+            inner: parking_lot::const_mutex(Inner {
+                buf: Vec::new(),
+                base: 0,
+                selected: -1,
+                cuts: Vec::new(),
+                closed: true,
+            }),
+            cv: Condvar::new(),
+            appended: AtomicU64::new(0),
+            durable: AtomicU64::new(0),
+            unlogged: [ZERO_SLOT; SLOTS],
+        }
+    }
+
+    /// True while a consumer is attached (writes must log themselves).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Enter a write command: `Logged` when the log is active; otherwise the command is counted
+    /// as an unlogged write in flight until the gate drops, so `activate` can wait for it.
+    #[inline]
+    pub fn gate(&self) -> Gate<'_> {
+        if self.active.load(Ordering::Relaxed) {
+            return Gate::Logged;
+        }
+        let c = &self.unlogged[SLOT.with(|s| *s)].0;
+        // SeqCst on both sides (here and in `activate`): either this write sees the log
+        // active, or `activate` sees it in flight and waits for it.
+        c.fetch_add(1, Ordering::SeqCst);
+        if self.active.load(Ordering::SeqCst) {
+            c.fetch_sub(1, Ordering::Release);
+            return Gate::Logged;
+        }
+        Gate::Unlogged(c)
+    }
+
+    /// Attach a consumer: from now on writes log themselves. Returns once every write that
+    /// had started unlogged has finished, so that a cut taken afterwards (with every shard
+    /// locked) has every unlogged write before it. Records appended from here up to the first
+    /// cut are dropped (`Batch::start` of the first batch after `take` tells where they end).
+    pub fn activate(&self) {
+        {
+            let mut g = self.inner.lock();
+            g.closed = false;
+            g.selected = -1;
+            g.cuts.clear();
+            let end = g.base + g.buf.len() as u64;
+            g.buf.clear();
+            g.base = end;
+        }
+        self.active.store(true, Ordering::SeqCst);
+        for s in &self.unlogged {
+            while s.0.load(Ordering::SeqCst) != 0 {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Detach: writes stop logging; the consumer is told to stop (`take` returns None once
+    /// what was pending is taken).
+    pub fn deactivate(&self) {
+        self.active.store(false, Ordering::SeqCst);
+        let mut g = self.inner.lock();
+        g.closed = true;
+        self.cv.notify_all();
+    }
+
+    /// Append one execution unit's commands; wrapped in MULTI/EXEC when `wrap`. Returns the LSN
+    /// after it.
+    pub fn append(&self, ops: &Ops, wrap: bool) -> u64 {
+        let mut g = self.inner.lock();
+        if wrap {
+            g.buf.extend_from_slice(MULTI);
+        }
+        for (db, bytes) in ops.iter() {
+            if db >= 0 && db as i64 != g.selected {
+                let mut ib = itoa::Buffer::new();
+                let s = ib.format(db);
+                encode_command(&mut g.buf, [&b"SELECT"[..], s.as_bytes()].into_iter());
+                g.selected = db as i64;
+            }
+            g.buf.extend_from_slice(bytes);
+        }
+        if wrap {
+            g.buf.extend_from_slice(EXEC);
+        }
+        let end = g.base + g.buf.len() as u64;
+        self.appended.store(end, Ordering::Release);
+        drop(g);
+        self.cv.notify_one();
+        end
+    }
+
+    /// Mark a cut: what is appended from here on belongs to the consumer's next output, which
+    /// starts with a SELECT. Call with every shard locked (nothing else can append). Returns
+    /// the cut's LSN.
+    pub fn cut(&self) -> u64 {
+        let mut g = self.inner.lock();
+        let at = g.base + g.buf.len() as u64;
+        g.cuts.push(at);
+        g.selected = -1;
+        drop(g);
+        self.cv.notify_one();
+        at
+    }
+
+    /// LSN of everything appended so far.
+    #[inline]
+    pub fn appended(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    /// LSN up to which the consumer reported the log durable.
+    #[inline]
+    pub fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    pub fn set_durable(&self, lsn: u64) {
+        self.durable.fetch_max(lsn, Ordering::AcqRel);
+    }
+
+    /// Bytes appended but not yet taken by the consumer.
+    pub fn pending(&self) -> usize {
+        self.inner.lock().buf.len()
+    }
+
+    /// For the consumer: wait up to `timeout` for appended bytes or a cut, then take them all.
+    /// `Some(empty batch)` on timeout; None once the log was deactivated and nothing is left.
+    pub fn take(&self, timeout: std::time::Duration, spare: Vec<u8>) -> Option<Batch> {
+        let mut g = self.inner.lock();
+        if g.buf.is_empty() && g.cuts.is_empty() && !g.closed {
+            self.cv.wait_for(&mut g, timeout);
+        }
+        if g.closed && g.buf.is_empty() && g.cuts.is_empty() {
+            return None;
+        }
+        let mut spare = spare;
+        spare.clear();
+        let bytes = std::mem::replace(&mut g.buf, spare);
+        let start = g.base;
+        g.base += bytes.len() as u64;
+        let cuts = std::mem::take(&mut g.cuts);
+        Some(Batch { start, bytes, cuts })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_and_wrap() {
+        let log = WriteLog::new();
+        log.activate();
+        let mut ops = Ops::default();
+        ops.push(0, [&b"SET"[..], b"k", b"v"].into_iter());
+        ops.push(0, [&b"DEL"[..], b"x"].into_iter());
+        log.append(&ops, true);
+        let mut one = Ops::default();
+        one.push(2, [&b"INCR"[..], b"n"].into_iter());
+        log.append(&one, false);
+        let b = log
+            .take(std::time::Duration::from_millis(1), Vec::new())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(b.bytes.clone()).unwrap(),
+            "*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n\
+             *2\r\n$3\r\nDEL\r\n$1\r\nx\r\n*1\r\n$4\r\nEXEC\r\n\
+             *2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
+        );
+        assert_eq!(b.end(), log.appended());
+        log.cut();
+        log.append(&one, false);
+        let b = log
+            .take(std::time::Duration::from_millis(1), Vec::new())
+            .unwrap();
+        assert_eq!(b.cuts.len(), 1);
+        assert!(b.bytes.starts_with(b"*2\r\n$6\r\nSELECT"));
+        log.deactivate();
+        assert!(log
+            .take(std::time::Duration::from_millis(1), Vec::new())
+            .is_none());
+    }
+
+    #[test]
+    fn gate_counts_unlogged_writes() {
+        let log = WriteLog::new();
+        {
+            let g = log.gate();
+            assert!(!g.logged());
+        }
+        log.activate();
+        assert!(log.gate().logged());
+    }
+}
