@@ -22,6 +22,7 @@ pub mod client_cmd;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
+pub mod digest;
 pub mod functions;
 pub mod info;
 pub mod introspection;
