@@ -28,6 +28,7 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod memory;
+pub mod migrate;
 pub mod multi;
 pub mod pubsub;
 pub mod strings;
@@ -54,7 +55,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 22] {
+pub fn families() -> [&'static [CommandSpec]; 23] {
     [
         connection::COMMANDS,
         strings::COMMANDS,
@@ -78,6 +79,7 @@ pub fn families() -> [&'static [CommandSpec]; 22] {
         sort::COMMANDS,
         multi::COMMANDS,
         pubsub::COMMANDS,
+        migrate::COMMANDS,
     ]
 }
 
