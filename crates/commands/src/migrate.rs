@@ -106,7 +106,9 @@ fn put_back(name: Vec<u8>, c: Cached) {
             .name("migrate-cache".into())
             .spawn(|| loop {
                 std::thread::sleep(Duration::from_secs(1));
-                CACHE.lock().retain(|(_, c)| c.last_use.elapsed() <= CACHE_TTL);
+                CACHE
+                    .lock()
+                    .retain(|(_, c)| c.last_use.elapsed() <= CACHE_TTL);
             });
     });
 }
@@ -121,7 +123,9 @@ fn atoi(s: &[u8]) -> i64 {
     let n = rest
         .iter()
         .take_while(|c| c.is_ascii_digit())
-        .fold(0i64, |a, &d| a.saturating_mul(10).saturating_add((d - b'0') as i64));
+        .fold(0i64, |a, &d| {
+            a.saturating_mul(10).saturating_add((d - b'0') as i64)
+        });
     if neg {
         -n
     } else {
@@ -133,8 +137,8 @@ fn atoi(s: &[u8]) -> i64 {
 enum ConnectError {
     /// Name resolution failed or the connect timed out: "error or timeout connecting".
     Connect,
-    /// The connect failed at once (refused, unreachable). Redis's non-blocking connect does
-    /// not notice that, and its first write fails instead: "error ... writing".
+    /// The target refused. Redis's non-blocking connect does not notice that, and its first
+    /// write fails instead: "error ... writing".
     Refused,
 }
 
@@ -157,8 +161,10 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, Con
                 let _ = s.set_nodelay(true);
                 return Ok(s);
             }
-            Err(e) if is_timeout(&e) => return Err(ConnectError::Connect),
-            Err(_) => err = ConnectError::Refused,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                err = ConnectError::Refused
+            }
+            Err(_) => return Err(ConnectError::Connect),
         }
     }
     Err(err)
@@ -278,7 +284,9 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
 
     // Lock the keys' shards for the whole command, then find the keys that exist.
-    let keys: Vec<&[u8]> = (first_key..first_key + num_keys).map(|i| &args[i][..]).collect();
+    let keys: Vec<&[u8]> = (first_key..first_key + num_keys)
+        .map(|i| &args[i][..])
+        .collect();
     let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
     let db = ctx.conn.db;
     let now = ctx.now_ms;
