@@ -870,13 +870,15 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
                     dir.display()
                 )
             })?;
-            let mut um = Manifest::default();
-            um.base = Some(tern_persist::aof::FileInfo {
-                name: name.clone(),
-                seq: 1,
-                kind: tern_persist::aof::manifest::BASE,
-            });
-            um.base_seq = 1;
+            let um = Manifest {
+                base: Some(tern_persist::aof::FileInfo {
+                    name: name.clone(),
+                    seq: 1,
+                    kind: tern_persist::aof::manifest::BASE,
+                }),
+                base_seq: 1,
+                ..Manifest::default()
+            };
             persist_manifest(srv, &um)?;
             std::fs::rename(&name, dir.join(&name)).map_err(|e| {
                 format!(
@@ -962,20 +964,18 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
         }
     }
     let srv = ctx.srv.clone();
-    let res = srv
-        .store
-        .run_locked(&tern_engine::LockPlan::AllShards, || {
-            let dbs: Vec<usize> = (0..srv.store.databases()).collect();
-            let mut g = srv.store.lock_dbs(&dbs);
-            let mut old = Vec::new();
-            for sh in g.guards_mut() {
-                old.push(sh.clear());
-            }
-            drop(g);
-            crate::background::drop_later(old, usize::MAX);
-            let _ = crate::functions::load_libraries(&[]);
-            load(&srv)
-        });
+    let res = srv.store.run_locked(&tern_engine::LockPlan::AllShards, || {
+        let dbs: Vec<usize> = (0..srv.store.databases()).collect();
+        let mut g = srv.store.lock_dbs(&dbs);
+        let mut old = Vec::new();
+        for sh in g.guards_mut() {
+            old.push(sh.clear());
+        }
+        drop(g);
+        crate::background::drop_later(old, usize::MAX);
+        let _ = crate::functions::load_libraries(&[]);
+        load(&srv)
+    });
     match res {
         Ok(Loaded::Ok | Loaded::Empty | Loaded::NotExist) => {
             log_notice("Append Only File loaded by DEBUG LOADAOF");

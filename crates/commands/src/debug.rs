@@ -103,12 +103,8 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         ("log", 3) => ctx.out.ok(),
         ("reload", _) => crate::persistence::debug_reload(ctx, args),
         ("loadaof", 2) => crate::aof::debug_loadaof(ctx),
-        ("digest", 2) | ("digest-value", _) | ("loadaof", _) => {
-            ctx.error(&format!(
-                "ERR DEBUG {} is not supported yet: tern has no RDB/AOF persistence",
-                args.str(1).to_ascii_uppercase()
-            ));
-        }
+        ("digest", 2) => digest(ctx),
+        ("digest-value", _) => digest_value(ctx, args),
         _ => ctx.error(&format!(
             "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
             args.str(1)
@@ -209,6 +205,57 @@ fn debug_object(ctx: &mut Ctx, key: &[u8]) {
     );
     drop(shard);
     ctx.out.simple(line.as_bytes());
+}
+
+/// DEBUG DIGEST: every key of every database, logically expired ones included (as Redis,
+/// which walks its dictionaries without expiring).
+fn digest(ctx: &mut Ctx) {
+    use crate::digest::{entry_digest, hex, mix_in, xor_in};
+    let store = &ctx.srv.store;
+    let dbs: Vec<usize> = (0..store.databases()).collect();
+    let per_db = store.shards_per_db();
+    let mut g = store.lock_dbs(&dbs);
+    let mut total = [0u8; 20];
+    let mut shards = g.guards_mut();
+    for db in dbs {
+        let mut d = [0u8; 20];
+        let mut any = false;
+        for shard in shards.by_ref().take(per_db) {
+            for e in shard.dict().iter() {
+                any = true;
+                xor_in(&mut d, &entry_digest(e));
+            }
+        }
+        if any {
+            mix_in(&mut total, &(db as u32).to_be_bytes());
+            for (a, b) in total.iter_mut().zip(d.iter()) {
+                *a ^= b;
+            }
+        }
+    }
+    drop(shards);
+    drop(g);
+    ctx.out.simple(hex(&total).as_bytes());
+}
+
+/// DEBUG DIGEST-VALUE key...: each value's digest (zeros for a missing key), expired keys
+/// still counted.
+fn digest_value(ctx: &mut Ctx, args: &Args) {
+    use crate::digest::{hex, value_digest};
+    let mut lines = Vec::with_capacity(args.len() - 2);
+    for key in args.iter().skip(2) {
+        let (hash, shard) = ctx.lock(key);
+        let mut d = [0u8; 20];
+        if let Some(e) = shard.dict().get(hash, key) {
+            value_digest(&mut d, &e.value, e.expire_at() != 0);
+        }
+        drop(shard);
+        lines.push(hex(&d));
+    }
+    ctx.out.array(lines.len());
+    for l in &lines {
+        ctx.out.simple(l.as_bytes());
+    }
 }
 
 fn populate(ctx: &mut Ctx, args: &Args) {
@@ -357,7 +404,9 @@ const DEBUG_HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Give the instance new replication IDs (no effect until replication exists).",
     "DIGEST",
-    "    Not supported yet (needs RDB serialization).",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
     "ERROR <string>",
     "    Reply with <string> as an error, to exercise client error handling.",
     "LOG <message>",

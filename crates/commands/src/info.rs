@@ -658,7 +658,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          pubsubshard_channels:{}\r\n\
          latest_fork_usec:0\r\n\
          total_forks:0\r\n\
-         migrate_cached_sockets:0\r\n\
+         migrate_cached_sockets:{}\r\n\
          slave_expires_tracked_keys:0\r\n\
          active_defrag_hits:0\r\n\
          active_defrag_misses:0\r\n\
@@ -698,6 +698,7 @@ fn stats_section(srv: &Server, out: &mut String) {
         ps_channels,
         ps_patterns,
         ps_shard,
+        crate::migrate::cached_sockets(),
         tr_keys,
         tr_items,
         tr_prefixes,

@@ -27,11 +27,13 @@ pub mod client_cmd;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
+pub mod digest;
 pub mod functions;
 pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod memory;
+pub mod migrate;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
@@ -59,7 +61,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 25] {
+pub fn families() -> [&'static [CommandSpec]; 26] {
     [
         aof::COMMANDS,
         connection::COMMANDS,
@@ -86,6 +88,7 @@ pub fn families() -> [&'static [CommandSpec]; 25] {
         pubsub::COMMANDS,
         wait::COMMANDS,
         persistence::COMMANDS,
+        migrate::COMMANDS,
     ]
 }
 

@@ -472,17 +472,11 @@ fn kill9_under_load_loses_no_acknowledged_write() {
                     return;
                 };
                 let key = format!("counter:{t}");
-                let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     // Each acknowledged INCR and SET is recorded; the server dies mid-way.
                     let r: redis::RedisResult<u64> = redis::cmd("INCR").arg(&key).query(&mut c);
-                    match r {
-                        Ok(v) => {
-                            n = v;
-                            acked.lock().unwrap().push((key.clone(), v));
-                        }
-                        Err(_) => break,
-                    }
+                    let Ok(n) = r else { break };
+                    acked.lock().unwrap().push((key.clone(), n));
                     let k = format!("k:{t}:{n}");
                     let r: redis::RedisResult<()> = redis::cmd("SET").arg(&k).arg(n).query(&mut c);
                     if r.is_err() {

@@ -191,6 +191,15 @@ pub fn fmt_double(d: f64) -> String {
     fpconv(d)
 }
 
+/// Redis 7.2's fpconv_dtoa on its own (no integer shortcut): "0"/"-0", "inf"/"-inf", "nan",
+/// else the shortest round-trip digits in fpconv's layout (DEBUG DIGEST hashes scores so).
+pub fn fpconv_dtoa(d: f64) -> String {
+    if d == 0.0 || !d.is_finite() {
+        return fmt_double(d);
+    }
+    fpconv(d)
+}
+
 /// The fpconv_dtoa layout of the shortest round-trip digits of a finite nonzero `d`.
 fn fpconv(d: f64) -> String {
     let neg = d < 0.0;

@@ -116,7 +116,7 @@ impl<W: Write + Send> CommandWriter<W> {
 
     fn stream(&mut self, key: &[u8], s: &tern_engine::StreamValue) {
         let id = |i: StreamId| i.to_bytes();
-        if s.len() > 0 {
+        if !s.is_empty() {
             for e in s.range(StreamId::MIN, StreamId::MAX) {
                 let eid = id(e.id);
                 let mut argv: Vec<&[u8]> = vec![b"XADD", key, &eid];
