@@ -78,6 +78,9 @@ pub struct AofState {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Replies waiting for durability are woken here.
     pub durable: tokio::sync::Notify,
+    /// LSN up to which the log is fsynced into the current AOF (WAITAOF's local count; under
+    /// `appendfsync no` it does not move).
+    fsynced: AtomicU64,
     /// Bumped by every start/stop: a rewrite started under another generation is stale.
     generation: AtomicU64,
 }
@@ -106,6 +109,7 @@ pub static AOF: AofState = AofState {
     next_incr: parking_lot::const_mutex(None),
     writer: parking_lot::const_mutex(None),
     durable: tokio::sync::Notify::const_new(),
+    fsynced: AtomicU64::new(0),
     generation: AtomicU64::new(0),
 };
 
@@ -181,6 +185,27 @@ pub async fn wait_durable(lsn: u64) {
         n.as_mut().enable();
         if LOG.durable() >= lsn || !must_wait() {
             return;
+        }
+        n.await;
+    }
+}
+
+/// WAITAOF's local acknowledgement: the AOF is on and fsynced up to `lsn`.
+pub fn fsynced_to(lsn: u64) -> bool {
+    AOF.enabled.load(Relaxed) && !AOF.wait_rewrite.load(Relaxed) && AOF.fsynced.load(Relaxed) >= lsn
+}
+
+/// Wait until the AOF is fsynced up to `lsn` (true) or AOF was turned off (false).
+pub async fn wait_fsynced(lsn: u64) -> bool {
+    loop {
+        let n = AOF.durable.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        if fsynced_to(lsn) {
+            return true;
+        }
+        if !AOF.enabled.load(Relaxed) {
+            return false;
         }
         n.await;
     }
@@ -329,6 +354,9 @@ fn writer_loop(mut file: Option<File>) {
             last_fsync = Instant::now();
             unsynced = false;
         }
+        if !unsynced && file.is_some() && !AOF.wait_rewrite.load(Relaxed) {
+            AOF.fsynced.fetch_max(batch.end(), Relaxed);
+        }
         if policy != FSYNC_ALWAYS || !unsynced {
             LOG.set_durable(batch.end());
             AOF.durable.notify_waiters();
@@ -457,6 +485,8 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
         AOF.enabled.store(false, Relaxed);
         AOF.wait_rewrite.store(false, Relaxed);
         AOF.rewrite_scheduled.store(false, Relaxed);
+        // WAITAOF clients waiting for a local fsync get their error now.
+        AOF.durable.notify_waiters();
         AOF.incr_size.store(0, Relaxed);
         *AOF.files.lock() = None;
         Ok(())

@@ -28,6 +28,25 @@ pub enum TimeoutReply {
     NullBulk,
     /// An integer: WAIT's count of acknowledging replicas.
     Int(i64),
+    /// WAITAOF's `[local, replicas]`, the local count as it stands at the time of the reply.
+    WaitAof {
+        /// The client's last logged write.
+        woff: u64,
+        /// The wait ends as soon as the AOF is fsynced up to `woff` (numlocal 1, numreplicas
+        /// 0); otherwise only its timeout ends it (no replica can ever acknowledge).
+        ends_on_fsync: bool,
+    },
+}
+
+impl TimeoutReply {
+    pub fn write(&self, out: &mut Reply) {
+        match *self {
+            TimeoutReply::NullArray => out.null_array(),
+            TimeoutReply::NullBulk => out.null(),
+            TimeoutReply::Int(n) => out.int(n),
+            TimeoutReply::WaitAof { woff, .. } => crate::wait::waitaof_reply(out, woff),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -230,9 +249,14 @@ pub fn start_wait(
         wake: tokio::sync::Notify::new(),
     });
     srv.blocking.register(&w);
-    let mut ready = VecDeque::new();
-    try_serve(srv, conn, &w, &mut ready);
-    serve_queue(srv, conn, ready);
+    // A key may have become ready between the command and its registration. Waits on no key
+    // (WAIT, WAITAOF) depend on the connection's own state: running them again elsewhere
+    // would answer for another connection.
+    if !w.keys.is_empty() {
+        let mut ready = VecDeque::new();
+        try_serve(srv, conn, &w, &mut ready);
+        serve_queue(srv, conn, ready);
+    }
     w
 }
 
@@ -255,11 +279,7 @@ pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
 pub fn write_outcome(out: &mut Reply, w: &Waiter, o: Outcome) {
     match o {
         Outcome::Reply(bytes) => out.raw(&bytes),
-        Outcome::Timeout => match w.timeout_reply {
-            TimeoutReply::NullArray => out.null_array(),
-            TimeoutReply::NullBulk => out.null(),
-            TimeoutReply::Int(n) => out.int(n),
-        },
+        Outcome::Timeout => w.timeout_reply.write(out),
         Outcome::Error(e) => out.error(&e),
         Outcome::Cancelled => {}
     }

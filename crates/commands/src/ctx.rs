@@ -62,6 +62,8 @@ pub struct Conn {
     pub offload_pool: crate::background::Pool,
     /// True while running on a background thread (never offload twice).
     pub offloaded: bool,
+    /// Write-log LSN right after this client's last write that was logged (WAITAOF's target).
+    pub woff: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::multi::MultiState>,
     /// WATCHed keys.
@@ -98,6 +100,7 @@ impl Conn {
             pending_offload: false,
             offload_pool: crate::background::Pool::Idle,
             offloaded: false,
+            woff: 0,
             multi: None,
             watch: Default::default(),
         }
@@ -222,11 +225,7 @@ impl<'a> Ctx<'a> {
     /// (MULTI/EXEC, scripts) the client gets the timeout reply at once, as in Redis.
     pub fn block(&mut self, spec: crate::blocking::BlockSpec) {
         if self.conn.deny_blocking && !self.conn.serving_blocked {
-            match spec.timeout_reply {
-                crate::blocking::TimeoutReply::NullArray => self.out.null_array(),
-                crate::blocking::TimeoutReply::NullBulk => self.out.null(),
-                crate::blocking::TimeoutReply::Int(n) => self.out.int(n),
-            }
+            spec.timeout_reply.write(self.out);
             return;
         }
         self.conn.pending_block = Some(spec);

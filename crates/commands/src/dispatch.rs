@@ -329,6 +329,10 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     };
     if gate.as_ref().is_some_and(|g| g.logged()) {
         crate::propagate::logged_call(srv, conn, out, args, entry.spec, handler, now_ms);
+        let lsn = crate::propagate::take_last_append();
+        if lsn != 0 {
+            conn.woff = lsn;
+        }
     } else {
         let mut ctx = Ctx {
             srv,

@@ -46,6 +46,8 @@ thread_local! {
     static FRAME: RefCell<Frame> = RefCell::new(Frame::default());
     /// Changes made on this thread (`Ctx::dirty`), to tell whether a command changed anything.
     static DIRTY: Cell<u64> = const { Cell::new(0) };
+    /// LSN after the last unit this thread appended (0: none since `take_last_append`).
+    static LAST_APPEND: Cell<u64> = const { Cell::new(0) };
 }
 
 #[inline]
@@ -112,10 +114,16 @@ pub fn flush() {
     UNIT.with(|u| {
         let mut u = u.borrow_mut();
         if !u.is_empty() {
-            LOG.append(&u, u.len() > 1);
+            let lsn = LOG.append(&u, u.len() > 1);
+            LAST_APPEND.with(|l| l.set(lsn));
             u.clear();
         }
     });
+}
+
+/// The LSN after the last unit this thread appended since the previous call (0: none).
+pub fn take_last_append() -> u64 {
+    LAST_APPEND.with(|l| l.replace(0))
 }
 
 /// The shards a single write command holds while it runs and logs itself.

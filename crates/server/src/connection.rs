@@ -218,6 +218,14 @@ async fn wait_blocked(
             + std::time::Duration::from_millis(w.deadline_ms.saturating_sub(now))
     });
     let mut shutdown = srv.shutdown.subscribe();
+    // WAITAOF 1 0: the AOF writer's fsync ends the wait.
+    let fsync_target = match w.timeout_reply {
+        blocking::TimeoutReply::WaitAof {
+            woff,
+            ends_on_fsync: true,
+        } => Some(woff),
+        _ => None,
+    };
     loop {
         if let Some(o) = w.outcome() {
             return o;
@@ -241,6 +249,20 @@ async fn wait_blocked(
                 }
             }
             _ = shutdown.changed() => return blocking::end_wait(srv, w, Outcome::Cancelled),
+            synced = async {
+                match fsync_target {
+                    Some(lsn) => tern_commands::aof::wait_fsynced(lsn).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let o = if synced {
+                    // [1 local fsync, 0 replicas]: the same bytes in RESP2 and RESP3.
+                    Outcome::Reply(b"*2\r\n:1\r\n:0\r\n".to_vec())
+                } else {
+                    Outcome::Error(tern_commands::wait::waitaof_aof_off())
+                };
+                return blocking::end_wait(srv, w, o);
+            }
             // A RESP3 subscriber may block: its messages keep flowing meanwhile.
             Some(f) = async {
                 match conn.push_rx.as_mut() {

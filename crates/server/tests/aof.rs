@@ -959,3 +959,76 @@ fn aof_directories_move_between_redis_and_tern() {
         );
     }
 }
+
+fn waitaof(c: &mut redis::Connection, args: &[&str]) -> Vec<i64> {
+    let mut a = vec!["WAITAOF"];
+    a.extend_from_slice(args);
+    cmd(&a).query(c).unwrap()
+}
+
+#[test]
+fn waitaof_counts_the_local_fsync_of_the_clients_writes() {
+    let dir = fresh_dir("waitaof");
+    let s = tern_in(&dir, &["--appendfsync", "no"]);
+    let mut c = loaded(&s);
+    // No write yet: nothing to wait for.
+    assert_eq!(waitaof(&mut c, &["1", "0", "0"]), [1, 0]);
+    // appendfsync no never fsyncs: the wait ends by its timeout with 0 local copies.
+    q(&mut c, &["INCR", "foo"]);
+    let t = Instant::now();
+    assert_eq!(waitaof(&mut c, &["1", "0", "50"]), [0, 0]);
+    assert!(t.elapsed() >= Duration::from_millis(45));
+    // everysec: the writer's next fsync releases it; always: fsynced before the reply.
+    q(&mut c, &["CONFIG", "SET", "appendfsync", "everysec"]);
+    q(&mut c, &["INCR", "foo"]);
+    assert_eq!(waitaof(&mut c, &["1", "0", "0"]), [1, 0]);
+    q(&mut c, &["CONFIG", "SET", "appendfsync", "always"]);
+    q(&mut c, &["INCR", "foo"]);
+    assert_eq!(waitaof(&mut c, &["1", "0", "0"]), [1, 0]);
+    // No replica ever acknowledges: the timeout answers, or MULTI at once.
+    assert_eq!(waitaof(&mut c, &["0", "1", "30"]), [1, 0]);
+    let r: (i64, Vec<i64>) = redis::pipe()
+        .atomic()
+        .cmd("INCR")
+        .arg("foo")
+        .cmd("WAITAOF")
+        .arg(0)
+        .arg(1)
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(r.1, [1, 0]);
+    // Argument errors as Redis words them.
+    assert_eq!(
+        err(&mut c, &["WAITAOF", "2", "0", "0"]),
+        "ERR value is out of range, value must between 0 and 1"
+    );
+    assert_eq!(
+        err(&mut c, &["WAITAOF", "0", "-1", "0"]),
+        "ERR value is out of range, must be positive"
+    );
+    assert_eq!(
+        err(&mut c, &["WAITAOF", "0", "0", "-1"]),
+        "ERR timeout is negative"
+    );
+    // A client blocked for its local fsync gets an error when AOF is turned off.
+    q(&mut c, &["CONFIG", "SET", "appendfsync", "no"]);
+    let mut w = s.conn();
+    q(&mut w, &["INCR", "foo"]);
+    let waiter = std::thread::spawn(move || err(&mut w, &["WAITAOF", "1", "0", "0"]));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !format!("{:?}", q(&mut c, &["INFO", "clients"])).contains("blocked_clients:1") {
+        assert!(Instant::now() < deadline, "WAITAOF did not block");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    q(&mut c, &["CONFIG", "SET", "appendonly", "no"]);
+    assert_eq!(
+        waiter.join().unwrap(),
+        "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."
+    );
+    assert_eq!(
+        err(&mut c, &["WAITAOF", "1", "0", "0"]),
+        "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."
+    );
+    assert_eq!(waitaof(&mut c, &["0", "0", "0"]), [0, 0]);
+}
