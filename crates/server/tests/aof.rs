@@ -456,52 +456,64 @@ fn restart_and_rewrite_keep_everything() {
     }
 }
 
-#[test]
-fn kill9_under_load_loses_no_acknowledged_write() {
-    let dir = fresh_dir("crash");
-    let acked: Arc<Mutex<Vec<(String, u64)>>> = Arc::new(Mutex::new(Vec::new()));
-    {
-        let s = tern_in(&dir, &["--appendfsync", "always", "--threads", "2"]);
-        let _ = loaded(&s);
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut hs = Vec::new();
-        for t in 0..8 {
-            let (url, stop, acked) = (s.url(), stop.clone(), acked.clone());
-            hs.push(std::thread::spawn(move || {
-                let Ok(mut c) = redis::Client::open(url).unwrap().get_connection() else {
-                    return;
-                };
-                let key = format!("counter:{t}");
-                while !stop.load(Ordering::Relaxed) {
-                    // Each acknowledged INCR and SET is recorded; the server dies mid-way.
-                    let r: redis::RedisResult<u64> = redis::cmd("INCR").arg(&key).query(&mut c);
-                    let Ok(n) = r else { break };
-                    acked.lock().unwrap().push((key.clone(), n));
-                    let k = format!("k:{t}:{n}");
-                    let r: redis::RedisResult<()> = redis::cmd("SET").arg(&k).arg(n).query(&mut c);
-                    if r.is_err() {
-                        break;
-                    }
-                    acked.lock().unwrap().push((k, n));
+/// One acknowledged write: key, value, when the reply arrived.
+type Acked = (String, u64, Instant);
+
+/// Eight clients run INCR counter:t / SET k:t:n n in a loop under `appendfsync policy` until
+/// the server is killed with SIGKILL; returns every acknowledged write and when the kill came.
+fn kill9_under_load(dir: &Path, policy: &str, run: Duration) -> (Vec<Acked>, Instant) {
+    let acked: Arc<Mutex<Vec<Acked>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = tern_in(dir, &["--appendfsync", policy, "--threads", "2"]);
+    let _ = loaded(&s);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut hs = Vec::new();
+    for t in 0..8 {
+        let (url, stop, acked) = (s.url(), stop.clone(), acked.clone());
+        hs.push(std::thread::spawn(move || {
+            let Ok(mut c) = redis::Client::open(url).unwrap().get_connection() else {
+                return;
+            };
+            let key = format!("counter:{t}");
+            while !stop.load(Ordering::Relaxed) {
+                // Each acknowledged INCR and SET is recorded; the server dies mid-way.
+                let r: redis::RedisResult<u64> = redis::cmd("INCR").arg(&key).query(&mut c);
+                let Ok(n) = r else { break };
+                acked.lock().unwrap().push((key.clone(), n, Instant::now()));
+                let k = format!("k:{t}:{n}");
+                let r: redis::RedisResult<()> = redis::cmd("SET").arg(&k).arg(n).query(&mut c);
+                if r.is_err() {
+                    break;
                 }
-            }));
-        }
-        std::thread::sleep(Duration::from_millis(1500));
-        // SIGKILL while the writers are busy.
-        let _ = Command::new("kill")
-            .args(["-9", &s.pid().to_string()])
-            .status();
-        stop.store(true, Ordering::Relaxed);
-        for h in hs {
-            h.join().unwrap();
-        }
+                acked.lock().unwrap().push((k, n, Instant::now()));
+            }
+        }));
+    }
+    std::thread::sleep(run);
+    // SIGKILL while the writers are busy.
+    let _ = Command::new("kill")
+        .args(["-9", &s.pid().to_string()])
+        .status();
+    let killed = Instant::now();
+    stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
     }
     let acked = acked.lock().unwrap().clone();
     assert!(acked.len() > 100, "too few writes: {}", acked.len());
-    let s = tern_in(&dir, &["--appendfsync", "always"]);
+    (acked, killed)
+}
+
+/// After the restart: every acknowledged write older than `window` before the kill is there,
+/// and what was loaded is a prefix of each client's writes (k:t:n for every n below the
+/// loaded counter:t), so nothing in the file is corrupt or out of order.
+fn check_after_crash(dir: &Path, acked: &[Acked], killed: Instant, window: Duration) {
+    let s = tern_in(dir, &[]);
     let mut c = loaded(&s);
     let mut max: std::collections::HashMap<String, u64> = Default::default();
-    for (k, v) in &acked {
+    for (k, v, at) in acked {
+        if killed.duration_since(*at) < window {
+            continue;
+        }
         if k.starts_with("counter:") {
             let e = max.entry(k.clone()).or_default();
             *e = (*e).max(*v);
@@ -513,6 +525,42 @@ fn kill9_under_load_loses_no_acknowledged_write() {
     for (k, v) in max {
         let got: u64 = redis::cmd("GET").arg(&k).query(&mut c).unwrap();
         assert!(got >= v, "{k}: acknowledged {v}, after restart {got}");
+    }
+    for t in 0..8 {
+        let n: Option<u64> = redis::cmd("GET")
+            .arg(format!("counter:{t}"))
+            .query(&mut c)
+            .unwrap();
+        for i in 1..n.unwrap_or(0) {
+            let got: Option<u64> = redis::cmd("GET")
+                .arg(format!("k:{t}:{i}"))
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(got, Some(i), "k:{t}:{i} missing below counter:{t}={n:?}");
+        }
+    }
+}
+
+#[test]
+fn kill9_under_load_loses_no_acknowledged_write() {
+    let dir = fresh_dir("crash");
+    let (acked, killed) = kill9_under_load(&dir, "always", Duration::from_millis(1500));
+    check_after_crash(&dir, &acked, killed, Duration::ZERO);
+}
+
+#[test]
+fn kill9_with_everysec_or_no_loses_at_most_the_last_seconds() {
+    for policy in ["everysec", "no"] {
+        let dir = fresh_dir(&format!("crash-{policy}"));
+        // everysec: about the last 2 seconds may go (the writes before are checked); `no`:
+        // the OS decides, so only the prefix property is checked.
+        let (run, window) = if policy == "everysec" {
+            (Duration::from_millis(3500), Duration::from_secs(2))
+        } else {
+            (Duration::from_millis(1500), Duration::from_secs(3600))
+        };
+        let (acked, killed) = kill9_under_load(&dir, policy, run);
+        check_after_crash(&dir, &acked, killed, window);
     }
 }
 
