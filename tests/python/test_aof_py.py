@@ -13,16 +13,8 @@ import time
 import pytest
 import redis
 
+from persist_helpers import snapshot, wait_loaded
 
-def wait_loaded(c: redis.Redis) -> redis.Redis:
-    for _ in range(2000):
-        try:
-            if c.info("persistence")["loading"] == 0:
-                return c
-        except redis.BusyLoadingError:
-            pass
-        time.sleep(0.01)
-    raise AssertionError("still loading")
 
 
 def wait_rewrite(c: redis.Redis) -> dict:
@@ -70,29 +62,6 @@ def fill(c: redis.Redis) -> None:
     script = c.register_script("redis.call('set', KEYS[1], ARGV[1]); return redis.call('incr', KEYS[2])")
     script(keys=["from-script", "script-counter"], args=["v"])
 
-
-def snapshot(c: redis.Redis) -> dict:
-    out = {}
-    for k in sorted(c.keys("*")):
-        t = c.type(k)
-        if t == "string":
-            v = c.get(k)
-        elif t == "list":
-            v = c.lrange(k, 0, -1)
-        elif t == "set":
-            v = sorted(c.smembers(k))
-        elif t == "zset":
-            v = c.zrange(k, 0, -1, withscores=True)
-        elif t == "hash":
-            v = sorted(c.hgetall(k).items())
-        else:
-            v = (
-                c.xrange(k),
-                [(g["name"], g["pending"], g["last-delivered-id"]) for g in c.xinfo_groups(k)],
-                [(p["message_id"], p["consumer"], p["times_delivered"]) for p in c.xpending_range(k, "g", "-", "+", 100)],
-            )
-        out[k] = (t, v, c.pttl(k) > 0)
-    return out
 
 
 def test_info_and_bgrewriteaof(tern_factory, aof_dir):

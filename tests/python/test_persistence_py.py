@@ -12,14 +12,8 @@ import time
 import pytest
 import redis
 
+from persist_helpers import snapshot, wait_loaded
 
-def wait_loaded(c: redis.Redis) -> redis.Redis:
-    """A server started on an RDB file answers -LOADING until the file is in."""
-    for _ in range(1000):
-        if c.info("persistence")["loading"] == 0:
-            return c
-        time.sleep(0.01)
-    raise AssertionError("still loading")
 
 
 def fill(c: redis.Redis) -> None:
@@ -36,25 +30,6 @@ def fill(c: redis.Redis) -> None:
     c.xreadgroup("g", "alice", {"x": ">"}, count=3)
     c.set("ttl", "v", px=10_000_000)
 
-
-def snapshot(c: redis.Redis) -> dict:
-    out = {}
-    for k in sorted(c.keys("*")):
-        t = c.type(k)
-        if t == "string":
-            v = c.get(k)
-        elif t == "list":
-            v = c.lrange(k, 0, -1)
-        elif t == "set":
-            v = sorted(c.smembers(k))
-        elif t == "zset":
-            v = c.zrange(k, 0, -1, withscores=True)
-        elif t == "hash":
-            v = sorted(c.hgetall(k).items())
-        else:
-            v = (c.xrange(k), [(g["name"], g["pending"], g["last-delivered-id"]) for g in c.xinfo_groups(k)])
-        out[k] = (t, v, c.pttl(k) > 0)
-    return out
 
 
 def test_dump_restore_both_ways(tern_factory, redis_factory):

@@ -526,46 +526,26 @@ fn write_base(
             ("used-mem", "0".to_string()),
             ("aof-base", "1".to_string()),
         ];
-        let sink: Mutex<LazySink<tern_persist::rdb::file::FileWriter<_>>> =
-            Mutex::new(LazySink(None));
-        let out = Mutex::new(Some(out));
-        srv.store.snapshot(
-            || {
-                let w = tern_persist::rdb::file::FileWriter::new(
-                    out.lock().take().expect("output"),
-                    srv.config.get_bool("rdbcompression"),
-                    srv.config.get_bool("rdbchecksum"),
-                    &aux,
-                    &crate::functions::library_codes(),
-                    now,
-                );
-                sink.lock().0 = Some(w);
-                if let Some(f) = at_cut {
-                    f();
-                }
-            },
-            &sink,
-        );
-        sink.into_inner().0.expect("writer").finish()
+        snapshot_into(srv, at_cut, || {
+            tern_persist::rdb::file::FileWriter::new(
+                out,
+                srv.config.get_bool("rdbcompression"),
+                srv.config.get_bool("rdbchecksum"),
+                &aux,
+                &crate::functions::library_codes(),
+                now,
+            )
+        })
+        .finish()
     } else {
-        let sink: Mutex<LazySink<tern_persist::aof::rewrite::CommandWriter<_>>> =
-            Mutex::new(LazySink(None));
-        let out = Mutex::new(Some(out));
-        srv.store.snapshot(
-            || {
-                let w = tern_persist::aof::rewrite::CommandWriter::new(
-                    out.lock().take().expect("output"),
-                    &crate::functions::library_codes(),
-                    now,
-                );
-                sink.lock().0 = Some(w);
-                if let Some(f) = at_cut {
-                    f();
-                }
-            },
-            &sink,
-        );
-        sink.into_inner().0.expect("writer").finish()
+        snapshot_into(srv, at_cut, || {
+            tern_persist::aof::rewrite::CommandWriter::new(
+                out,
+                &crate::functions::library_codes(),
+                now,
+            )
+        })
+        .finish()
     };
     let res = res.and_then(|bw| {
         let f = bw.into_inner().map_err(|e| e.into_error())?;
@@ -589,6 +569,26 @@ fn write_base(
 /// A sink created at the cut (so that what it writes first — function libraries — is read
 /// under the cut's locks).
 struct LazySink<S>(Option<S>);
+
+/// Take a snapshot into the sink `make` creates at the cut (the function libraries it writes
+/// are then the cut's); `at_cut` runs there too. Returns the sink once every shard is in.
+fn snapshot_into<S: tern_engine::snapshot::ShardSink + 'static>(
+    srv: &Server,
+    at_cut: Option<&(dyn Fn() + Sync)>,
+    make: impl FnOnce() -> S,
+) -> S {
+    let sink = Mutex::new(LazySink(None));
+    srv.store.snapshot(
+        || {
+            sink.lock().0 = Some(make());
+            if let Some(f) = at_cut {
+                f();
+            }
+        },
+        &sink,
+    );
+    sink.into_inner().0.expect("the cut creates the sink")
+}
 
 impl<S: tern_engine::snapshot::ShardSink> tern_engine::snapshot::ShardSink for LazySink<S> {
     fn shard(&mut self, db: usize, data: &tern_engine::ShardData) {
@@ -1059,53 +1059,18 @@ fn load_one(
 /// Load the RDB at the start of `data` (expired keys kept: the log may still touch them);
 /// returns where it ends.
 fn load_rdb_part(srv: &Server, data: &[u8], done_before: u64) -> Result<usize, String> {
-    use std::sync::atomic::Ordering::Relaxed;
-    let now = clock::now_ms();
-    let dbs = srv.store.databases();
-    let lfu = srv.config.hot.lfu_policy.load(Relaxed);
-    let mut bad_db = None;
-    let loaded = tern_persist::rdb::file::load(
-        data,
-        now,
-        false,
-        |k| {
-            if k.db >= dbs {
-                bad_db.get_or_insert(k.db);
-                return;
-            }
-            let mut access = clock::initial_access_at(now);
-            if lfu {
-                if let Some(f) = k.freq {
-                    access = (clock::lfu_minutes() << 8) | f as u32;
-                }
-            } else if let Some(idle) = k.idle {
-                let lru = clock::lru_clock() as i64;
-                let mut abs = lru - idle as i64;
-                if abs < 0 {
-                    abs += clock::LRU_CLOCK_MAX as i64;
-                }
-                access = abs as u32;
-            }
-            let h = tern_engine::key_hash(&k.key);
-            let mut g = srv.store.lock_shard(k.db, srv.store.shard_index(h));
-            let e = tern_engine::EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
-            g.insert_entry(h, e, now);
-        },
-        |p| {
-            crate::persistence::RDB
-                .loading_loaded
-                .store(done_before + p as u64, Relaxed)
-        },
-    )
-    .map_err(|e| format!("{e:?}"))?;
-    if let Some(db) = bad_db {
-        return Err(format!(
+    use crate::persistence::RdbLoadError;
+    let loaded = crate::persistence::load_rdb_into(srv, data, false, |p| {
+        crate::persistence::RDB
+            .loading_loaded
+            .store(done_before + p as u64, Relaxed)
+    })
+    .map_err(|e| match e {
+        RdbLoadError::Corrupt(e) | RdbLoadError::Functions(e) => e,
+        RdbLoadError::TooManyDbs { dbs, db } => format!(
             "the file was created with a server configured to handle more than {dbs} databases (key in DB {db})"
-        ));
-    }
-    if !loaded.functions.is_empty() {
-        crate::functions::load_libraries(&loaded.functions)?;
-    }
+        ),
+    })?;
     Ok(loaded.end)
 }
 

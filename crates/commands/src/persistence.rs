@@ -335,14 +335,59 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
     RDB.loading_total.store(data.len() as u64, Relaxed);
     RDB.loading_loaded.store(0, Relaxed);
     RDB.loading_start.store(unix_secs(), Relaxed);
+    let res = load_rdb_into(srv, &data, true, |pos| {
+        RDB.loading_loaded.store(pos as u64, Relaxed)
+    });
+    RDB.loading.store(false, Relaxed);
+    let loaded = match res {
+        Ok(l) => l,
+        Err(RdbLoadError::Corrupt(e)) => {
+            return Err(format!(
+                "Short read or corrupt RDB file {}: {e}",
+                path.display()
+            ))
+        }
+        Err(RdbLoadError::TooManyDbs { dbs, db }) => {
+            return Err(format!("FATAL: Data file {} was created with a Redis server configured to handle more than {dbs} databases (key in DB {db}). Exiting", path.display()));
+        }
+        Err(RdbLoadError::Functions(e)) => {
+            return Err(format!(
+                "Failed loading the functions of {}: {e}",
+                path.display()
+            ))
+        }
+    };
+    RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
+    RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
+    srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
+    srv.lastsave.store(unix_secs(), Relaxed);
+    Ok(true)
+}
+
+/// Why an RDB image could not be loaded.
+pub(crate) enum RdbLoadError {
+    Corrupt(String),
+    TooManyDbs { dbs: usize, db: usize },
+    Functions(String),
+}
+
+/// Load an RDB image (a file, or an AOF's RDB preamble) into the store: each key with its
+/// expiry and its LRU idle time or LFU counter, then the function libraries. Expired keys are
+/// dropped when `drop_expired` (not for an AOF preamble: the AOF's own DELs follow).
+pub(crate) fn load_rdb_into(
+    srv: &Server,
+    data: &[u8],
+    drop_expired: bool,
+    progress: impl FnMut(usize),
+) -> Result<tern_persist::rdb::file::Loaded, RdbLoadError> {
     let now = clock::now_ms();
     let dbs = srv.store.databases();
     let lfu = srv.config.hot.lfu_policy.load(Relaxed);
     let mut bad_db = None;
-    let res = tern_persist::rdb::file::load(
-        &data,
+    let loaded = tern_persist::rdb::file::load(
+        data,
         now,
-        true,
+        drop_expired,
         |k| {
             if k.db >= dbs {
                 bad_db.get_or_insert(k.db);
@@ -366,37 +411,16 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
             let e = EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
             g.insert_entry(h, e, now);
         },
-        |pos| RDB.loading_loaded.store(pos as u64, Relaxed),
-    );
-    let done = |r: Result<bool, String>| {
-        RDB.loading.store(false, Relaxed);
-        r
-    };
-    let loaded = match res {
-        Ok(l) => l,
-        Err(e) => {
-            return done(Err(format!(
-                "Short read or corrupt RDB file {}: {e}",
-                path.display()
-            )))
-        }
-    };
+        progress,
+    )
+    .map_err(|e| RdbLoadError::Corrupt(format!("{e}")))?;
     if let Some(db) = bad_db {
-        return done(Err(format!("FATAL: Data file {} was created with a Redis server configured to handle more than {dbs} databases (key in DB {db}). Exiting", path.display())));
+        return Err(RdbLoadError::TooManyDbs { dbs, db });
     }
     if !loaded.functions.is_empty() {
-        if let Err(e) = crate::functions::load_libraries(&loaded.functions) {
-            return done(Err(format!(
-                "Failed loading the functions of {}: {e}",
-                path.display()
-            )));
-        }
+        crate::functions::load_libraries(&loaded.functions).map_err(RdbLoadError::Functions)?;
     }
-    RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
-    RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
-    srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
-    srv.lastsave.store(unix_secs(), Relaxed);
-    done(Ok(true))
+    Ok(loaded)
 }
 
 /// Start a background save unless one runs; false when one was already running.

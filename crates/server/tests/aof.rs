@@ -53,25 +53,6 @@ fn field(info: &str, name: &str) -> String {
         .to_string()
 }
 
-/// Wait until a freshly started server finished loading (-LOADING meanwhile).
-fn loaded(s: &Server) -> redis::Connection {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(mut c) = redis::Client::open(s.url()).and_then(|cl| cl.get_connection()) {
-            if let Ok(V::BulkString(b)) = cmd(&["INFO", "persistence"]).query::<V>(&mut c) {
-                if String::from_utf8_lossy(&b)
-                    .lines()
-                    .any(|l| l == "loading:0")
-                {
-                    return c;
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "still loading");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn wait_rewrite(c: &mut redis::Connection) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -335,44 +316,12 @@ fn expired_keys_are_logged_as_del() {
 /// Fill every type, TTLs, several databases, a function library, and some history (deleted
 /// keys, overwritten values) so that the log is more than the final state.
 fn fill(c: &mut redis::Connection) {
-    populate(c);
-    q(c, &["SET", "ttl:s", "v", "PX", "5000000"]);
-    q(c, &["HSET", "ttl:h", "a", "b"]);
-    q(c, &["PEXPIRE", "ttl:h", "7000000"]);
+    fill_all(c);
     q(c, &["SET", "tmp", "x"]);
     q(c, &["DEL", "tmp"]);
     q(c, &["INCRBYFLOAT", "fl", "1.1"]);
     q(c, &["INCRBYFLOAT", "fl", "2.2"]);
     q(c, &["SET", "soon", "x", "PX", "1"]);
-    for db in ["1", "5"] {
-        q(c, &["SELECT", db]);
-        q(c, &["SET", &format!("only-in-{db}"), db]);
-        q(c, &["RPUSH", "shared-name", db, "x"]);
-        q(c, &["SELECT", "0"]);
-    }
-    q(
-        c,
-        &[
-            "FUNCTION",
-            "LOAD",
-            "#!lua name=mylib\nredis.register_function('f1', function() return 7 end)",
-        ],
-    );
-}
-
-fn all_keys(c: &mut redis::Connection) -> Vec<String> {
-    let V::Array(ks) = q(c, &["KEYS", "*"]) else {
-        panic!()
-    };
-    let mut v: Vec<String> = ks
-        .into_iter()
-        .map(|k| match k {
-            V::BulkString(b) => String::from_utf8(b).unwrap(),
-            k => panic!("{k:?}"),
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// Everything a client can see: every key of dbs 0, 1, 5 described, plus the functions.

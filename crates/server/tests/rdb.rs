@@ -15,60 +15,6 @@ fn fresh_dir(name: &str) -> std::path::PathBuf {
     d
 }
 
-/// Wait until a freshly started server finished loading its file (-LOADING meanwhile).
-fn loaded(s: &Server) -> redis::Connection {
-    let mut c = s.conn();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let info = match q(&mut c, &["INFO", "persistence"]) {
-            V::BulkString(b) => String::from_utf8(b).unwrap(),
-            V::VerbatimString { text, .. } => text,
-            v => panic!("{v:?}"),
-        };
-        if info.contains("loading:0") {
-            return c;
-        }
-        assert!(Instant::now() < deadline, "still loading");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn fill_all(c: &mut redis::Connection) {
-    populate(c);
-    q(c, &["SET", "ttl:s", "v", "PX", "5000000"]);
-    q(c, &["HSET", "ttl:h", "a", "b"]);
-    q(c, &["PEXPIRE", "ttl:h", "7000000"]);
-    for db in ["1", "5"] {
-        q(c, &["SELECT", db]);
-        q(c, &["SET", &format!("only-in-{db}"), db]);
-        q(c, &["RPUSH", "shared-name", db, "x"]);
-        q(c, &["SELECT", "0"]);
-    }
-    q(
-        c,
-        &[
-            "FUNCTION",
-            "LOAD",
-            "#!lua name=mylib\nredis.register_function('f1', function() return 7 end)",
-        ],
-    );
-}
-
-fn all_keys(c: &mut redis::Connection) -> Vec<String> {
-    let V::Array(ks) = q(c, &["KEYS", "*"]) else {
-        panic!()
-    };
-    let mut v: Vec<String> = ks
-        .into_iter()
-        .map(|k| match k {
-            V::BulkString(b) => String::from_utf8(b).unwrap(),
-            k => panic!("{k:?}"),
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 fn compare(a: &mut redis::Connection, b: &mut redis::Connection) {
     for db in ["0", "1", "5"] {
         q(a, &["SELECT", db]);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 use super::common::*;
 use redis::Value as V;
+use std::time::{Duration, Instant};
 
 /// Fill a server with every type in its small and large encodings.
 pub fn populate(c: &mut redis::Connection) {
@@ -199,4 +200,61 @@ pub fn describe(c: &mut redis::Connection, key: &str) -> String {
         other => other.to_string(),
     };
     format!("{t} {ttl} {body}")
+}
+
+/// `populate`, plus TTLs, keys in databases 1 and 5, and a function library.
+pub fn fill_all(c: &mut redis::Connection) {
+    populate(c);
+    q(c, &["SET", "ttl:s", "v", "PX", "5000000"]);
+    q(c, &["HSET", "ttl:h", "a", "b"]);
+    q(c, &["PEXPIRE", "ttl:h", "7000000"]);
+    for db in ["1", "5"] {
+        q(c, &["SELECT", db]);
+        q(c, &["SET", &format!("only-in-{db}"), db]);
+        q(c, &["RPUSH", "shared-name", db, "x"]);
+        q(c, &["SELECT", "0"]);
+    }
+    q(
+        c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=mylib\nredis.register_function('f1', function() return 7 end)",
+        ],
+    );
+}
+
+/// The keys of the selected database, sorted.
+pub fn all_keys(c: &mut redis::Connection) -> Vec<String> {
+    let V::Array(ks) = q(c, &["KEYS", "*"]) else {
+        panic!()
+    };
+    let mut v: Vec<String> = ks
+        .into_iter()
+        .map(|k| match k {
+            V::BulkString(b) => String::from_utf8(b).unwrap(),
+            k => panic!("{k:?}"),
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Wait until a freshly started server finished loading (-LOADING meanwhile).
+pub fn loaded(s: &Server) -> redis::Connection {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(mut c) = redis::Client::open(s.url()).and_then(|cl| cl.get_connection()) {
+            if let Ok(V::BulkString(b)) = cmd(&["INFO", "persistence"]).query::<V>(&mut c) {
+                if String::from_utf8_lossy(&b)
+                    .lines()
+                    .any(|l| l == "loading:0")
+                {
+                    return c;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "still loading");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
