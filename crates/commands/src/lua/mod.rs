@@ -333,6 +333,9 @@ fn killed() -> bool {
 /// One sandboxed Lua state.
 pub struct Vm {
     pub lua: Lua,
+    /// The main state scripts run on (where the kill/timeout hook goes), kept so that setting
+    /// the hook per run is two stores rather than a protected call through mlua.
+    state: *mut mlua::ffi::lua_State,
     globals: Table,
     run: Function,
     compile: Function,
@@ -795,22 +798,45 @@ unsafe extern "C-unwind" fn script_hook(
     ffi::lua_error(state);
 }
 
-/// Install (or remove) `script_hook` on the state scripts run on.
-fn set_hook(lua: &Lua, on: bool) {
-    // SAFETY: only sets or clears the state's debug hook.
+/// The state `exec_raw` runs on: the one scripts are called on.
+fn main_state(lua: &Lua) -> *mut mlua::ffi::lua_State {
+    let mut p = std::ptr::null_mut();
+    // SAFETY: only reads the state pointer.
     unsafe {
-        let _ = lua.exec_raw::<()>((), |state| {
-            if on {
-                mlua::ffi::lua_sethook(
-                    state,
-                    Some(script_hook),
-                    mlua::ffi::LUA_MASKCOUNT,
-                    HOOK_EVERY as std::ffi::c_int,
-                );
-            } else {
-                mlua::ffi::lua_sethook(state, None, 0, 0);
-            }
-        });
+        let _ = lua.exec_raw::<()>((), |state| p = state);
+    }
+    p
+}
+
+/// Push a Lua array of `items` (KEYS, ARGV).
+///
+/// # Safety
+/// `state` must have room for two more slots (exec_raw guarantees three); may raise a Lua
+/// memory error.
+unsafe fn push_string_array(state: *mut mlua::ffi::lua_State, items: &[&[u8]]) {
+    use mlua::ffi;
+    ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
+    for (i, a) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, a.as_ptr() as *const std::ffi::c_char, a.len());
+        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+    }
+}
+
+/// Install (or remove) `script_hook` on the state scripts run on.
+fn set_hook(state: *mut mlua::ffi::lua_State, on: bool) {
+    // SAFETY: `state` is a live Vm's main state, used on the Vm's thread; lua_sethook only
+    // stores the hook and its mask, it cannot raise an error.
+    unsafe {
+        if on {
+            mlua::ffi::lua_sethook(
+                state,
+                Some(script_hook),
+                mlua::ffi::LUA_MASKCOUNT,
+                HOOK_EVERY as std::ffi::c_int,
+            );
+        } else {
+            mlua::ffi::lua_sethook(state, None, 0, 0);
+        }
     }
 }
 
@@ -883,7 +909,9 @@ impl Vm {
         let env: Table = prelude.call((raw, mode))?;
         let p: Table = env.get("P")?;
         lua.set_globals(p)?;
+        let state = main_state(&lua);
         let vm = Vm {
+            state,
             globals: env.get("G")?,
             run: env.get("run")?,
             compile: env.get("compile")?,
@@ -942,14 +970,14 @@ impl Vm {
             })
         });
         if timeout_ms > 0 {
-            set_hook(&self.lua, true);
+            set_hook(self.state, true);
         }
         let r: mlua::Result<(bool, Value)> =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.load_library.call(code.clone())
             }))
             .unwrap_or_else(|_| Err(mlua::Error::runtime("panic")));
-        set_hook(&self.lua, false);
+        set_hook(self.state, false);
         let ctx = LOADING.with(|l| l.borrow_mut().take());
         let ctx = ctx.unwrap_or(LoadCtx {
             start: Instant::now(),
@@ -1040,7 +1068,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
 
     let threshold = ctx.srv.config.hot.busy_reply_threshold.load(Relaxed);
     if threshold > 0 {
-        set_hook(&vm.lua, true);
+        set_hook(vm.state, true);
     }
 
     let saved_db = ctx.conn.db;
@@ -1068,21 +1096,32 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
     let lua = vm.lua.clone();
     let result: mlua::Result<MultiValue> =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let make = |items: &[&[u8]]| -> mlua::Result<Table> {
-                let t = lua.create_table_with_capacity(items.len(), 0)?;
-                for (i, a) in items.iter().enumerate() {
-                    t.raw_set(i + 1, lua.create_string(a)?)?;
-                }
-                Ok(t)
-            };
-            let keys = make(&spec.keys)?;
-            let argv = make(&spec.argv)?;
+            // KEYS and ARGV are built in one protected call (a memory error raised there
+            // unwinds no Rust value: the closures hold only borrows).
             if spec.is_eval {
-                vm.globals.raw_set("KEYS", keys)?;
-                vm.globals.raw_set("ARGV", argv)?;
+                // SAFETY: the globals table is argument 1; two slots for key + array, one for
+                // the string being added.
+                unsafe {
+                    lua.exec_raw::<()>(&vm.globals, |state| {
+                        use mlua::ffi;
+                        ffi::lua_pushstring(state, c"KEYS".as_ptr());
+                        push_string_array(state, &spec.keys);
+                        ffi::lua_rawset(state, 1);
+                        ffi::lua_pushstring(state, c"ARGV".as_ptr());
+                        push_string_array(state, &spec.argv);
+                        ffi::lua_rawset(state, 1);
+                    })?
+                };
                 vm.run
                     .call::<MultiValue>((f.clone(), Value::Nil, Value::Nil))
             } else {
+                // SAFETY: two tables, each with at most one string on top while it fills.
+                let (keys, argv): (Table, Table) = unsafe {
+                    lua.exec_raw((), |state| {
+                        push_string_array(state, &spec.keys);
+                        push_string_array(state, &spec.argv);
+                    })?
+                };
                 vm.run.call::<MultiValue>((f.clone(), keys, argv))
             }
         }))
@@ -1096,7 +1135,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         ctx.conn.set_db(saved_db);
     }
     if threshold > 0 {
-        set_hook(&vm.lua, false);
+        set_hook(vm.state, false);
     }
 
     let killed = info.killed.load(Relaxed);
