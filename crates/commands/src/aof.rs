@@ -117,27 +117,6 @@ pub static AOF: AofState = AofState {
 static CONTROL: Mutex<()> = parking_lot::const_mutex(());
 
 /// Where log lines go: the server installs its logger (`set_logger`); stderr until then.
-static LOGGER: std::sync::OnceLock<fn(u8, &str)> = std::sync::OnceLock::new();
-
-/// Install the server's logger (level 2 notice, 3 warning, as Redis's).
-pub fn set_logger(f: fn(u8, &str)) {
-    let _ = LOGGER.set(f);
-}
-
-pub(crate) fn log_notice(msg: &str) {
-    match LOGGER.get() {
-        Some(f) => f(2, msg),
-        None => eprintln!("{msg}"),
-    }
-}
-
-pub(crate) fn log_warning(msg: &str) {
-    match LOGGER.get() {
-        Some(f) => f(3, msg),
-        None => eprintln!("{msg}"),
-    }
-}
-
 fn unix_secs() -> u64 {
     clock::now_ms() / 1000
 }
@@ -261,7 +240,7 @@ fn delete_history(srv: &Server, m: &mut Manifest) {
     }
     let dir = dirname(srv);
     for h in m.history.drain(..) {
-        log_notice(&format!(
+        crate::log::notice(&format!(
             "Removing the history file {} in the background",
             h.name
         ));
@@ -283,9 +262,9 @@ fn writer_loop(mut file: Option<File>) {
     let mut unsynced = false;
     let fail = |e: std::io::Error| {
         AOF.last_write_ok.store(false, Relaxed);
-        log_warning(&format!("Error writing to the AOF file: {e}"));
+        crate::log::warning(&format!("Error writing to the AOF file: {e}"));
         if AOF.fsync.load(Relaxed) == FSYNC_ALWAYS {
-            log_warning(
+            crate::log::warning(
                 "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
             );
             std::process::exit(1);
@@ -407,7 +386,7 @@ pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
         let rdb = srv.config.get_bool("aof-use-rdb-preamble");
         let base = m.new_base(&name, rdb);
         write_base(srv, &dir.join(&base), rdb, None)?;
-        log_notice(&format!("Creating AOF base file {base} on server start"));
+        crate::log::notice(&format!("Creating AOF base file {base} on server start"));
     }
     let (incr, created) = match m.incrs.last() {
         Some(i) => (i.name.clone(), false),
@@ -438,7 +417,7 @@ pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
         );
     }
     *AOF.files.lock() = Some(Files { manifest: m });
-    log_notice(&format!(
+    crate::log::notice(&format!(
         "{} AOF incr file {incr} on server start",
         if created { "Creating" } else { "Opening" }
     ));
@@ -466,7 +445,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
         }
         if tern_engine::Store::in_atomic_unit() || AOF.rewrite_in_progress.load(Relaxed) {
             AOF.rewrite_scheduled.store(true, Relaxed);
-            log_notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+            crate::log::notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
             return Ok(());
         }
         if !start_rewrite(srv.clone()) {
@@ -496,7 +475,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
 /// At exit: write and fsync what the log holds.
 pub fn shutdown() {
     if AOF.enabled.load(Relaxed) {
-        log_notice("Calling fsync() on the AOF file.");
+        crate::log::notice("Calling fsync() on the AOF file.");
         stop_writer();
     }
 }
@@ -618,12 +597,12 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
                     AOF.last_bgrewrite_ok.store(true, Relaxed);
                     AOF.rewrites.fetch_add(1, Relaxed);
                     AOF.consecutive_failures.store(0, Relaxed);
-                    log_notice("Background AOF rewrite finished successfully");
+                    crate::log::notice("Background AOF rewrite finished successfully");
                 }
                 Err(e) => {
                     AOF.last_bgrewrite_ok.store(false, Relaxed);
                     AOF.consecutive_failures.fetch_add(1, Relaxed);
-                    log_warning(&format!("Background AOF rewrite failed: {e}"));
+                    crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
                     if AOF.wait_rewrite.load(Relaxed) {
                         // Still waiting for a first base: try again from the cron.
                         AOF.rewrite_scheduled.store(true, Relaxed);
@@ -680,7 +659,7 @@ fn rewrite(srv: &Arc<Server>, gen: u64) -> Result<(), String> {
         if let Some((m2, n)) = listed {
             persist_manifest(srv, &m2)?;
             AOF.files.lock().as_mut().ok_or("AOF is off")?.manifest = m2;
-            log_notice(&format!("Creating AOF incr file {n} on background rewrite"));
+            crate::log::notice(&format!("Creating AOF incr file {n} on background rewrite"));
             new_incr_name = Some(n);
         }
         *AOF.next_incr.lock() = Some(file);
@@ -777,7 +756,7 @@ pub fn cron(srv: &Arc<Server>) {
         let base = AOF.base_size.load(Relaxed).max(1);
         let growth = (size * 100 / base) as i64 - 100;
         if growth >= perc && !rewrite_limited() {
-            log_notice(&format!(
+            crate::log::notice(&format!(
                 "Starting automatic rewriting of AOF on {growth}% growth"
             ));
             start_rewrite(srv.clone());
@@ -803,7 +782,7 @@ fn rewrite_limited() -> bool {
     }
     g.0 = if g.0 == 0 { 1 } else { (g.0 * 2).min(60) };
     g.1 = now + g.0 * 60;
-    log_warning(&format!("Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes", g.0));
+    crate::log::warning(&format!("Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes", g.0));
     true
 }
 
@@ -916,7 +895,7 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
                     dir.display()
                 )
             })?;
-            log_notice(&format!(
+            crate::log::notice(&format!(
                 "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
                 dir.display()
             ));
@@ -958,7 +937,7 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
                 Loaded::Truncated => outcome = Loaded::Truncated,
                 _ => {}
             }
-            log_notice(&format!(
+            crate::log::notice(&format!(
                 "DB loaded from {} file {}: {:.3} seconds",
                 if f.kind == tern_persist::aof::manifest::BASE {
                     "base"
@@ -1008,12 +987,12 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
     });
     match res {
         Ok(Loaded::Ok | Loaded::Empty | Loaded::NotExist) => {
-            log_notice("Append Only File loaded by DEBUG LOADAOF");
+            crate::log::notice("Append Only File loaded by DEBUG LOADAOF");
             ctx.out.ok()
         }
         Ok(Loaded::Truncated) | Err(_) => {
             if let Err(e) = res {
-                log_warning(&e);
+                crate::log::warning(&e);
             }
             std::process::exit(1);
         }
@@ -1037,7 +1016,7 @@ fn load_one(
     }
     let mut pos = 0;
     if tern_persist::aof::is_rdb(&data) {
-        log_notice(if old_style {
+        crate::log::notice(if old_style {
             "Reading RDB preamble from AOF file..."
         } else {
             "Reading RDB base file on AOF loading..."
@@ -1050,7 +1029,7 @@ fn load_one(
             }
         })?;
         if old_style {
-            log_notice("Reading the remaining AOF tail...");
+            crate::log::notice("Reading the remaining AOF tail...");
         }
     }
     replay(srv, &path, name, &data, pos, done_before)
@@ -1131,7 +1110,7 @@ fn replay(
     let err = match end {
         None if !in_multi => return Ok(Loaded::Ok),
         None => {
-            log_warning(&format!(
+            crate::log::warning(&format!(
                 "Revert incomplete MULTI/EXEC transaction in AOF file {name}"
             ));
             valid_up_to = before_multi;
@@ -1147,10 +1126,10 @@ fn replay(
         return Err(format!("Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"));
     }
     if truncated_ok {
-        log_warning(&format!(
+        crate::log::warning(&format!(
             "!!! Warning: short read while loading the AOF file {name}!!!"
         ));
-        log_warning(&format!(
+        crate::log::warning(&format!(
             "!!! Truncating the AOF {name} at offset {valid_up_to} !!!"
         ));
         match OpenOptions::new()
@@ -1159,12 +1138,12 @@ fn replay(
             .and_then(|f| f.set_len(valid_up_to as u64))
         {
             Ok(()) => {
-                log_warning(&format!(
+                crate::log::warning(&format!(
                     "AOF {name} loaded anyway because aof-load-truncated is enabled"
                 ));
                 return Ok(Loaded::Truncated);
             }
-            Err(e) => log_warning(&format!("Error truncating the AOF file {name}: {e}")),
+            Err(e) => crate::log::warning(&format!("Error truncating the AOF file {name}: {e}")),
         }
     }
     Err(format!("Unexpected end of file reading the append only file {name} (the last complete command ends at offset {valid_up_to}). You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."))

@@ -482,7 +482,7 @@ fn shutdown(ctx: &mut Ctx, args: &Args) {
     let wants_save = save || (!nosave && save_points);
     if wants_save {
         if let Err(e) = crate::persistence::rdb_save(ctx.srv) {
-            eprintln!("Error trying to save the DB, can't exit: {e}");
+            crate::log::warning(&format!("Error trying to save the DB, can't exit: {e}"));
             if !force {
                 ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
                 return;

@@ -46,6 +46,7 @@ pub mod hashes;
 pub mod hll;
 pub mod hll_format;
 pub mod lists;
+pub mod log;
 pub mod sets;
 pub mod sort;
 pub mod streams;

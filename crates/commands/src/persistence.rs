@@ -357,6 +357,10 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
             ))
         }
     };
+    crate::log::notice(&format!(
+        "Done loading RDB, keys loaded: {}, keys expired: {}.",
+        loaded.keys, loaded.expired
+    ));
     RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
     RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
     srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
@@ -430,6 +434,7 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
     }
     RDB.bgsave_scheduled.store(false, Relaxed);
     RDB.bgsave_started.store(unix_secs(), Relaxed);
+    crate::log::notice("Background saving started (forkless snapshot)");
     std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
@@ -440,8 +445,8 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
                 .store(start.elapsed().as_secs() as i64, Relaxed);
             RDB.bgsave_in_progress.store(false, Relaxed);
             match r {
-                Ok(_) => eprintln!("Background saving terminated with success"),
-                Err(e) => eprintln!("Background saving error: {e}"),
+                Ok(_) => crate::log::notice("Background saving terminated with success"),
+                Err(e) => crate::log::warning(&format!("Background saving error: {e}")),
             }
         })
         .expect("spawn bgsave thread");
@@ -458,10 +463,11 @@ fn save(ctx: &mut Ctx, _args: &Args) {
     match rdb_save(ctx.srv) {
         Ok(_) => {
             RDB.last_bgsave_ok.store(true, Relaxed);
+            crate::log::notice("DB saved on disk");
             ctx.out.ok()
         }
         Err(e) => {
-            eprintln!("{e}");
+            crate::log::warning(&e);
             ctx.error("ERR")
         }
     }
@@ -529,7 +535,7 @@ pub fn cron(srv: &std::sync::Arc<Server>) {
     for p in nums.chunks(2) {
         if let [secs, changes] = *p {
             if dirty >= changes && since >= secs && retry_ok {
-                eprintln!("{changes} changes in {secs} seconds. Saving...");
+                crate::log::notice(&format!("{changes} changes in {secs} seconds. Saving..."));
                 start_bgsave(srv.clone());
                 return;
             }
@@ -551,7 +557,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     }
     if save {
         if let Err(e) = rdb_save(ctx.srv) {
-            eprintln!("{e}");
+            crate::log::warning(&e);
             return ctx.error("ERR Error trying to save the DB, check logs");
         }
     }
@@ -570,7 +576,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
         Ok(true) => ctx.out.ok(),
         Ok(false) => ctx.error("ERR Error trying to load the RDB dump, check server logs."),
         Err(e) => {
-            eprintln!("{e}");
+            crate::log::warning(&e);
             ctx.error("ERR Error trying to load the RDB dump, check server logs.")
         }
     }

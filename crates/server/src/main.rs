@@ -33,8 +33,7 @@ fn main() {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }
-    tern_commands::lua::set_logger(log::log);
-    tern_commands::aof::set_logger(log::log);
+    tern_commands::log::set_logger(log::log);
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
     tern_engine::events::set_expire_hook(tern_commands::propagate::on_expired);
     let threads = match config.get_i64("threads") {

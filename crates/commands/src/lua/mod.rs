@@ -15,7 +15,7 @@ use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 use tern_resp::Reply;
 
@@ -44,22 +44,6 @@ pub mod sflags {
         (NO_CLUSTER, "no-cluster"),
         (ALLOW_CROSS_SLOT, "allow-cross-slot-keys"),
     ];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Logging (the server crate owns the log file; it hands us its writer at startup)
-
-static LOGGER: OnceLock<fn(u8, &str)> = OnceLock::new();
-
-/// Where `redis.log` and the slow-script warning go (the server's log).
-pub fn set_logger(f: fn(u8, &str)) {
-    let _ = LOGGER.set(f);
-}
-
-fn log(level: u8, msg: &str) {
-    if let Some(f) = LOGGER.get() {
-        f(level, msg);
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -723,14 +707,14 @@ fn hook_check() -> u8 {
         if i.killed.load(Relaxed) {
             if !rc.kill_logged {
                 rc.kill_logged = true;
-                log(2, "Lua script killed by user with SCRIPT KILL.");
+                crate::log::write(2, "Lua script killed by user with SCRIPT KILL.");
             }
             return 1;
         }
         if !i.timed_out.load(Relaxed) && i.start.elapsed().as_millis() as u64 >= rc.threshold {
             i.timed_out.store(true, Relaxed);
             TIMED_OUT.fetch_add(1, Relaxed);
-            log(
+            crate::log::write(
                 3,
                 &format!(
                     "Slow script detected: still in execution after {} milliseconds. You can \
@@ -874,7 +858,7 @@ impl Vm {
         raw.set(
             "log",
             lua.create_function(|_, (level, msg): (u8, mlua::LuaString)| {
-                log(level, &msg.to_string_lossy());
+                crate::log::write(level, &msg.to_string_lossy());
                 Ok(())
             })?,
         )?;
