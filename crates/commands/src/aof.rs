@@ -498,13 +498,7 @@ fn write_base(
     let now = clock::now_ms();
     let out = std::io::BufWriter::with_capacity(1 << 20, file);
     let res: std::io::Result<std::io::BufWriter<File>> = if rdb {
-        let aux: Vec<(&str, String)> = vec![
-            ("redis-ver", crate::REDIS_VERSION.to_string()),
-            ("redis-bits", "64".to_string()),
-            ("ctime", (now / 1000).to_string()),
-            ("used-mem", "0".to_string()),
-            ("aof-base", "1".to_string()),
-        ];
+        let aux = crate::persistence::rdb_aux(now, true);
         snapshot_into(srv, at_cut, || {
             tern_persist::rdb::file::FileWriter::new(
                 out,
@@ -551,7 +545,7 @@ struct LazySink<S>(Option<S>);
 
 /// Take a snapshot into the sink `make` creates at the cut (the function libraries it writes
 /// are then the cut's); `at_cut` runs there too. Returns the sink once every shard is in.
-fn snapshot_into<S: tern_engine::snapshot::ShardSink + 'static>(
+pub(crate) fn snapshot_into<S: tern_engine::snapshot::ShardSink + 'static>(
     srv: &Server,
     at_cut: Option<&(dyn Fn() + Sync)>,
     make: impl FnOnce() -> S,

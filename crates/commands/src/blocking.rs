@@ -315,8 +315,16 @@ pub fn serve_queue(srv: &Arc<Server>, conn: &Conn, mut ready: VecDeque<(usize, V
         if !srv.blocking.any() {
             return;
         }
+        // As Redis (LOOKUP_NOEFFECTS): an expired key is not there for waiters, and looking
+        // must not delete it (that happens, and is propagated, when a command touches it).
+        let live = {
+            let (h, g) = srv.store.lock(db, &key);
+            g.peek(h, &key, tern_engine::clock::now_ms()).is_some()
+        };
         for w in srv.blocking.waiters_on(db, &key) {
-            try_serve(srv, conn, &w, &mut ready);
+            if live || w.on_nokey {
+                try_serve(srv, conn, &w, &mut ready);
+            }
         }
     }
 }

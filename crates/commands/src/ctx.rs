@@ -58,6 +58,9 @@ pub struct Conn {
     /// Set by a handler that found its input huge: the connection runs the command again on a
     /// background thread (see `Ctx::offload`).
     pub pending_offload: bool,
+    /// Set by SYNC/PSYNC: once the replies so far are written, the connection becomes a
+    /// replica's stream (see `replication`).
+    pub pending_sync: Option<crate::replication::SyncKind>,
     /// The background threads an offloaded command runs on.
     pub offload_pool: crate::background::Pool,
     /// True while running on a background thread (never offload twice).
@@ -98,6 +101,7 @@ impl Conn {
             deny_blocking: false,
             ready_keys: Default::default(),
             pending_offload: false,
+            pending_sync: None,
             offload_pool: crate::background::Pool::Idle,
             offloaded: false,
             woff: 0,

@@ -621,6 +621,7 @@ fn rates(cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
 fn stats_section(srv: &Server, out: &mut String) {
     let st = &srv.stats;
     let cmds = st.sum(|t| t.commands_processed.get());
+    let sync_full = crate::replication::SYNC_FULL.load(Relaxed);
     let input = st.sum(|t| t.net_input_bytes.get());
     let output = st.sum(|t| t.net_output_bytes.get());
     let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
@@ -640,7 +641,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          instantaneous_input_repl_kbps:0.00\r\n\
          instantaneous_output_repl_kbps:0.00\r\n\
          rejected_connections:{}\r\n\
-         sync_full:0\r\n\
+         sync_full:{sync_full}\r\n\
          sync_partial_ok:0\r\n\
          sync_partial_err:0\r\n\
          expired_keys:{}\r\n\
@@ -723,22 +724,26 @@ pub fn master_replid() -> &'static str {
 
 fn replication_section(srv: &Server, out: &mut String) {
     let cfg = &srv.config;
-    let _ = write!(out, "role:master\r\nconnected_slaves:0\r\n");
+    let mut lines = String::new();
+    let n = crate::replication::info_replicas(&mut lines);
+    let _ = write!(out, "role:master\r\nconnected_slaves:{n}\r\n");
     if cfg.get_i64("min-replicas-to-write") != 0 && cfg.get_i64("min-replicas-max-lag") != 0 {
         out.push_str("min_slaves_good_slaves:0\r\n");
     }
+    out.push_str(&lines);
     let _ = write!(
         out,
         "master_failover_state:no-failover\r\n\
          master_replid:{}\r\n\
          master_replid2:0000000000000000000000000000000000000000\r\n\
-         master_repl_offset:0\r\n\
+         master_repl_offset:{}\r\n\
          second_repl_offset:-1\r\n\
          repl_backlog_active:0\r\n\
          repl_backlog_size:{}\r\n\
          repl_backlog_first_byte_offset:0\r\n\
          repl_backlog_histlen:0\r\n",
         master_replid(),
+        crate::propagate::LOG.repl_offset(),
         cfg.get_i64("repl-backlog-size"),
     );
 }

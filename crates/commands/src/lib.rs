@@ -16,6 +16,7 @@ pub mod notify;
 pub mod propagate;
 pub mod push;
 pub mod registry;
+pub mod replication;
 pub mod server;
 pub mod stats;
 pub mod table;
@@ -62,7 +63,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 26] {
+pub fn families() -> [&'static [CommandSpec]; 27] {
     [
         aof::COMMANDS,
         connection::COMMANDS,
@@ -90,6 +91,7 @@ pub fn families() -> [&'static [CommandSpec]; 26] {
         wait::COMMANDS,
         persistence::COMMANDS,
         migrate::COMMANDS,
+        replication::COMMANDS,
     ]
 }
 

@@ -780,25 +780,25 @@ fn rpoplpush(ctx: &mut Ctx, args: &Args) {
     }
 }
 
-fn blmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool, timeout: &[u8]) {
+/// `sides`: BLMOVE's LEFT/RIGHT arguments (None: BRPOPLPUSH).
+fn blmove_generic(
+    ctx: &mut Ctx,
+    src: &[u8],
+    dst: &[u8],
+    (from, to): (bool, bool),
+    sides: Option<(&[u8], &[u8])>,
+    timeout: &[u8],
+) {
     let deadline = match parse_timeout_secs(timeout, ctx.now_ms) {
         Ok(d) => d,
         Err(e) => return ctx.error(e),
     };
     let r = move_generic(ctx, src, dst, from, to);
     if let MoveResult::Moved = r {
-        // Propagated as the non-blocking move.
-        if ctx.cmd.name == "brpoplpush" {
-            ctx.propagate_as(&[b"RPOPLPUSH", src, dst]);
-        } else {
-            let side = |f: bool| -> &'static [u8] {
-                if f {
-                    b"LEFT"
-                } else {
-                    b"RIGHT"
-                }
-            };
-            ctx.propagate_as(&[b"LMOVE", src, dst, side(from), side(to)]);
+        // Propagated as the non-blocking move, the sides as the client wrote them (Redis).
+        match sides {
+            Some((a, b)) => ctx.propagate_as(&[b"LMOVE", src, dst, a, b]),
+            None => ctx.propagate_as(&[b"RPOPLPUSH", src, dst]),
         }
     }
     if let MoveResult::NoSource = r {
@@ -816,11 +816,12 @@ fn blmove(ctx: &mut Ctx, args: &Args) {
     let (Some(from), Some(to)) = (parse_side(&args[3]), parse_side(&args[4])) else {
         return ctx.error(ERR_SYNTAX);
     };
-    blmove_generic(ctx, &args[1], &args[2], from, to, &args[5]);
+    let sides = Some((&args[3], &args[4]));
+    blmove_generic(ctx, &args[1], &args[2], (from, to), sides, &args[5]);
 }
 
 fn brpoplpush(ctx: &mut Ctx, args: &Args) {
-    blmove_generic(ctx, &args[1], &args[2], false, true, &args[3]);
+    blmove_generic(ctx, &args[1], &args[2], (false, true), None, &args[3]);
 }
 
 // ---- reads ----

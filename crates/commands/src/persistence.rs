@@ -259,6 +259,18 @@ fn unix_secs() -> u64 {
     clock::now_ms() / 1000
 }
 
+/// The AUX fields tern writes at the head of every RDB (`aof_base`: the RDB preamble of an
+/// AOF base file).
+pub(crate) fn rdb_aux(now_ms: u64, aof_base: bool) -> Vec<(&'static str, String)> {
+    vec![
+        ("redis-ver", crate::REDIS_VERSION.to_string()),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (now_ms / 1000).to_string()),
+        ("used-mem", "0".to_string()),
+        ("aof-base", (aof_base as u8).to_string()),
+    ]
+}
+
 /// Write a point-in-time RDB of the whole keyspace to a temp file, then rename it over the
 /// configured file. Runs on the calling thread (a background thread for BGSAVE).
 pub fn rdb_save(srv: &Server) -> Result<u64, String> {
@@ -276,13 +288,7 @@ pub fn rdb_save(srv: &Server) -> Result<u64, String> {
         )
     })?;
     let now = clock::now_ms();
-    let aux: Vec<(&str, String)> = vec![
-        ("redis-ver", crate::REDIS_VERSION.to_string()),
-        ("redis-bits", "64".to_string()),
-        ("ctime", (now / 1000).to_string()),
-        ("used-mem", "0".to_string()),
-        ("aof-base", "0".to_string()),
-    ];
+    let aux = rdb_aux(now, false);
     let writer = tern_persist::rdb::file::FileWriter::new(
         std::io::BufWriter::with_capacity(1 << 20, file),
         srv.config.get_bool("rdbcompression"),

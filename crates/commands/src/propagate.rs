@@ -114,7 +114,7 @@ pub fn flush() {
     UNIT.with(|u| {
         let mut u = u.borrow_mut();
         if !u.is_empty() {
-            let lsn = LOG.append(&u, u.len() > 1);
+            let lsn = LOG.append(&u);
             LAST_APPEND.with(|l| l.set(lsn));
             u.clear();
         }
@@ -203,7 +203,25 @@ pub fn propagate_delete(db: usize, key: &[u8], unlink: bool) {
     } else {
         let mut ops = Ops::default();
         ops.push(db as i32, [cmd, key].into_iter());
-        LOG.append(&ops, false);
+        LOG.append(&ops);
+    }
+}
+
+/// PUBLISH and SPUBLISH reach replicas (never the AOF), as Redis propagates them; with the
+/// unit running on this thread (MULTI, a script) or on their own.
+pub fn propagate_publish(db: usize, args: &Args) {
+    if LOG.subscribers() == 0 {
+        return;
+    }
+    if Store::in_atomic_unit() {
+        UNIT.with(|u| {
+            u.borrow_mut()
+                .push_replicas_only(db as i32, args.iter().collect::<Vec<_>>().into_iter())
+        });
+    } else {
+        let mut ops = Ops::default();
+        ops.push_replicas_only(db as i32, args.iter().collect::<Vec<_>>().into_iter());
+        LOG.append(&ops);
     }
 }
 

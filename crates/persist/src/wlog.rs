@@ -12,6 +12,7 @@
 
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// One thread's in-flight counter of unlogged writes, on its own cache line.
 #[repr(align(64))]
@@ -30,8 +31,9 @@ thread_local! {
 #[derive(Default, Debug, Clone)]
 pub struct Ops {
     pub buf: Vec<u8>,
-    /// (db, end offset in `buf`) per command.
-    pub ops: Vec<(i32, usize)>,
+    /// Per command: its database, the end offset in `buf`, and whether only replicas get it
+    /// (PUBLISH: the AOF never does, as in Redis).
+    ops: Vec<(i32, usize, bool)>,
 }
 
 impl Ops {
@@ -51,16 +53,26 @@ impl Ops {
     /// Append one command for database `db`.
     pub fn push<'a>(&mut self, db: i32, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
         encode_command(&mut self.buf, argv);
-        self.ops.push((db, self.buf.len()));
+        self.ops.push((db, self.buf.len(), false));
     }
 
-    /// The commands as (db, encoded bytes).
-    pub fn iter(&self) -> impl Iterator<Item = (i32, &[u8])> {
+    /// Append one command only replicas get.
+    pub fn push_replicas_only<'a>(
+        &mut self,
+        db: i32,
+        argv: impl ExactSizeIterator<Item = &'a [u8]>,
+    ) {
+        encode_command(&mut self.buf, argv);
+        self.ops.push((db, self.buf.len(), true));
+    }
+
+    /// The commands as (db, encoded bytes, replicas only).
+    pub fn iter(&self) -> impl Iterator<Item = (i32, &[u8], bool)> {
         let mut start = 0;
-        self.ops.iter().map(move |&(db, end)| {
+        self.ops.iter().map(move |&(db, end, repl)| {
             let s = &self.buf[start..end];
             start = end;
-            (db, s)
+            (db, s, repl)
         })
     }
 }
@@ -105,8 +117,86 @@ struct Inner {
     /// Database of the last SELECT written (-1: the next command selects).
     selected: i64,
     cuts: Vec<u64>,
-    /// Ask the consumer to stop (and the buffers it had not taken are dropped).
+    /// No consumer (the AOF writer) is attached, or it was asked to stop; nothing is kept
+    /// for it.
     closed: bool,
+    /// The replication stream's subscribers (replicas), started or waiting for their cut.
+    subs: Vec<Arc<Sub>>,
+    /// Database of the last SELECT in the replication stream (-1: the next command selects).
+    repl_selected: i64,
+    /// Subscribers past their cut (the stream is encoded only for them).
+    started: usize,
+    /// Bytes ever fed to the replication stream (INFO's master_repl_offset).
+    repl_offset: u64,
+    /// Scratch for one unit's replication-stream encoding.
+    rbuf: Vec<u8>,
+}
+
+/// A subscriber of the replication stream (a replica connection): from its start (the cut of
+/// the snapshot it was sent) it receives every logged command, plus what only replicas get
+/// (PUBLISH, PINGs), into a buffer its connection drains.
+pub struct Sub {
+    inner: Mutex<SubInner>,
+    /// Tells the draining side there is something to take.
+    wake: Box<dyn Fn() + Send + Sync>,
+    /// Pending bytes beyond which the subscriber is dropped (a replica too slow to follow).
+    limit: usize,
+}
+
+#[derive(Default)]
+struct SubInner {
+    buf: Vec<u8>,
+    started: bool,
+    overflowed: bool,
+}
+
+impl Sub {
+    pub fn new(limit: usize, wake: Box<dyn Fn() + Send + Sync>) -> Arc<Sub> {
+        Arc::new(Sub {
+            inner: Mutex::new(SubInner::default()),
+            wake,
+            limit,
+        })
+    }
+
+    /// Take what is pending (swapped with `spare`). None once dropped for falling behind.
+    pub fn take(&self, spare: Vec<u8>) -> Option<Vec<u8>> {
+        let mut g = self.inner.lock();
+        if g.overflowed {
+            return None;
+        }
+        let mut spare = spare;
+        spare.clear();
+        Some(std::mem::replace(&mut g.buf, spare))
+    }
+
+    /// Dropped for falling behind.
+    pub fn overflowed(&self) -> bool {
+        self.inner.lock().overflowed
+    }
+
+    /// Bytes waiting to be sent.
+    pub fn pending(&self) -> usize {
+        self.inner.lock().buf.len()
+    }
+
+    /// Add bytes; false (and the subscriber marked overflowed) past the limit.
+    fn feed(&self, bytes: &[u8]) -> bool {
+        let mut g = self.inner.lock();
+        if !g.started {
+            return true;
+        }
+        let ok = g.buf.len() + bytes.len() <= self.limit;
+        if ok {
+            g.buf.extend_from_slice(bytes);
+        } else {
+            g.overflowed = true;
+            g.buf = Vec::new();
+        }
+        drop(g);
+        (self.wake)();
+        ok
+    }
 }
 
 pub struct WriteLog {
@@ -161,6 +251,11 @@ impl WriteLog {
                 selected: -1,
                 cuts: Vec::new(),
                 closed: true,
+                subs: Vec::new(),
+                repl_selected: -1,
+                started: 0,
+                repl_offset: 0,
+                rbuf: Vec::new(),
             }),
             cv: Condvar::new(),
             appended: AtomicU64::new(0),
@@ -207,6 +302,11 @@ impl WriteLog {
             g.buf.clear();
             g.base = end;
         }
+        self.start_logging();
+    }
+
+    /// Make writes log themselves, and wait until no unlogged write is in flight.
+    fn start_logging(&self) {
         self.active.store(true, Ordering::SeqCst);
         for s in &self.unlogged {
             while s.0.load(Ordering::SeqCst) != 0 {
@@ -215,39 +315,127 @@ impl WriteLog {
         }
     }
 
-    /// Detach: writes stop logging; the consumer is told to stop (`take` returns None once
-    /// what was pending is taken).
+    /// Writes log themselves while the consumer or a subscriber is attached.
+    fn update_active(&self, g: &Inner) {
+        self.active
+            .store(!g.closed || !g.subs.is_empty(), Ordering::SeqCst);
+    }
+
+    /// Detach: the consumer is told to stop (`take` returns None once what was pending is
+    /// taken); writes stop logging unless a subscriber remains.
     pub fn deactivate(&self) {
-        self.active.store(false, Ordering::SeqCst);
         let mut g = self.inner.lock();
         g.closed = true;
+        self.update_active(&g);
         self.cv.notify_all();
     }
 
-    /// Append one execution unit's commands; wrapped in MULTI/EXEC when `wrap`. Returns the LSN
-    /// after it.
-    pub fn append(&self, ops: &Ops, wrap: bool) -> u64 {
+    /// Attach a replication-stream subscriber; it receives nothing until `start_sub` (at the
+    /// cut of the snapshot it is sent first). Returns once writes log themselves.
+    pub fn subscribe(&self, sub: Arc<Sub>) {
+        self.inner.lock().subs.push(sub);
+        self.start_logging();
+    }
+
+    /// The subscriber's stream starts here. Call at a snapshot's cut (every shard locked).
+    /// Returns the replication offset at the start.
+    pub fn start_sub(&self, sub: &Arc<Sub>) -> u64 {
         let mut g = self.inner.lock();
-        if wrap {
-            g.buf.extend_from_slice(MULTI);
+        let mut si = sub.inner.lock();
+        if !si.started {
+            si.started = true;
+            g.started += 1;
         }
-        for (db, bytes) in ops.iter() {
-            if db >= 0 && db as i64 != g.selected {
-                let mut ib = itoa::Buffer::new();
-                let s = ib.format(db);
-                encode_command(&mut g.buf, [&b"SELECT"[..], s.as_bytes()].into_iter());
-                g.selected = db as i64;
-            }
-            g.buf.extend_from_slice(bytes);
+        drop(si);
+        // As Redis does for a new replica: the next command of the stream selects its db.
+        g.repl_selected = -1;
+        g.repl_offset
+    }
+
+    pub fn unsubscribe(&self, sub: &Arc<Sub>) {
+        let mut g = self.inner.lock();
+        let before = g.subs.len();
+        g.subs.retain(|s| !Arc::ptr_eq(s, sub));
+        if g.subs.len() < before && sub.inner.lock().started {
+            g.started -= 1;
         }
-        if wrap {
-            g.buf.extend_from_slice(EXEC);
+        self.update_active(&g);
+    }
+
+    /// Subscribers attached (started or not).
+    pub fn subscribers(&self) -> usize {
+        self.inner.lock().subs.len()
+    }
+
+    /// Bytes ever fed to the replication stream.
+    pub fn repl_offset(&self) -> u64 {
+        self.inner.lock().repl_offset
+    }
+
+    /// Feed bytes to every started subscriber (dropping those that overflow).
+    fn feed_subs(g: &mut Inner) {
+        let bytes = std::mem::take(&mut g.rbuf);
+        g.repl_offset += bytes.len() as u64;
+        let before = g.subs.len();
+        // Only started subscribers can overflow (and leave here).
+        g.subs.retain(|s| s.feed(&bytes));
+        g.started -= before - g.subs.len();
+        g.rbuf = bytes;
+        g.rbuf.clear();
+    }
+
+    /// Send a PING down the replication stream (Redis's repl-ping-replica-period).
+    pub fn ping_subs(&self) {
+        let mut g = self.inner.lock();
+        if g.started == 0 {
+            return;
+        }
+        g.rbuf.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        Self::feed_subs(&mut g);
+        self.update_active(&g);
+    }
+
+    /// Append one execution unit's commands, wrapped in MULTI/EXEC when there are several.
+    /// Returns the LSN after it.
+    pub fn append(&self, ops: &Ops) -> u64 {
+        let mut g = self.inner.lock();
+        if !g.closed {
+            let g = &mut *g;
+            let n = ops.iter().filter(|op| !op.2).count();
+            Self::encode_unit(&mut g.buf, &mut g.selected, ops, n > 1, false);
+        }
+        if g.started > 0 {
+            let g = &mut *g;
+            Self::encode_unit(&mut g.rbuf, &mut g.repl_selected, ops, ops.len() > 1, true);
+            Self::feed_subs(g);
+            self.update_active(g);
         }
         let end = g.base + g.buf.len() as u64;
         self.appended.store(end, Ordering::Release);
         drop(g);
         self.cv.notify_one();
         end
+    }
+
+    fn encode_unit(out: &mut Vec<u8>, selected: &mut i64, ops: &Ops, wrap: bool, repl: bool) {
+        if wrap {
+            out.extend_from_slice(MULTI);
+        }
+        for (db, bytes, repl_only) in ops.iter() {
+            if repl_only && !repl {
+                continue;
+            }
+            if db >= 0 && db as i64 != *selected {
+                let mut ib = itoa::Buffer::new();
+                let s = ib.format(db);
+                encode_command(out, [&b"SELECT"[..], s.as_bytes()].into_iter());
+                *selected = db as i64;
+            }
+            out.extend_from_slice(bytes);
+        }
+        if wrap {
+            out.extend_from_slice(EXEC);
+        }
     }
 
     /// Mark a cut: what is appended from here on belongs to the consumer's next output, which
@@ -315,10 +503,10 @@ mod tests {
         let mut ops = Ops::default();
         ops.push(0, [&b"SET"[..], b"k", b"v"].into_iter());
         ops.push(0, [&b"DEL"[..], b"x"].into_iter());
-        log.append(&ops, true);
+        log.append(&ops);
         let mut one = Ops::default();
         one.push(2, [&b"INCR"[..], b"n"].into_iter());
-        log.append(&one, false);
+        log.append(&one);
         let b = log
             .take(std::time::Duration::from_millis(1), Vec::new())
             .unwrap();
@@ -330,7 +518,7 @@ mod tests {
         );
         assert_eq!(b.end(), log.appended());
         log.cut();
-        log.append(&one, false);
+        log.append(&one);
         let b = log
             .take(std::time::Duration::from_millis(1), Vec::new())
             .unwrap();
@@ -340,6 +528,53 @@ mod tests {
         assert!(log
             .take(std::time::Duration::from_millis(1), Vec::new())
             .is_none());
+    }
+
+    #[test]
+    fn subscribers_get_the_stream_from_their_cut_with_replica_only_commands() {
+        let log = WriteLog::new();
+        let sub = Sub::new(1 << 20, Box::new(|| {}));
+        let mut one = Ops::default();
+        one.push(0, [&b"SET"[..], b"a", b"1"].into_iter());
+        log.subscribe(sub.clone());
+        assert!(
+            log.active(),
+            "a subscriber alone makes writes log themselves"
+        );
+        log.append(&one);
+        assert_eq!(sub.take(Vec::new()).unwrap(), b"", "nothing before the cut");
+        assert_eq!(log.start_sub(&sub), 0);
+        let mut unit = Ops::default();
+        unit.push(0, [&b"INCR"[..], b"n"].into_iter());
+        unit.push_replicas_only(0, [&b"PUBLISH"[..], b"c", b"m"].into_iter());
+        log.append(&unit);
+        let got = sub.take(Vec::new()).unwrap();
+        assert_eq!(
+            String::from_utf8(got.clone()).unwrap(),
+            "*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n\
+             *3\r\n$7\r\nPUBLISH\r\n$1\r\nc\r\n$1\r\nm\r\n*1\r\n$4\r\nEXEC\r\n"
+        );
+        assert_eq!(log.repl_offset(), got.len() as u64);
+        assert_eq!(log.pending(), 0, "no AOF consumer: nothing kept for it");
+        log.unsubscribe(&sub);
+        assert!(!log.active());
+    }
+
+    #[test]
+    fn the_aof_never_gets_replica_only_commands() {
+        let log = WriteLog::new();
+        log.activate();
+        let mut unit = Ops::default();
+        unit.push(0, [&b"INCR"[..], b"n"].into_iter());
+        unit.push_replicas_only(0, [&b"PUBLISH"[..], b"c", b"m"].into_iter());
+        log.append(&unit);
+        let b = log
+            .take(std::time::Duration::from_millis(1), Vec::new())
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(b.bytes).unwrap(),
+            "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
+        );
     }
 
     #[test]

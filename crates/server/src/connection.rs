@@ -110,6 +110,9 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                         offload = Some(OwnedArgs::new(args.iter()));
                         break;
                     }
+                    if conn.pending_sync.is_some() {
+                        break;
+                    }
                     if conn.close_after_reply || handle.is_killed() {
                         fatal = true;
                         break;
@@ -184,6 +187,12 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             }
         }
         if fatal {
+            break;
+        }
+        if let Some(kind) = conn.pending_sync.take() {
+            // The rest of the input, if any, was sent before the replica read our reply:
+            // Redis too drops it.
+            crate::replica::serve(&srv, &mut stream, &handle, kind).await;
             break;
         }
         // Drop big idle read buffers so an idle client holds little memory.

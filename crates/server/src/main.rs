@@ -1,6 +1,7 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
 mod log;
+mod replica;
 mod startup;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -434,6 +435,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_commands::evict::cron(&srv, period / 4);
                 tern_commands::persistence::cron(&srv);
                 tern_commands::aof::cron(&srv);
+                tern_commands::replication::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);

@@ -15,27 +15,6 @@ fn fresh_dir(name: &str) -> std::path::PathBuf {
     d
 }
 
-fn compare(a: &mut redis::Connection, b: &mut redis::Connection) {
-    for db in ["0", "1", "5"] {
-        q(a, &["SELECT", db]);
-        q(b, &["SELECT", db]);
-        let ka = all_keys(a);
-        assert_eq!(ka, all_keys(b), "db {db} key sets");
-        for k in &ka {
-            assert_eq!(describe(a, k), describe(b, k), "db {db} key {k}");
-        }
-        // TTLs close to each other
-        for k in ["ttl:s", "ttl:h"] {
-            if let (V::Int(x), V::Int(y)) = (q(a, &["PTTL", k]), q(b, &["PTTL", k])) {
-                assert!((x - y).abs() < 60_000, "{k}: {x} vs {y}");
-            }
-        }
-    }
-    q(a, &["SELECT", "0"]);
-    q(b, &["SELECT", "0"]);
-    assert_eq!(q(a, &["FCALL", "f1", "0"]), q(b, &["FCALL", "f1", "0"]));
-}
-
 #[test]
 fn redis_writes_tern_loads() {
     let dir = fresh_dir("r2t");

@@ -258,3 +258,29 @@ pub fn loaded(s: &Server) -> redis::Connection {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Two servers hold the same `fill_all` data set: keys of databases 0, 1 and 5, values, TTLs
+/// (within a minute), functions.
+pub fn compare(a: &mut redis::Connection, b: &mut redis::Connection) {
+    for db in ["0", "1", "5"] {
+        q(a, &["SELECT", db]);
+        q(b, &["SELECT", db]);
+        let ka = all_keys(a);
+        assert_eq!(ka, all_keys(b), "db {db} key sets");
+        for k in &ka {
+            assert_eq!(describe(a, k), describe(b, k), "db {db} key {k}");
+        }
+        // TTLs close to each other
+        for k in ["ttl:s", "ttl:h"] {
+            if let (V::Int(x), V::Int(y)) = (q(a, &["PTTL", k]), q(b, &["PTTL", k])) {
+                assert!((x - y).abs() < 60_000, "{k}: {x} vs {y}");
+            }
+        }
+    }
+    q(a, &["SELECT", "0"]);
+    q(b, &["SELECT", "0"]);
+    assert_eq!(
+        q(a, &["FUNCTION", "LIST", "WITHCODE"]),
+        q(b, &["FUNCTION", "LIST", "WITHCODE"])
+    );
+}

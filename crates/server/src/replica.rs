@@ -1,0 +1,164 @@
+//! A connection that became a replica (SYNC / PSYNC): the snapshot file, then the replication
+//! stream, until the replica goes away, is killed, falls too far behind or the server stops.
+
+use bytes::BytesMut;
+use std::sync::Arc;
+use tern_commands::clients::ClientHandle;
+use tern_commands::replication::{self, SyncKind};
+use tern_commands::Server;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+const FILE_CHUNK: usize = 256 * 1024;
+
+pub async fn serve(
+    srv: &Arc<Server>,
+    stream: &mut TcpStream,
+    handle: &Arc<ClientHandle>,
+    kind: SyncKind,
+) {
+    let ready = Arc::new(Notify::new());
+    let wake = ready.clone();
+    let mut rep = {
+        let srv = srv.clone();
+        let handle = handle.clone();
+        // Subscribing waits for in-flight unlogged writes: off the async worker.
+        tokio::task::spawn_blocking(move || {
+            replication::attach(&srv, &handle, Box::new(move || wake.notify_one()))
+        })
+        .await
+        .expect("attach replica")
+    };
+    // The snapshot runs on its own thread; the replica gets a newline every second meanwhile
+    // (Redis's keepalive before the payload).
+    let job = {
+        let srv = srv.clone();
+        tokio::task::spawn_blocking(move || {
+            let r = replication::write_sync_rdb(&srv, &mut rep);
+            (rep, r)
+        })
+    };
+    tokio::pin!(job);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.tick().await;
+    let (rep, made) = loop {
+        tokio::select! {
+            r = &mut job => break r.expect("replica snapshot"),
+            _ = tick.tick() => {
+                if stream.write_all(b"\n").await.is_err() {
+                    // The snapshot still finishes; dropping `rep` then detaches it.
+                    return;
+                }
+            }
+        }
+    };
+    let (path, offset) = match made {
+        Ok(v) => v,
+        Err(e) => {
+            tern_commands::log::warning(&e);
+            return;
+        }
+    };
+    rep.set_state("send_bulk");
+    if send_rdb(stream, &path, kind, offset).await.is_err() {
+        return;
+    }
+    rep.set_state("online");
+    tern_commands::log::notice(&format!(
+        "Synchronization with replica {} succeeded",
+        handle.addr
+    ));
+    stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
+}
+
+async fn send_rdb(
+    stream: &mut TcpStream,
+    path: &std::path::Path,
+    kind: SyncKind,
+    offset: u64,
+) -> std::io::Result<()> {
+    let mut file = tokio::fs::File::open(path).await?;
+    let len = file.metadata().await?.len();
+    let mut head = String::new();
+    if kind == SyncKind::Psync {
+        head.push_str(&format!(
+            "+FULLRESYNC {} {offset}\r\n",
+            tern_commands::info::master_replid()
+        ));
+    }
+    head.push_str(&format!("${len}\r\n"));
+    stream.write_all(head.as_bytes()).await?;
+    let mut buf = vec![0u8; FILE_CHUNK];
+    loop {
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        stream.write_all(&buf[..n]).await?;
+    }
+}
+
+/// Drain the subscription into the socket; what the replica sends (REPLCONF ACK) is read and
+/// recorded.
+async fn stream_to_replica(
+    srv: &Arc<Server>,
+    stream: &mut TcpStream,
+    handle: &Arc<ClientHandle>,
+    sub: &Arc<replication::Sub>,
+    ready: &Notify,
+) {
+    let mut shutdown = srv.shutdown.subscribe();
+    let mut inbuf = BytesMut::with_capacity(1024);
+    let mut spare = Vec::new();
+    let overflowed = || {
+        tern_commands::log::warning(&format!(
+            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            handle.id, handle.addr
+        ));
+    };
+    loop {
+        if handle.is_killed() {
+            return;
+        }
+        let Some(bytes) = sub.take(spare) else {
+            return overflowed();
+        };
+        if !bytes.is_empty() {
+            // While the socket is full the stream piles up in `sub`: past its limit the
+            // replica is dropped, even though this write never completes.
+            let write = stream.write_all(&bytes);
+            tokio::pin!(write);
+            loop {
+                tokio::select! {
+                    r = &mut write => {
+                        if r.is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                    _ = ready.notified() => {
+                        if sub.overflowed() {
+                            return overflowed();
+                        }
+                    }
+                    _ = shutdown.changed() => return,
+                }
+            }
+            spare = bytes;
+            continue;
+        }
+        spare = bytes;
+        tokio::select! {
+            _ = ready.notified() => {}
+            r = stream.read_buf(&mut inbuf) => {
+                if matches!(r, Ok(0) | Err(_)) {
+                    tern_commands::log::notice(&format!("Connection with replica {} lost.", handle.addr));
+                    return;
+                }
+                replication::replica_input(handle, &mut inbuf);
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}

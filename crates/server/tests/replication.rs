@@ -1,0 +1,241 @@
+//! Master-side replication: SYNC sends a snapshot then the replication stream in Redis 7.2's
+//! propagated form; Debian's redis-server, started as a replica of tern, loads the snapshot,
+//! follows the stream and ends up with the same data; a replica that cannot keep up is
+//! dropped at its output limit.
+mod common;
+mod persist_data;
+use common::*;
+use persist_data::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// A SYNC connection: the snapshot is read, then commands of the stream one by one.
+struct Stream(BufReader<TcpStream>);
+
+impl Stream {
+    fn sync(s: &Server) -> (Stream, Vec<u8>) {
+        let mut t = s.raw();
+        t.write_all(b"SYNC\r\n").unwrap();
+        let mut r = BufReader::new(t);
+        let mut line = String::new();
+        // Newlines are keepalives before the payload.
+        while line.trim().is_empty() {
+            line.clear();
+            r.read_line(&mut line).unwrap();
+        }
+        let len: usize = line
+            .trim()
+            .strip_prefix('$')
+            .expect("bulk")
+            .parse()
+            .unwrap();
+        let mut rdb = vec![0; len];
+        r.read_exact(&mut rdb).unwrap();
+        (Stream(r), rdb)
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.0.read_line(&mut l).unwrap();
+        l.trim_end().to_string()
+    }
+
+    /// The next command, its name lower-cased.
+    fn next(&mut self) -> Vec<String> {
+        let n: usize = self
+            .line()
+            .strip_prefix('*')
+            .expect("array")
+            .parse()
+            .unwrap();
+        (0..n)
+            .map(|i| {
+                let len: usize = self.line()[1..].parse().unwrap();
+                let mut b = vec![0; len + 2];
+                self.0.read_exact(&mut b).unwrap();
+                let s = String::from_utf8_lossy(&b[..len]).into_owned();
+                if i == 0 {
+                    s.to_lowercase()
+                } else {
+                    s
+                }
+            })
+            .collect()
+    }
+
+    fn expect(&mut self, want: &[&str]) {
+        let got = self.next();
+        let got: Vec<&str> = got.iter().map(|s| s.as_str()).collect();
+        assert_eq!(got, want);
+    }
+}
+
+fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let redis::Value::BulkString(b) = q(c, &["INFO", section]) else {
+        panic!()
+    };
+    let text = String::from_utf8(b).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sync_sends_the_snapshot_then_the_propagated_stream() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    q(&mut c, &["SET", "before", "1"]);
+    let (mut st, rdb) = Stream::sync(&s);
+    assert!(rdb.starts_with(b"REDIS00"), "an RDB file");
+    assert!(
+        rdb.windows(6).any(|w| w == b"before"),
+        "the key written before"
+    );
+    wait_until("the replica to be listed", || {
+        info_field(&mut c, "replication", "connected_slaves") == "1"
+    });
+
+    q(&mut c, &["SET", "k", "v", "EX", "100"]);
+    st.expect(&["select", "0"]);
+    let set = st.next();
+    assert_eq!(
+        &set[..4],
+        &["set", "k", "v", "PXAT"],
+        "relative TTL made absolute"
+    );
+
+    // A transaction: wrapped in MULTI/EXEC; PUBLISH reaches replicas.
+    q(&mut c, &["MULTI"]);
+    q(&mut c, &["INCR", "a"]);
+    q(&mut c, &["INCR", "b"]);
+    q(&mut c, &["PUBLISH", "ch", "hi"]);
+    q(&mut c, &["EXEC"]);
+    st.expect(&["multi"]);
+    st.expect(&["incr", "a"]);
+    st.expect(&["incr", "b"]);
+    st.expect(&["publish", "ch", "hi"]);
+    st.expect(&["exec"]);
+
+    // A write with no effect is not propagated; another database is selected first.
+    q(&mut c, &["DEL", "missing"]);
+    q(&mut c, &["SELECT", "2"]);
+    q(&mut c, &["SET", "z", "1"]);
+    st.expect(&["select", "2"]);
+    st.expect(&["set", "z", "1"]);
+
+    // A script's effects, wrapped.
+    q(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('set',KEYS[1],'x') redis.call('incr','n')",
+            "1",
+            "sk",
+        ],
+    );
+    st.expect(&["multi"]);
+    st.expect(&["set", "sk", "x"]);
+    st.expect(&["incr", "n"]);
+    st.expect(&["exec"]);
+
+    // An expired key reaches replicas as DEL.
+    q(&mut c, &["SET", "short", "v", "PX", "1"]);
+    let _ = st.next();
+    std::thread::sleep(Duration::from_millis(10));
+    q(&mut c, &["GET", "short"]);
+    st.expect(&["del", "short"]);
+
+    drop(st);
+    wait_until("the replica to be gone", || {
+        info_field(&mut c, "replication", "connected_slaves") == "0"
+    });
+}
+
+#[test]
+fn redis_server_replicates_from_tern() {
+    let tern = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut t = tern.conn();
+    fill_all(&mut t);
+    let Some(replica) = Server::redis(&[
+        "--replicaof",
+        "127.0.0.1",
+        &tern.port.to_string(),
+        "--enable-debug-command",
+        "yes",
+    ]) else {
+        return;
+    };
+    let mut r = replica.conn();
+    wait_until("the replica's link to come up", || {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+    });
+    // Writes after the sync: transactions, scripts, expiries, other databases.
+    q(&mut t, &["MULTI"]);
+    q(&mut t, &["RPUSH", "after:list", "a", "b", "c"]);
+    q(&mut t, &["HSET", "after:hash", "f", "v"]);
+    q(&mut t, &["EXEC"]);
+    q(
+        &mut t,
+        &[
+            "EVAL",
+            "redis.call('zadd',KEYS[1],1,'m') return 1",
+            "1",
+            "after:z",
+        ],
+    );
+    q(&mut t, &["SET", "after:ttl", "v", "EX", "1000"]);
+    q(&mut t, &["SELECT", "5"]);
+    q(&mut t, &["SET", "after:db5", "v"]);
+    q(&mut t, &["SELECT", "0"]);
+    q(&mut t, &["SPOP", "set:small"]);
+    let master_offset = info_field(&mut t, "replication", "master_repl_offset");
+    wait_until("the replica to catch up", || {
+        info_field(&mut r, "replication", "slave_repl_offset") == master_offset
+    });
+    assert_eq!(
+        info_field(&mut t, "replication", "slave0")
+            .split(',')
+            .find(|f| f.starts_with("state="))
+            .unwrap(),
+        "state=online"
+    );
+    compare(&mut t, &mut r);
+    assert_eq!(
+        q(&mut t, &["DEBUG", "DIGEST"]),
+        q(&mut r, &["DEBUG", "DIGEST"])
+    );
+    assert_eq!(
+        q(&mut t, &["LRANGE", "after:list", "0", "-1"]),
+        q(&mut r, &["LRANGE", "after:list", "0", "-1"])
+    );
+}
+
+#[test]
+fn a_replica_that_cannot_keep_up_is_dropped_at_its_output_limit() {
+    let s = Server::tern(&["--client-output-buffer-limit", "replica 1mb 0 0"]);
+    let mut c = s.conn();
+    // Never read: the stream piles up in the server.
+    let (st, _) = Stream::sync(&s);
+    wait_until("the replica to be listed", || {
+        info_field(&mut c, "replication", "connected_slaves") == "1"
+    });
+    let value = "x".repeat(64 * 1024);
+    let mut n = 0;
+    while info_field(&mut c, "replication", "connected_slaves") == "1" {
+        q(&mut c, &["SET", &format!("k{}", n % 100), &value]);
+        n += 1;
+        assert!(n < 5000, "the replica was never dropped");
+    }
+    // Other clients and the data are unaffected.
+    assert_eq!(q(&mut c, &["EXISTS", "k0"]), int(1));
+    drop(st);
+}
