@@ -1299,6 +1299,8 @@ pub struct Hot {
     pub notify_flags: AtomicU32,
     pub replica_read_only: AtomicBool,
     pub busy_reply_threshold: AtomicU64,
+    pub min_replicas_to_write: AtomicU64,
+    pub min_replicas_max_lag: AtomicU64,
     pub lazyfree_lazy_user_del: AtomicBool,
     pub lazyfree_lazy_user_flush: AtomicBool,
     pub lazyfree_lazy_expire: AtomicBool,
@@ -1379,6 +1381,8 @@ impl Config {
                 notify_flags: AtomicU32::new(0),
                 replica_read_only: AtomicBool::new(true),
                 busy_reply_threshold: AtomicU64::new(5000),
+                min_replicas_to_write: AtomicU64::new(0),
+                min_replicas_max_lag: AtomicU64::new(10),
                 lazyfree_lazy_user_del: AtomicBool::new(false),
                 lazyfree_lazy_user_flush: AtomicBool::new(false),
                 lazyfree_lazy_expire: AtomicBool::new(false),
@@ -1820,6 +1824,8 @@ impl Config {
             }
             "replica-read-only" => h.replica_read_only.store(yes, Relaxed),
             "busy-reply-threshold" => h.busy_reply_threshold.store(n() as u64, Relaxed),
+            "min-replicas-to-write" => h.min_replicas_to_write.store(n() as u64, Relaxed),
+            "min-replicas-max-lag" => h.min_replicas_max_lag.store(n() as u64, Relaxed),
             "lazyfree-lazy-user-del" => h.lazyfree_lazy_user_del.store(yes, Relaxed),
             "lazyfree-lazy-user-flush" => h.lazyfree_lazy_user_flush.store(yes, Relaxed),
             "lazyfree-lazy-expire" => {

@@ -193,6 +193,14 @@ pub fn execute_for_script(
         conn.stats.cmds[entry.id].rejected.add(1);
         return Err(crate::evict::OOM_SCRIPT_ERROR);
     }
+    if f & flags::WRITE != 0 {
+        if let Some(e) = crate::replication::deny_write(srv) {
+            conn.stats.total_error_replies.add(1);
+            srv.stats.record_error("NOREPLICAS");
+            conn.stats.cmds[entry.id].rejected.add(1);
+            return Err(e);
+        }
+    }
     conn.mark = Instant::now();
     // Time stands still inside a script: every command sees the script's start time.
     let now = conn.now_ms;
@@ -289,6 +297,12 @@ fn resolve<'s>(
     if let Some(e) = crate::persistence::deny_reason(srv, entry.spec) {
         out.error(e);
         return Err(Some(entry));
+    }
+    if entry.spec.flags & flags::WRITE != 0 {
+        if let Some(e) = crate::replication::deny_write(srv) {
+            out.error(e);
+            return Err(Some(entry));
+        }
     }
     Ok(entry)
 }

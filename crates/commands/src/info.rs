@@ -728,7 +728,8 @@ fn replication_section(srv: &Server, out: &mut String) {
     let n = crate::replication::info_replicas(&mut lines);
     let _ = write!(out, "role:master\r\nconnected_slaves:{n}\r\n");
     if cfg.get_i64("min-replicas-to-write") != 0 && cfg.get_i64("min-replicas-max-lag") != 0 {
-        out.push_str("min_slaves_good_slaves:0\r\n");
+        let good = crate::replication::good_replicas_now(srv);
+        let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
     }
     out.push_str(&lines);
     let _ = write!(

@@ -304,6 +304,35 @@ pub fn cron(srv: &Server) {
     }
 }
 
+/// Replicas online that acknowledged within `max_lag` seconds.
+fn good_replicas(max_lag: u64) -> usize {
+    let now = clock::now_ms();
+    REPLICAS
+        .lock()
+        .iter()
+        .filter(|r| r.state == "online" && now.saturating_sub(r.ack_ms) / 1000 <= max_lag)
+        .count()
+}
+
+pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Redis's min-replicas-to-write: writes need that many good replicas (None: they may run).
+/// One relaxed load while the option is off.
+pub fn deny_write(srv: &Server) -> Option<&'static str> {
+    let h = &srv.config.hot;
+    let want = h.min_replicas_to_write.load(Relaxed);
+    let lag = h.min_replicas_max_lag.load(Relaxed);
+    if want == 0 || lag == 0 || good_replicas(lag) >= want as usize {
+        return None;
+    }
+    Some(ERR_NOREPLICAS)
+}
+
+/// INFO's min_slaves_good_slaves.
+pub fn good_replicas_now(srv: &Server) -> usize {
+    good_replicas(srv.config.hot.min_replicas_max_lag.load(Relaxed))
+}
+
 /// INFO replication's replica lines and count.
 pub fn info_replicas(out: &mut String) -> usize {
     use std::fmt::Write;

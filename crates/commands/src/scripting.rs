@@ -341,6 +341,12 @@ pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
         ctx.error("ERR Can not execute a script with write flag using *_ro command.");
         return false;
     }
+    if fl & sflags::NO_WRITES == 0 {
+        if let Some(e) = crate::replication::deny_write(ctx.srv) {
+            ctx.error(e);
+            return false;
+        }
+    }
     true
 }
 

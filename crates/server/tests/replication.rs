@@ -239,3 +239,35 @@ fn a_replica_that_cannot_keep_up_is_dropped_at_its_output_limit() {
     assert_eq!(q(&mut c, &["EXISTS", "k0"]), int(1));
     drop(st);
 }
+
+#[test]
+fn min_replicas_to_write_counts_good_replicas() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    q(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    assert!(err(&mut c, &["SET", "x", "1"]).starts_with("NOREPLICAS Not enough good replicas"));
+    assert!(err(&mut c, &["EVAL", "#!lua\nreturn 1", "0"]).starts_with("NOREPLICAS"));
+    assert!(err(&mut c, &["EVAL", "return redis.call('set','x','1')", "0"]).contains("NOREPLICAS"));
+    assert_eq!(
+        q(
+            &mut c,
+            &[
+                "EVAL",
+                "#!lua flags=no-writes\nreturn redis.call('get','x')",
+                "0"
+            ]
+        ),
+        redis::Value::Nil
+    );
+    let (mut st, _) = Stream::sync(&s);
+    wait_until("the replica to be online", || {
+        info_field(&mut c, "replication", "min_slaves_good_slaves") == "1"
+    });
+    q(&mut c, &["SET", "x", "1"]);
+    st.expect(&["select", "0"]);
+    st.expect(&["set", "x", "1"]);
+    q(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    assert!(err(&mut c, &["SET", "x", "2"]).starts_with("NOREPLICAS"));
+    q(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    q(&mut c, &["SET", "x", "3"]);
+}
