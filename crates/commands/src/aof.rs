@@ -144,6 +144,11 @@ fn fsync_policy(v: &str) -> u8 {
 }
 
 /// Mirror `appendfsync` (start-up and CONFIG SET).
+/// AOF is on.
+pub fn enabled() -> bool {
+    AOF.enabled.load(Relaxed)
+}
+
 pub fn set_fsync_policy(v: &str) {
     AOF.fsync.store(fsync_policy(v), Relaxed);
     // Replies that were waiting under `always` may go now.

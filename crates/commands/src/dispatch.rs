@@ -32,7 +32,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         conn.reply_mode = ReplyMode::Skip;
     }
     out.errors = 0;
-    match resolve(srv, conn, out, args) {
+    match resolve(srv, conn, out, args, false) {
         Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
             out.error(crate::evict::OOM_ERROR);
             crate::multi::flag_error(conn);
@@ -105,7 +105,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
 /// after the whole transaction, by EXEC's own `execute`.
 pub fn execute_queued(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args) {
     out.errors = 0;
-    match resolve(srv, conn, out, args) {
+    match resolve(srv, conn, out, args, true) {
         Ok(entry) => {
             run(srv, conn, out, args, entry);
             if entry.spec.flags & flags::WRITE != 0 && srv.blocking.any() {
@@ -193,7 +193,13 @@ pub fn execute_for_script(
         conn.stats.cmds[entry.id].rejected.add(1);
         return Err(crate::evict::OOM_SCRIPT_ERROR);
     }
-    if f & flags::WRITE != 0 {
+    if f & flags::WRITE != 0 && !crate::master_link::obeys(conn.handle.id) {
+        if let Some(e) = crate::master_link::deny_reason(srv, true, true) {
+            conn.stats.total_error_replies.add(1);
+            srv.stats.record_error("READONLY");
+            conn.stats.cmds[entry.id].rejected.add(1);
+            return Err(e);
+        }
         if let Some(e) = crate::replication::deny_write(srv) {
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("NOREPLICAS");
@@ -220,6 +226,7 @@ fn resolve<'s>(
     conn: &Conn,
     out: &mut Reply,
     args: &Args,
+    in_exec: bool,
 ) -> Result<&'s CmdEntry, Option<&'s CmdEntry>> {
     let Some(mut entry) = srv.commands.get(args.get(0)) else {
         let mut list = String::new();
@@ -290,19 +297,27 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
-    if conn.handle.id == crate::aof::CLIENT_ID {
-        // The AOF being replayed: no loading or MISCONF refusals.
+    if crate::master_link::obeys(conn.handle.id) || in_exec {
+        // The AOF being replayed, the master's stream: no LOADING, MISCONF, READONLY...
+        // Inside EXEC neither: the server's state was checked for EXEC itself (Redis).
         return Ok(entry);
     }
     if let Some(e) = crate::persistence::deny_reason(srv, entry.spec) {
         out.error(e);
         return Err(Some(entry));
     }
-    if entry.spec.flags & flags::WRITE != 0 {
+    let write = entry.spec.flags & flags::WRITE != 0;
+    if write {
         if let Some(e) = crate::replication::deny_write(srv) {
             out.error(e);
             return Err(Some(entry));
         }
+    }
+    if let Some(e) =
+        crate::master_link::deny_reason(srv, write, entry.spec.flags & flags::STALE != 0)
+    {
+        out.error(e);
+        return Err(Some(entry));
     }
     Ok(entry)
 }

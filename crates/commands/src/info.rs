@@ -726,7 +726,21 @@ fn replication_section(srv: &Server, out: &mut String) {
     let cfg = &srv.config;
     let mut lines = String::new();
     let n = crate::replication::info_replicas(&mut lines);
-    let _ = write!(out, "role:master\r\nconnected_slaves:{n}\r\n");
+    let as_replica = crate::master_link::info_lines(srv);
+    let (replid, offset) = match &as_replica {
+        Some((head, id, off)) => {
+            out.push_str(head);
+            (id.clone(), *off)
+        }
+        None => {
+            out.push_str("role:master\r\n");
+            (
+                master_replid().to_string(),
+                crate::propagate::LOG.repl_offset(),
+            )
+        }
+    };
+    let _ = write!(out, "connected_slaves:{n}\r\n");
     if cfg.get_i64("min-replicas-to-write") != 0 && cfg.get_i64("min-replicas-max-lag") != 0 {
         let good = crate::replication::good_replicas_now(srv);
         let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
@@ -743,8 +757,8 @@ fn replication_section(srv: &Server, out: &mut String) {
          repl_backlog_size:{}\r\n\
          repl_backlog_first_byte_offset:0\r\n\
          repl_backlog_histlen:0\r\n",
-        master_replid(),
-        crate::propagate::LOG.repl_offset(),
+        replid,
+        offset,
         cfg.get_i64("repl-backlog-size"),
     );
 }

@@ -12,6 +12,7 @@ pub mod double;
 pub mod evict;
 pub mod float;
 pub mod glob;
+pub mod master_link;
 pub mod notify;
 pub mod propagate;
 pub mod push;
@@ -63,7 +64,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 27] {
+pub fn families() -> [&'static [CommandSpec]; 28] {
     [
         aof::COMMANDS,
         connection::COMMANDS,
@@ -92,6 +93,7 @@ pub fn families() -> [&'static [CommandSpec]; 27] {
         persistence::COMMANDS,
         migrate::COMMANDS,
         replication::COMMANDS,
+        master_link::COMMANDS,
     ]
 }
 

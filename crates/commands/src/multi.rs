@@ -92,6 +92,9 @@ pub struct MultiState {
     pub(crate) queue: Vec<OwnedArgs>,
     /// A command was rejected while queueing: EXEC answers EXECABORT.
     aborted: bool,
+    /// Flags of the queued commands: any of them has (OR), every one has (AND).
+    any_flags: u32,
+    all_flags: u32,
 }
 
 /// A client's watched keys and the flag their writers raise.
@@ -120,6 +123,11 @@ pub fn queue(conn: &mut Conn, out: &mut tern_resp::Reply, args: &Args, spec: &Co
         return;
     }
     state.queue.push(OwnedArgs::from_args(args));
+    if state.queue.len() == 1 {
+        state.all_flags = spec.flags;
+    }
+    state.any_flags |= spec.flags;
+    state.all_flags &= spec.flags;
     conn.handle
         .multi_len
         .store(state.queue.len() as i64, Relaxed);
@@ -139,7 +147,7 @@ fn multi(ctx: &mut Ctx, _args: &Args) {
     }
     ctx.conn.multi = Some(MultiState {
         queue: Vec::with_capacity(8),
-        aborted: false,
+        ..Default::default()
     });
     ctx.conn.handle.set_flag(cflags::MULTI, true);
     ctx.conn.handle.multi_len.store(0, Relaxed);
@@ -206,6 +214,18 @@ fn exec(ctx: &mut Ctx, _args: &Args) {
     if state.aborted {
         unwatch_all(srv, ctx.conn);
         return ctx.error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // The server's state may have changed since queueing (Redis checks EXEC as the sum of
+    // its commands): a replica now, its link down, too few replicas for writes.
+    if !state.queue.is_empty() && !crate::master_link::obeys(ctx.conn.handle.id) {
+        let write = state.any_flags & f::WRITE != 0;
+        let stale_ok = state.all_flags & f::STALE != 0;
+        let denied = crate::master_link::deny_reason(srv, write, stale_ok)
+            .or_else(|| write.then(|| crate::replication::deny_write(srv)).flatten());
+        if let Some(e) = denied {
+            unwatch_all(srv, ctx.conn);
+            return ctx.error(&format!("EXECABORT Transaction discarded because of: {e}"));
+        }
     }
     let plan = plan(srv, ctx.conn, &state.queue);
     crate::txn::run_locked(srv, plan, || {

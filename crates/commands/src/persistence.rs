@@ -374,6 +374,16 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Drop every key of every database, without propagating it (before a dataset is loaded in
+/// its place). The old data is freed after the locks are released.
+pub(crate) fn empty_keyspace(srv: &Server) {
+    let dbs: Vec<usize> = (0..srv.store.databases()).collect();
+    let mut g = srv.store.lock_dbs(&dbs);
+    let old: Vec<_> = g.guards_mut().map(|sh| sh.clear()).collect();
+    drop(g);
+    drop(old);
+}
+
 /// Why an RDB image could not be loaded.
 pub(crate) enum RdbLoadError {
     Corrupt(String),
@@ -569,14 +579,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     }
     let srv = ctx.srv;
     if flush {
-        let dbs: Vec<usize> = (0..srv.store.databases()).collect();
-        let mut g = srv.store.lock_dbs(&dbs);
-        let mut old = Vec::new();
-        for sh in g.guards_mut() {
-            old.push(sh.clear());
-        }
-        drop(g);
-        drop(old);
+        empty_keyspace(srv);
     }
     match rdb_load(srv, &rdb_path(srv)) {
         Ok(true) => ctx.out.ok(),

@@ -333,6 +333,15 @@ pub fn good_replicas_now(srv: &Server) -> usize {
     good_replicas(srv.config.hot.min_replicas_max_lag.load(Relaxed))
 }
 
+/// (ip, listening port, acknowledged offset) of each replica, for ROLE.
+pub fn replica_offsets() -> Vec<(String, u16, u64)> {
+    REPLICAS
+        .lock()
+        .iter()
+        .map(|r| (r.ip.clone(), r.port, r.ack_offset))
+        .collect()
+}
+
 /// INFO replication's replica lines and count.
 pub fn info_replicas(out: &mut String) -> usize {
     use std::fmt::Write;

@@ -341,13 +341,28 @@ pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
         ctx.error("ERR Can not execute a script with write flag using *_ro command.");
         return false;
     }
+    if crate::master_link::obeys(ctx.conn.handle.id) {
+        return true;
+    }
     if fl & sflags::NO_WRITES == 0 {
         if let Some(e) = crate::replication::deny_write(ctx.srv) {
             ctx.error(e);
             return false;
         }
     }
-    true
+    // On a replica, as Redis's scriptPrepareForRun.
+    let stale_ok = fl & sflags::ALLOW_STALE != 0;
+    match crate::master_link::deny_reason(ctx.srv, fl & sflags::NO_WRITES == 0, stale_ok) {
+        Some(e) if e.starts_with("READONLY") => {
+            ctx.error("READONLY Can not run script with write flag on readonly replica");
+            false
+        }
+        Some(e) => {
+            ctx.error(e);
+            false
+        }
+        None => true,
+    }
 }
 
 /// The lock plan of a script: its declared keys in the current database.

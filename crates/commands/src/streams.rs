@@ -682,7 +682,7 @@ fn propagate_add_trim(
 }
 
 fn xadd(ctx: &mut Ctx, args: &Args) {
-    let obey = ctx.conn.handle.id == crate::aof::CLIENT_ID;
+    let obey = crate::master_link::obeys(ctx.conn.handle.id);
     let p = match parse_add_trim(args, true, obey) {
         Ok(p) => p,
         Err(e) => return ctx.error(e),
@@ -742,7 +742,7 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
 }
 
 fn xtrim(ctx: &mut Ctx, args: &Args) {
-    let obey = ctx.conn.handle.id == crate::aof::CLIENT_ID;
+    let obey = crate::master_link::obeys(ctx.conn.handle.id);
     let p = match parse_add_trim(args, false, obey) {
         Ok(p) => p,
         Err(e) => return ctx.error(e),

@@ -148,6 +148,8 @@ struct SubInner {
     buf: Vec<u8>,
     started: bool,
     overflowed: bool,
+    /// Detached by the server (it became a replica itself).
+    closed: bool,
 }
 
 impl Sub {
@@ -162,7 +164,7 @@ impl Sub {
     /// Take what is pending (swapped with `spare`). None once dropped for falling behind.
     pub fn take(&self, spare: Vec<u8>) -> Option<Vec<u8>> {
         let mut g = self.inner.lock();
-        if g.overflowed {
+        if g.overflowed || g.closed {
             return None;
         }
         let mut spare = spare;
@@ -173,6 +175,11 @@ impl Sub {
     /// Dropped for falling behind.
     pub fn overflowed(&self) -> bool {
         self.inner.lock().overflowed
+    }
+
+    /// Detached by `WriteLog::close_subs`.
+    pub fn closed(&self) -> bool {
+        self.inner.lock().closed
     }
 
     /// Bytes waiting to be sent.
@@ -359,6 +366,18 @@ impl WriteLog {
         if g.subs.len() < before && sub.inner.lock().started {
             g.started -= 1;
         }
+        self.update_active(&g);
+    }
+
+    /// Detach every subscriber (each sees `take` return None), as Redis disconnects its
+    /// replicas when it becomes a replica or loads a new dataset from its master.
+    pub fn close_subs(&self) {
+        let mut g = self.inner.lock();
+        for s in g.subs.drain(..) {
+            s.inner.lock().closed = true;
+            (s.wake)();
+        }
+        g.started = 0;
         self.update_active(&g);
     }
 

@@ -116,6 +116,13 @@ fn main() {
     }
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());
+    // `replicaof host port` in the configuration: follow that master from the start.
+    if let Some((host, Ok(port))) = srv.config.get("replicaof").and_then(|v| {
+        v.split_once(' ')
+            .map(|(h, p)| (h.to_string(), p.parse::<u16>()))
+    }) {
+        tern_commands::master_link::start(srv.clone(), host, port);
+    }
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

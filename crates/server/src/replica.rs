@@ -122,7 +122,10 @@ async fn stream_to_replica(
             return;
         }
         let Some(bytes) = sub.take(spare) else {
-            return overflowed();
+            if sub.overflowed() {
+                overflowed();
+            }
+            return;
         };
         if !bytes.is_empty() {
             // While the socket is full the stream piles up in `sub`: past its limit the
@@ -140,6 +143,9 @@ async fn stream_to_replica(
                     _ = ready.notified() => {
                         if sub.overflowed() {
                             return overflowed();
+                        }
+                        if sub.closed() {
+                            return;
                         }
                     }
                     _ = shutdown.changed() => return,

@@ -271,3 +271,113 @@ fn min_replicas_to_write_counts_good_replicas() {
     q(&mut c, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
     q(&mut c, &["SET", "x", "3"]);
 }
+
+/// tern as a replica: REPLICAOF a master, a full sync, then the stream; READONLY for clients,
+/// ROLE and INFO as Redis; REPLICAOF NO ONE keeps the data and accepts writes again.
+fn follow_master(master: &Server) {
+    let mut m = master.conn();
+    fill_all(&mut m);
+    let replica = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut r = replica.conn();
+    q(&mut r, &["SET", "replaced-by-the-sync", "1"]);
+    assert_eq!(
+        q(
+            &mut r,
+            &["REPLICAOF", "127.0.0.1", &master.port.to_string()]
+        ),
+        redis::Value::Okay
+    );
+    wait_until("the link to come up", || {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+    });
+    assert_eq!(info_field(&mut r, "replication", "role"), "slave");
+    q(&mut m, &["MULTI"]);
+    q(&mut m, &["INCR", "after:n"]);
+    q(&mut m, &["SADD", "after:s", "a", "b"]);
+    q(&mut m, &["EXEC"]);
+    q(&mut m, &["SET", "after:ttl", "v", "EX", "1000"]);
+    q(&mut m, &["SELECT", "5"]);
+    q(&mut m, &["SET", "after:db5", "v"]);
+    q(&mut m, &["SELECT", "0"]);
+    let offset = info_field(&mut m, "replication", "master_repl_offset");
+    wait_until("the replica to catch up", || {
+        info_field(&mut r, "replication", "slave_repl_offset") == offset
+    });
+    compare(&mut m, &mut r);
+    assert_eq!(
+        q(&mut m, &["DEBUG", "DIGEST"]),
+        q(&mut r, &["DEBUG", "DIGEST"])
+    );
+    assert_eq!(q(&mut r, &["EXISTS", "replaced-by-the-sync"]), int(0));
+    assert_eq!(
+        err(&mut r, &["SET", "x", "1"]),
+        "READONLY You can't write against a read only replica."
+    );
+    let redis::Value::Array(role) = q(&mut r, &["ROLE"]) else {
+        panic!()
+    };
+    assert_eq!(role[0], bulk("slave"));
+    assert_eq!(role[2], int(master.port as i64));
+    assert_eq!(role[3], bulk("connected"));
+    // The master sees us, with our listening port.
+    wait_until("the master to list the replica online", || {
+        info_field(&mut m, "replication", "slave0")
+            .contains(&format!("port={},state=online", replica.port))
+    });
+    assert_eq!(q(&mut r, &["REPLICAOF", "NO", "ONE"]), redis::Value::Okay);
+    assert_eq!(info_field(&mut r, "replication", "role"), "master");
+    q(&mut r, &["SET", "x", "1"]);
+    assert_eq!(q(&mut r, &["GET", "after:n"]), bulk("1"));
+}
+
+#[test]
+fn tern_replicates_from_redis_server() {
+    let Some(master) = Server::redis(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]) else {
+        return;
+    };
+    follow_master(&master);
+}
+
+#[test]
+fn tern_replicates_from_tern() {
+    follow_master(&Server::tern(&["--enable-debug-command", "yes"]));
+}
+
+#[test]
+fn a_replica_with_its_link_down_refuses_stale_reads_when_told_to() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    q(&mut c, &["SET", "k", "v"]);
+    q(&mut c, &["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+    q(&mut c, &["MULTI"]);
+    q(&mut c, &["GET", "k"]);
+    // Becoming a replica of nobody reachable while the transaction is open.
+    let mut other = s.conn();
+    q(
+        &mut other,
+        &["REPLICAOF", "127.0.0.1", &free_port().to_string()],
+    );
+    assert_eq!(
+        err(&mut c, &["EXEC"]),
+        "EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+    );
+    assert!(err(&mut c, &["GET", "k"]).starts_with("MASTERDOWN"));
+    // As in Redis, PING is not a stale-allowed command; INFO is.
+    assert!(err(&mut c, &["PING"]).starts_with("MASTERDOWN"));
+    assert_eq!(
+        info_field(&mut c, "replication", "master_link_status"),
+        "down"
+    );
+    q(
+        &mut c,
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    );
+    assert_eq!(q(&mut c, &["GET", "k"]), bulk("v"));
+    q(&mut c, &["REPLICAOF", "NO", "ONE"]);
+    q(&mut c, &["SET", "k", "w"]);
+}

@@ -1,0 +1,658 @@
+//! The replica side of replication: REPLICAOF / SLAVEOF, ROLE, and the link to the master.
+//!
+//! The link runs on its own thread with blocking I/O: handshake (PING, AUTH with
+//! `masteruser`/`masterauth`, REPLCONF listening-port and capa, PSYNC), the full
+//! resynchronization (the RDB payload, `$<len>` or diskless `$EOF:<mark>`, spooled to a temp
+//! file, then loaded in place of the dataset while clients get -LOADING), then the stream:
+//! each command runs as the master client (which no READONLY, MASTERDOWN, OOM or NOREPLICAS
+//! check stops) and is logged like any write, so this server's AOF and its own replicas follow.
+//! It acknowledges its offset every second and on REPLCONF GETACK, and reconnects after a
+//! failure. Not yet: partial resynchronization (every reconnection is a full sync).
+
+use crate::args::{eq_ic, parse_i64, Args};
+use crate::ctx::{Conn, Ctx};
+use crate::server::Server;
+use crate::table::{acl, flags, CommandSpec};
+use parking_lot::Mutex;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tern_engine::clock;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "replicaof",
+        arity: 3,
+        flags: flags::ADMIN | flags::NOSCRIPT | flags::STALE | flags::NO_ASYNC_LOADING,
+        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
+        handler: Some(replicaof),
+        group: "server",
+        since: "5.0.0",
+        complexity: "O(1)",
+        summary: "Configures a server as replica of another, or promotes it to a master.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "slaveof",
+        arity: 3,
+        flags: flags::ADMIN | flags::NOSCRIPT | flags::STALE | flags::NO_ASYNC_LOADING,
+        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
+        handler: Some(replicaof),
+        group: "server",
+        since: "1.0.0",
+        complexity: "O(1)",
+        summary: "Sets a Redis server as a replica of another, or promotes it to being a master.",
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "role",
+        arity: 1,
+        flags: flags::NOSCRIPT | flags::LOADING | flags::STALE | flags::FAST,
+        acl: acl::ADMIN | acl::FAST | acl::DANGEROUS,
+        handler: Some(role),
+        group: "server",
+        since: "2.8.12",
+        complexity: "O(1)",
+        summary: "Returns the replication role.",
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// The pseudo-client that runs the master's stream (Redis's CLIENT_MASTER).
+pub const MASTER_CLIENT_ID: u64 = u64::MAX - 1;
+
+/// Clients whose commands are obeyed without the refusals normal clients get: the AOF
+/// loader and the master's stream.
+#[inline]
+pub fn obeys(id: u64) -> bool {
+    id >= MASTER_CLIENT_ID
+}
+
+/// Link states as ROLE names them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Connect,
+    Connecting,
+    Sync,
+    Connected,
+}
+
+impl State {
+    fn name(self) -> &'static str {
+        match self {
+            State::Connect => "connect",
+            State::Connecting => "connecting",
+            State::Sync => "sync",
+            State::Connected => "connected",
+        }
+    }
+}
+
+struct Link {
+    host: String,
+    port: u16,
+    state: State,
+    /// The master's replication ID and the offset processed so far.
+    master_replid: String,
+    offset: u64,
+    last_io_ms: u64,
+    down_since_ms: u64,
+}
+
+static LINK: Mutex<Option<Link>> = parking_lot::const_mutex(None);
+/// Fast checks for every command: this server is a replica, and its link is up.
+static IS_REPLICA: AtomicBool = AtomicBool::new(false);
+static LINK_UP: AtomicBool = AtomicBool::new(false);
+/// Bumped by every REPLICAOF: a link thread of an older generation stops.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+pub fn is_replica() -> bool {
+    IS_REPLICA.load(Relaxed)
+}
+
+const ERR_READONLY: &str = "READONLY You can't write against a read only replica.";
+const ERR_MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Why a normal client's command is refused on a replica (None on a master: one relaxed load).
+/// `write`: the command (or a transaction's queued commands) writes; `stale_ok`: all of them
+/// may run while the link is down.
+pub fn deny_reason(srv: &Server, write: bool, stale_ok: bool) -> Option<&'static str> {
+    if !IS_REPLICA.load(Relaxed) {
+        return None;
+    }
+    if !LINK_UP.load(Relaxed) && !stale_ok && !srv.config.get_bool("replica-serve-stale-data") {
+        return Some(ERR_MASTERDOWN);
+    }
+    if write && srv.config.hot.replica_read_only.load(Relaxed) {
+        return Some(ERR_READONLY);
+    }
+    None
+}
+
+fn replicaof(ctx: &mut Ctx, args: &Args) {
+    if eq_ic(&args[1], "no") && eq_ic(&args[2], "one") {
+        if IS_REPLICA.swap(false, Relaxed) {
+            GENERATION.fetch_add(1, Relaxed);
+            LINK_UP.store(false, Relaxed);
+            *LINK.lock() = None;
+            crate::log::notice(&format!(
+                "MASTER MODE enabled (user request from 'id={} addr={}')",
+                ctx.conn.handle.id, ctx.conn.handle.addr
+            ));
+        }
+        return ctx.out.ok();
+    }
+    if ctx.conn.handle.has_flag(crate::clients::cflags::REPLICA) {
+        return ctx.error("ERR Command is not valid when client is a replica.");
+    }
+    let Some(port) = parse_i64(&args[2]).filter(|p| (0..=65535).contains(p)) else {
+        return ctx.error("ERR Invalid master port");
+    };
+    let host = args.str(1);
+    {
+        let link = LINK.lock();
+        if let Some(l) = link.as_ref() {
+            if l.host.eq_ignore_ascii_case(&host) && l.port == port as u16 {
+                crate::log::notice(
+                    "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.",
+                );
+                return ctx.out.simple(b"OK Already connected to specified master");
+            }
+        }
+    }
+    start(ctx.srv.clone(), host.clone(), port as u16);
+    crate::log::notice(&format!(
+        "REPLICAOF {host}:{port} enabled (user request from 'id={} addr={}')",
+        ctx.conn.handle.id, ctx.conn.handle.addr
+    ));
+    ctx.out.ok();
+}
+
+/// Become a replica of host:port (also from the `replicaof` config at start-up).
+pub fn start(srv: Arc<Server>, host: String, port: u16) {
+    let gen = GENERATION.fetch_add(1, Relaxed) + 1;
+    LINK_UP.store(false, Relaxed);
+    *LINK.lock() = Some(Link {
+        host: host.clone(),
+        port,
+        state: State::Connect,
+        master_replid: "?".into(),
+        offset: 0,
+        last_io_ms: 0,
+        down_since_ms: clock::now_ms(),
+    });
+    IS_REPLICA.store(true, Relaxed);
+    // Our own replicas were following another history: they must resync.
+    crate::propagate::LOG.close_subs();
+    let _ = std::thread::Builder::new()
+        .name("master-link".into())
+        .spawn(move || link_main(&srv, &host, port, gen));
+}
+
+fn current(gen: u64) -> bool {
+    GENERATION.load(Relaxed) == gen
+}
+
+fn set_state(gen: u64, f: impl FnOnce(&mut Link)) {
+    if !current(gen) {
+        return;
+    }
+    if let Some(l) = LINK.lock().as_mut() {
+        f(l);
+    }
+}
+
+fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
+    // A dataset still loading at start-up is replaced by the master's once it is in.
+    while crate::persistence::RDB.loading.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
+    while current(gen) {
+        set_state(gen, |l| l.state = State::Connecting);
+        if let Err(e) = sync_and_follow(srv, host, port, gen) {
+            crate::log::warning(&e);
+        }
+        if LINK_UP.load(Relaxed) && current(gen) {
+            LINK_UP.store(false, Relaxed);
+        }
+        set_state(gen, |l| {
+            l.state = State::Connect;
+            l.down_since_ms = clock::now_ms();
+        });
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// The link's socket, read a line or a chunk at a time.
+struct Wire {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Wire {
+    fn send(&mut self, argv: &[&[u8]]) -> Result<(), String> {
+        let mut buf = Vec::new();
+        tern_persist::wlog::encode_command(&mut buf, argv.iter().copied());
+        self.w
+            .write_all(&buf)
+            .map_err(|e| format!("Error writing to MASTER: {e}"))
+    }
+
+    /// One reply line (empty keepalive lines skipped), waiting up to `timeout` in all.
+    fn line(&mut self, timeout: Duration, gen: u64) -> Result<String, String> {
+        let start = Instant::now();
+        let mut l = String::new();
+        loop {
+            match self.r.read_line(&mut l) {
+                Ok(0) => return Err("MASTER closed the connection".into()),
+                Ok(_) if l.ends_with('\n') => {
+                    let t = l.trim_end().to_string();
+                    if !t.is_empty() {
+                        return Ok(t);
+                    }
+                    l.clear();
+                }
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => return Err(format!("Error reading from MASTER: {e}")),
+            }
+            if start.elapsed() > timeout {
+                return Err("Timeout connecting to the MASTER...".into());
+            }
+            if !current(gen) {
+                return Err("REPLICAOF changed".into());
+            }
+        }
+    }
+
+    fn command(&mut self, argv: &[&[u8]], timeout: Duration, gen: u64) -> Result<String, String> {
+        self.send(argv)?;
+        self.line(timeout, gen)
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+fn repl_timeout(srv: &Server) -> Duration {
+    Duration::from_secs(srv.config.get_i64("repl-timeout").max(1) as u64)
+}
+
+fn connect(srv: &Server, host: &str, port: u16) -> Result<Wire, String> {
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("Unable to connect to MASTER: {e}"))?
+        .collect();
+    let mut last = String::from("no address");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, repl_timeout(srv)) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                s.set_read_timeout(Some(Duration::from_millis(100)))
+                    .map_err(|e| e.to_string())?;
+                let w = s.try_clone().map_err(|e| e.to_string())?;
+                return Ok(Wire {
+                    r: BufReader::with_capacity(64 * 1024, s),
+                    w,
+                });
+            }
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(format!("Error condition on socket for SYNC: {last}"))
+}
+
+fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), String> {
+    let t = repl_timeout(srv);
+    crate::log::notice("MASTER <-> REPLICA sync started");
+    let pong = wire.command(&[b"PING"], t, gen)?;
+    // As Redis: an auth error to PING is fine here, AUTH follows.
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    crate::log::notice("Master replied to PING, replication can continue...");
+    let pass = srv.config.get("masterauth").unwrap_or_default();
+    if !pass.is_empty() {
+        let user = srv.config.get("masteruser").unwrap_or_default();
+        let r = if user.is_empty() {
+            wire.command(&[b"AUTH", pass.as_bytes()], t, gen)?
+        } else {
+            wire.command(&[b"AUTH", user.as_bytes(), pass.as_bytes()], t, gen)?
+        };
+        if r.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {r}"));
+        }
+    }
+    let port = srv.config.get_i64("port").to_string();
+    let announced = match srv.config.get_i64("replica-announce-port") {
+        0 => port,
+        p => p.to_string(),
+    };
+    // Errors to REPLCONF are not fatal (an old master), as in Redis.
+    let _ = wire.command(
+        &[b"REPLCONF", b"listening-port", announced.as_bytes()],
+        t,
+        gen,
+    )?;
+    if let Some(ip) = srv
+        .config
+        .get("replica-announce-ip")
+        .filter(|s| !s.is_empty())
+    {
+        let _ = wire.command(&[b"REPLCONF", b"ip-address", ip.as_bytes()], t, gen)?;
+    }
+    let _ = wire.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"], t, gen)?;
+    // No backlog of our own to continue from: always ask for a full resynchronization.
+    let r = wire.command(&[b"PSYNC", b"?", b"-1"], t, gen)?;
+    let mut parts = r.split(' ');
+    match parts.next() {
+        Some("+FULLRESYNC") => {
+            let id = parts.next().unwrap_or("?").to_string();
+            let off = parts.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+            crate::log::notice(&format!("Full resync from master: {id}:{off}"));
+            Ok((id, off))
+        }
+        _ => Err(format!("Unexpected reply to PSYNC from master: {r}")),
+    }
+}
+
+/// Receive the RDB payload into `path`.
+fn receive_payload(
+    srv: &Server,
+    wire: &mut Wire,
+    path: &std::path::Path,
+    gen: u64,
+) -> Result<u64, String> {
+    let head = wire.line(repl_timeout(srv), gen)?;
+    if head.starts_with('-') {
+        return Err(format!("MASTER aborted replication with an error: {head}"));
+    }
+    let Some(spec) = head.strip_prefix('$') else {
+        return Err(format!(
+            "Bad protocol from MASTER, the first byte is not '$' (we received '{head}'), are you sure the host and port are right?"
+        ));
+    };
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| {
+        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+    })?);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    let mut last_io = Instant::now();
+    let mut read = |buf: &mut [u8]| -> Result<usize, String> {
+        loop {
+            match wire.r.read(buf) {
+                Ok(0) => return Err("I/O error trying to sync with MASTER: connection lost".into()),
+                Ok(n) => {
+                    last_io = Instant::now();
+                    return Ok(n);
+                }
+                Err(e) if is_timeout(&e) => {
+                    if last_io.elapsed() > repl_timeout(srv) {
+                        return Err("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.".into());
+                    }
+                    if !current(gen) {
+                        return Err("REPLICAOF changed".into());
+                    }
+                }
+                Err(e) => return Err(format!("I/O error trying to sync with MASTER: {e}")),
+            }
+        }
+    };
+    let write_err = |e: std::io::Error| format!("Write error writing the payload to disk: {e}");
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        // Diskless: the payload ends with the 40-byte mark.
+        let mark = mark.as_bytes().to_vec();
+        let mut tail: Vec<u8> = Vec::new();
+        loop {
+            let n = read(&mut chunk)?;
+            tail.extend_from_slice(&chunk[..n]);
+            if tail.len() >= mark.len() && tail.ends_with(&mark) {
+                let body = tail.len() - mark.len();
+                file.write_all(&tail[..body]).map_err(write_err)?;
+                total += body as u64;
+                break;
+            }
+            // Keep the last bytes that might start the mark.
+            let keep = tail.len().min(mark.len());
+            let flush = tail.len() - keep;
+            file.write_all(&tail[..flush]).map_err(write_err)?;
+            total += flush as u64;
+            tail.drain(..flush);
+        }
+    } else {
+        let len: u64 = spec
+            .parse()
+            .map_err(|_| format!("Bad payload length from MASTER: {head}"))?;
+        while total < len {
+            let want = chunk.len().min((len - total) as usize);
+            let n = read(&mut chunk[..want])?;
+            file.write_all(&chunk[..n]).map_err(write_err)?;
+            total += n as u64;
+        }
+    }
+    file.flush().map_err(write_err)?;
+    Ok(total)
+}
+
+fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result<(), String> {
+    let mut wire = connect(srv, host, port)?;
+    crate::log::notice("Non blocking connect for SYNC fired the event.");
+    let (replid, offset) = handshake(srv, &mut wire, gen)?;
+    set_state(gen, |l| l.state = State::Sync);
+    let path = std::path::PathBuf::from(format!("temp-{}-master-sync.rdb", std::process::id()));
+    let received = receive_payload(srv, &mut wire, &path, gen);
+    let loaded = received.and_then(|bytes| {
+        crate::log::notice(&format!(
+            "MASTER <-> REPLICA sync: receiving {bytes} bytes from master to disk"
+        ));
+        if !current(gen) {
+            return Err("REPLICAOF changed".into());
+        }
+        crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
+        crate::propagate::LOG.close_subs();
+        crate::persistence::empty_keyspace(srv);
+        let _ = crate::functions::load_libraries(&[]);
+        crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        crate::persistence::rdb_load(srv, &path).map_err(|e| {
+            format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
+        })
+    });
+    let _ = std::fs::remove_file(&path);
+    loaded?;
+    if crate::aof::enabled() {
+        // The AOF must restart from the new dataset, as Redis does after a sync.
+        crate::aof::start_rewrite(srv.clone());
+    }
+    set_state(gen, |l| {
+        l.state = State::Connected;
+        l.master_replid = replid;
+        l.offset = offset;
+        l.last_io_ms = clock::now_ms();
+    });
+    if !current(gen) {
+        return Ok(());
+    }
+    LINK_UP.store(true, Relaxed);
+    crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
+    follow(srv, &mut wire, offset, gen)
+}
+
+/// Apply the master's stream until the link breaks or REPLICAOF changes.
+fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Result<(), String> {
+    use tern_resp::{ArgSource, Limits, RequestParser};
+    let handle = Arc::new(crate::clients::ClientHandle::new(
+        MASTER_CLIENT_ID,
+        String::new(),
+        String::new(),
+        -1,
+    ));
+    handle.set_flag(crate::clients::cflags::MASTER, true);
+    let mut conn = Conn::new(handle, false, srv.stats.local());
+    conn.deny_blocking = true;
+    let mut out = tern_resp::Reply::new();
+    let mut parser = RequestParser::new();
+    let limits = Limits {
+        max_bulk_len: i64::MAX / 2,
+        auth_required: false,
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut last_ack = Instant::now();
+    let mut last_io = Instant::now();
+    let timeout = repl_timeout(srv);
+    let result = loop {
+        if !current(gen) {
+            break Ok(());
+        }
+        if last_ack.elapsed() >= Duration::from_secs(1) {
+            last_ack = Instant::now();
+            let off = offset.to_string();
+            if let Err(e) = wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]) {
+                break Err(e);
+            }
+        }
+        match wire.r.read(&mut chunk) {
+            Ok(0) => break Err("Connection with master lost.".into()),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                last_io = Instant::now();
+            }
+            Err(e) if is_timeout(&e) => {
+                if last_io.elapsed() > timeout {
+                    break Err("MASTER timeout: no data nor PING received...".into());
+                }
+                continue;
+            }
+            Err(e) => break Err(format!("Error reading from MASTER: {e}")),
+        }
+        conn.start_batch();
+        let mut pos = 0;
+        let mut err = None;
+        loop {
+            match parser.parse(&buf[pos..], &limits) {
+                Ok(Some(used)) => {
+                    let base: &[u8] = match parser.source() {
+                        ArgSource::Input => &buf[pos..],
+                        ArgSource::Inline => parser.inline_buf(),
+                    };
+                    let args = Args::new(base, parser.ranges());
+                    if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "getack") {
+                        let off = offset.to_string();
+                        if let Err(e) = wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]) {
+                            err = Some(e);
+                            break;
+                        }
+                    } else if !args.is_empty() {
+                        crate::dispatch::execute(srv, &mut conn, &mut out, &args);
+                        out.buf.clear();
+                    }
+                    pos += used;
+                    // The offset counts the stream's bytes, as the master's does.
+                    offset += used as u64;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(format!("Protocol error from MASTER: {}", e.0));
+                    break;
+                }
+            }
+        }
+        buf.drain(..pos);
+        let now = clock::now_ms();
+        set_state(gen, |l| {
+            l.offset = offset;
+            l.last_io_ms = now;
+        });
+        if let Some(e) = err {
+            break Err(e);
+        }
+    };
+    crate::multi::reset(srv, &mut conn);
+    result
+}
+
+fn role(ctx: &mut Ctx, _args: &Args) {
+    let link = LINK.lock();
+    match link.as_ref() {
+        Some(l) => {
+            ctx.out.array(5);
+            ctx.out.bulk(b"slave");
+            ctx.out.bulk(l.host.as_bytes());
+            ctx.out.int(l.port as i64);
+            ctx.out.bulk(l.state.name().as_bytes());
+            ctx.out.int(if l.state == State::Connected {
+                l.offset as i64
+            } else {
+                -1
+            });
+        }
+        None => {
+            drop(link);
+            let replicas = crate::replication::replica_offsets();
+            ctx.out.array(3);
+            ctx.out.bulk(b"master");
+            ctx.out.int(crate::propagate::LOG.repl_offset() as i64);
+            ctx.out.array(replicas.len());
+            for (ip, port, off) in replicas {
+                ctx.out.array(3);
+                ctx.out.bulk(ip.as_bytes());
+                ctx.out.bulk(port.to_string().as_bytes());
+                ctx.out.bulk(off.to_string().as_bytes());
+            }
+        }
+    }
+}
+
+/// INFO replication's lines for a replica (None on a master).
+pub fn info_lines(srv: &Server) -> Option<(String, String, u64)> {
+    use std::fmt::Write;
+    let link = LINK.lock();
+    let l = link.as_ref()?;
+    let now = clock::now_ms();
+    let up = l.state == State::Connected;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n\
+         master_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\n\
+         slave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+        l.host,
+        l.port,
+        if up { "up" } else { "down" },
+        if up {
+            (now.saturating_sub(l.last_io_ms) / 1000) as i64
+        } else {
+            -1
+        },
+        (l.state == State::Sync) as u8,
+        l.offset,
+        l.offset,
+    );
+    if !up {
+        let _ = write!(
+            out,
+            "master_link_down_since_seconds:{}\r\n",
+            now.saturating_sub(l.down_since_ms) / 1000
+        );
+    }
+    let _ = write!(
+        out,
+        "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+        srv.config.get_i64("replica-priority"),
+        srv.config.hot.replica_read_only.load(Relaxed) as u8,
+        srv.config.get_bool("replica-announced") as u8,
+    );
+    Some((out, l.master_replid.clone(), l.offset))
+}
