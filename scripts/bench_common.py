@@ -186,6 +186,7 @@ class Server:
     def start(self, timeout: float = 10) -> float:
         """Start and wait until PING answers PONG (not -LOADING); returns the seconds that took."""
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
+        os.makedirs(self.dir, exist_ok=True)  # again after a stop() removed it
         log = open(os.path.join(self.dir, "server.log"), "ab")
         t0 = time.monotonic()
         self.proc = subprocess.Popen(
