@@ -4,6 +4,8 @@
 #   make bench-memory     memory per entry, redis-server vs tern (BENCH_MEM_SCALE=0.1 for a quick run)
 #   make bench-isolation  db 0 GET/SET while a huge command loops on db 1 (ARGS="--ops 'KEYS nomatch*'")
 #   make bench-atomic     MULTI/EXEC of 5 INCRs, EVALSHA, PUBLISH fan-out (tern-bench load generator)
+#   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20; checks the AOFs grew (BENCH_SECONDS=15)
+#   make bench-snapshot   BGSAVE under writes: peak RSS/PSS incl. fork child, save/load time (BENCH_SNAP_KEYS=5000000)
 #   make run    build and start tern-server on port 6379 (extra args: make run ARGS="--port 7000")
 #   make fuzz   run the RESP parser fuzz target (needs nightly + cargo-fuzz; FUZZ_SECONDS=600)
 SHELL := /bin/bash
@@ -14,7 +16,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -49,6 +51,14 @@ bench-isolation:
 bench-atomic:
 	cargo build --release -p tern-bench
 	BENCH_SCRIPT=bench_atomic.py bash scripts/bench.sh $(ARGS)
+
+bench-durable:
+	cargo build --release -p tern-bench
+	BENCH_SCRIPT=bench_durable.py bash scripts/bench.sh $(ARGS)
+
+bench-snapshot:
+	cargo build --release -p tern-bench
+	BENCH_SCRIPT=bench_snapshot.py bash scripts/bench.sh $(ARGS)
 
 run: build
 	./target/release/tern-server $(ARGS)

@@ -37,18 +37,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench_common import fmt, pick_port, save_table, stop_process
+from bench_common import CLK_TCK, Server, fmt, pick_port, save_table
 
 ROOT = Path(__file__).resolve().parents[1]
-CLK_TCK = int(subprocess.check_output(["getconf", "CLK_TCK"]).strip())
 N = int(os.environ.get("BENCH_REQUESTS", "200000"))
 KEYSPACE = int(os.environ.get("BENCH_KEYSPACE", "100000"))
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "7590"))
@@ -87,56 +84,6 @@ class Result:
     p999: float = float("nan")
     ops_per_cpu_s: float = float("nan")
     note: str = ""
-
-
-@dataclass
-class Server:
-    label: str
-    argv: list[str]
-    cpus: str
-    port: int
-    proc: subprocess.Popen | None = None
-    dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="tern-bench-"))
-
-    def start(self) -> None:
-        log = open(os.path.join(self.dir, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", self.cpus, *self.argv, "--port", str(self.port), "--bind", "127.0.0.1"],
-            cwd=self.dir,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                sys.exit(f"{self.label} exited at start; see {self.dir}/server.log")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.02)
-        sys.exit(f"{self.label} did not answer on port {self.port}")
-
-    def cpu_seconds(self) -> float:
-        """utime + stime (fields 14, 15 of /proc/PID/stat) of the server, in seconds."""
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            stat = f.read()
-        fields = stat[stat.rindex(")") + 2 :].split()  # fields from #3 on
-        utime, stime = int(fields[14 - 3]), int(fields[15 - 3])
-        return (utime + stime) / CLK_TCK
-
-    def dbsize(self) -> int:
-        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-            s.sendall(b"DBSIZE\r\n")
-            reply = s.recv(64)
-        return int(reply[1:].split(b"\r\n")[0]) if reply.startswith(b":") else -1
-
-    def stop(self) -> None:
-        stop_process(self.proc, 10)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def parse_report(text: str, requests: int) -> tuple[float, float, float, float]:
@@ -218,9 +165,9 @@ def main() -> None:
     if not redis or not shutil.which("redis-benchmark"):
         sys.exit("redis-server / redis-benchmark missing: run scripts/setup.sh")
     servers = [
-        Server("redis-server (core 0)", [redis, "--save", "", "--appendonly", "no"], "0", pick_port(PORT_BASE)),
-        Server("tern --threads 1 (core 0)", [tern, "--save", "", "--threads", "1"], "0", pick_port(PORT_BASE + 1)),
-        Server("tern --threads 2 (cores 0,1)*", [tern, "--save", "", "--threads", "2"], "0,1", pick_port(PORT_BASE + 2)),
+        Server("redis-server (core 0)", [redis, "--save", "", "--appendonly", "no"], pick_port(PORT_BASE), "0"),
+        Server("tern --threads 1 (core 0)", [tern, "--save", "", "--threads", "1"], pick_port(PORT_BASE + 1), "0"),
+        Server("tern --threads 2 (cores 0,1)*", [tern, "--save", "", "--threads", "2"], pick_port(PORT_BASE + 2), "0,1"),
     ]
     samples: dict[tuple[str, str], list[Result]] = {}
     print(

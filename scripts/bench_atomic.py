@@ -28,19 +28,14 @@ import json
 import os
 import statistics
 import subprocess
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from bench_common import pick_port, save_table, stop_process
+import bench_common
+from bench_common import TERN, TERN_BENCH, pick_port, save_table
 
-ROOT = Path(__file__).resolve().parents[1]
-TERN = os.environ.get("TERN_SERVER", str(ROOT / "target/release/tern-server"))
-BENCH = os.environ.get("TERN_BENCH", str(ROOT / "target/release/tern-bench"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35300"))
-CLK = os.sysconf("SC_CLK_TCK")
 
 WORKLOADS = {
     "multi-incr5": ["--workload", "multi-incr5", "--clients", "50"],
@@ -50,51 +45,34 @@ WORKLOADS = {
 
 
 @dataclass
-class Server:
+class Setup:
+    """A server configuration; each run starts a fresh bench_common.Server from it."""
+
     label: str
     cpus: str
     argv: list[str]
 
 
 SERVERS = [
-    Server("redis-server (core 0)", "0", ["redis-server", "--save", "", "--appendonly", "no"]),
-    Server("tern --threads 1 (core 0)", "0", [TERN, "--save", "", "--threads", "1"]),
-    Server("tern --threads 2 (cores 0,1)*", "0,1", [TERN, "--save", "", "--threads", "2"]),
+    Setup("redis-server (core 0)", "0", ["redis-server", "--save", "", "--appendonly", "no"]),
+    Setup("tern --threads 1 (core 0)", "0", [TERN, "--save", "", "--threads", "1"]),
+    Setup("tern --threads 2 (cores 0,1)*", "0,1", [TERN, "--save", "", "--threads", "2"]),
 ]
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
-
-
-def wait_ready(port: int) -> None:
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        r = subprocess.run(["redis-cli", "-p", str(port), "PING"], capture_output=True, text=True)
-        if r.stdout.strip() == "PONG":
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"server on port {port} did not start")
-
-
-def run_once(server: Server, workload: str, port: int) -> dict:
-    proc = subprocess.Popen(
-        ["taskset", "-c", server.cpus, *server.argv, "--port", str(port), "--bind", "127.0.0.1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def run_once(server: Setup, workload: str, port: int) -> dict:
+    proc = bench_common.Server(server.label, server.argv, port, cpus=server.cpus)
     try:
-        wait_ready(port)
-        cpu0 = cpu_seconds(proc.pid)
+        proc.start()
+        cpu0 = proc.cpu_seconds()
         r = subprocess.run(
-            ["taskset", "-c", "1", BENCH, "--port", str(port), "--seconds", str(SECONDS),
+            ["taskset", "-c", "1", TERN_BENCH, "--port", str(port), "--seconds", str(SECONDS),
              *WORKLOADS[workload]],
             capture_output=True,
             text=True,
             timeout=SECONDS + 60,
         )
-        cpu = cpu_seconds(proc.pid) - cpu0
+        cpu = proc.cpu_seconds() - cpu0
         if r.returncode != 0:
             err = (r.stderr.strip().splitlines() or ["failed"])[-1]
             return {"error": err[:120]}
@@ -102,7 +80,7 @@ def run_once(server: Server, workload: str, port: int) -> dict:
         out["cpu"] = cpu
         return out
     finally:
-        stop_process(proc, 5)
+        proc.stop()
 
 
 def med(rows: list[dict], key: str) -> float:

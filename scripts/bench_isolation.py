@@ -59,7 +59,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,7 +66,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import parse_report  # noqa: E402  (same report parser as the throughput bench)
-from bench_common import fmt, resp, save_table, stop_process  # noqa: E402
+import bench_common  # noqa: E402
+from bench_common import fmt, resp, save_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMBERS = int(os.environ.get("BENCH_ISO_MEMBERS", "1000000"))
@@ -194,35 +194,9 @@ def dataset_chunks(kind: str):
     return gen(), 1 + 2 * per_key
 
 
-@dataclass
-class Server:
-    label: str
-    argv: list[str]
-    cpus: str
-    port: int
-    proc: subprocess.Popen | None = None
-    dir: str = ""
-
-    def start(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="tern-bench-iso-")
-        log = open(os.path.join(self.dir, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", self.cpus, *self.argv, "--port", str(self.port), "--bind", "127.0.0.1"],
-            cwd=self.dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                sys.exit(f"{self.label} exited at start; see {self.dir}/server.log")
-            try:
-                if self.command(b"PING", timeout=1).startswith(b"+PONG"):
-                    return
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        sys.exit(f"{self.label} did not answer on port {self.port}")
-
+class Server(bench_common.Server):
     def command(self, *args: bytes, db: int = 0, timeout: float = 600) -> bytes:
+        """One command (on database `db`) on a fresh connection; the first line of its reply."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
             r = Reader(s)
             if db:
@@ -230,11 +204,6 @@ class Server:
                 r.reply()
             s.sendall(resp(*args))
             return r.reply()
-
-    def stop(self) -> None:
-        stop_process(self.proc, 20)
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Disturber(threading.Thread):
@@ -418,9 +387,9 @@ def main() -> None:
 
     common = ["--save", "", "--enable-debug-command", "yes"]
     all_servers = {
-        "redis": Server("redis-server (core 0)", [redis, *common, "--appendonly", "no"], "0", PORT_BASE),
-        "tern1": Server("tern --threads 1 (core 0)", [tern, *common, "--threads", "1"], "0", PORT_BASE + 1),
-        "tern2": Server("tern --threads 2 (cores 0,1)*", [tern, *common, "--threads", "2"], "0,1", PORT_BASE + 2),
+        "redis": Server("redis-server (core 0)", [redis, *common, "--appendonly", "no"], PORT_BASE, "0"),
+        "tern1": Server("tern --threads 1 (core 0)", [tern, *common, "--threads", "1"], PORT_BASE + 1, "0"),
+        "tern2": Server("tern --threads 2 (cores 0,1)*", [tern, *common, "--threads", "2"], PORT_BASE + 2, "0,1"),
     }
     wanted = os.environ.get("BENCH_ISO_SERVERS", "redis,tern1,tern2").split(",")
     servers = [all_servers[w] for w in wanted if w in all_servers]

@@ -46,14 +46,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from bench_common import fmt, pick_port, resp, save_table, stop_process
+from bench_common import Server, fmt, pick_port, read_reply, reply_text, save_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = float(os.environ.get("BENCH_MEM_SCALE", "1.0"))
@@ -165,83 +164,8 @@ DATASETS = [
 # --- servers ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Server:
-    label: str
-    argv: list[str]
-    port: int
-    proc: subprocess.Popen | None = None
-    dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="tern-bench-mem-"))
-
-    def start(self) -> None:
-        log = open(os.path.join(self.dir, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [*self.argv, "--port", str(self.port), "--bind", "127.0.0.1"],
-            cwd=self.dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                sys.exit(f"{self.label} exited at start; see {self.dir}/server.log")
-            try:
-                if self.command(b"PING", timeout=1).startswith(b"+PONG"):
-                    return
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        sys.exit(f"{self.label} did not answer on port {self.port}")
-
-    def command(self, *args: bytes, timeout: float = 30) -> bytes:
-        """One command on a fresh connection; the raw reply (assumed to fit one recv or end in
-        CRLF after the expected bulk length)."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
-            s.sendall(resp(*args))
-            return read_reply(s)
-
-    def rss(self) -> int:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return -1
-
-    def used_memory(self) -> int:
-        info = self.command(b"INFO", b"memory").decode(errors="replace")
-        for line in info.splitlines():
-            if line.startswith("used_memory:"):
-                return int(line.split(":", 1)[1])
-        return -1
-
-    def stop(self) -> None:
-        stop_process(self.proc, 20)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def read_reply(s: socket.socket) -> bytes:
-    """Read one whole RESP reply of a simple type or a bulk string."""
-    buf = b""
-    while b"\r\n" not in buf:
-        chunk = s.recv(65536)
-        if not chunk:
-            return buf
-        buf += chunk
-    if buf.startswith(b"$"):
-        n = int(buf[1 : buf.index(b"\r\n")])
-        need = buf.index(b"\r\n") + 2 + max(n, 0) + (2 if n >= 0 else 0)
-        while len(buf) < need:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return buf
-
-
-def reply_text(reply: bytes) -> str:
-    """A short printable form of a reply: the bulk payload or the status/error line."""
-    if reply.startswith(b"$"):
-        body = reply.split(b"\r\n", 2)
-        return body[1].decode(errors="replace") if len(body) > 1 and not reply.startswith(b"$-1") else "(nil)"
-    return reply.split(b"\r\n", 1)[0].decode(errors="replace")
+def used_memory(server: Server) -> int:
+    return int(server.info(b"memory").get("used_memory", -1))
 
 
 def short_error(err: str) -> str:
@@ -349,7 +273,7 @@ def measure(server: Server, ds: Dataset) -> Row:
     server.start()
     try:
         server.command(b"PING")
-        row.rss_empty, row.used_empty = server.rss(), server.used_memory()
+        row.rss_empty, row.used_empty = server.rss(), used_memory(server)
         lr = load(server, ds)
         row.load_s = lr.seconds
         if lr.errors and lr.replies == 1:
@@ -360,7 +284,7 @@ def measure(server: Server, ds: Dataset) -> Row:
             row.note = f"only {lr.replies} replies to {lr.sent} commands"
         if not row.note.startswith("not supported"):
             time.sleep(SETTLE)
-            row.rss_after, row.used_after = server.rss(), server.used_memory()
+            row.rss_after, row.used_after = server.rss(), used_memory(server)
             row.dbsize = reply_text(server.command(b"DBSIZE")).lstrip(":")
             row.encoding = reply_text(server.command(b"OBJECT", b"ENCODING", ds.sample))
             row.ok = True

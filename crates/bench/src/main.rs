@@ -2,13 +2,19 @@
 //! drive. Each client connection sends one unit of work, waits for all its replies, records
 //! the unit's latency, and repeats until the time is up. Prints one JSON line.
 //!
-//!   tern-bench --port P --workload multi-incr5|evalsha|publish [--clients 50] [--seconds 5]
-//!              [--keys 10000] [--subscribers 100]
+//!   tern-bench --port P --workload multi-incr5|evalsha|publish|setget|set [--clients 50]
+//!              [--seconds 5] [--keys 10000] [--subscribers 100] [--pipeline 1] [--size 100]
 //!
 //! multi-incr5  MULTI, INCR of 5 random keys, EXEC (one op = one transaction)
 //! evalsha      EVALSHA of a 2-key read-modify-write script on 2 random keys
 //! publish      PUBLISH of a 16-byte message to one channel that `--subscribers` connections
 //!              subscribe to (one op = one PUBLISH; deliveries are counted too)
+//! setget       SET of a `--size`-byte value and GET, alternating 1:1, random keys `key:<n>`
+//!              (DEBUG POPULATE's names); one op = one command, one unit = `--pipeline` ops
+//! set          the same with SETs only
+//!
+//! Latencies are per unit (a pipeline's round trip, as redis-benchmark -P counts them).
+//! `--seconds 0` runs until standard input is closed (a caller that stops the load at an event).
 
 use rand::{Rng, SeedableRng};
 use std::io::{Read, Write};
@@ -28,6 +34,8 @@ struct Opts {
     seconds: f64,
     keys: u64,
     subscribers: usize,
+    pipeline: usize,
+    size: usize,
 }
 
 fn parse_opts() -> Opts {
@@ -38,6 +46,8 @@ fn parse_opts() -> Opts {
         seconds: 5.0,
         keys: 10_000,
         subscribers: 100,
+        pipeline: 1,
+        size: 100,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -50,6 +60,8 @@ fn parse_opts() -> Opts {
             "--seconds" => o.seconds = v.parse().expect("--seconds"),
             "--keys" => o.keys = v.parse().expect("--keys"),
             "--subscribers" => o.subscribers = v.parse().expect("--subscribers"),
+            "--pipeline" => o.pipeline = v.parse().expect("--pipeline"),
+            "--size" => o.size = v.parse().expect("--size"),
             other => panic!("unknown option {other}"),
         }
         i += 2;
@@ -212,21 +224,39 @@ fn main() {
         }
     }
     let start = Instant::now();
-    let deadline = start + Duration::from_secs_f64(o.seconds);
+    if o.seconds <= 0.0 {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::io::copy(&mut std::io::stdin(), &mut std::io::sink()).ok();
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let deadline = start + Duration::from_secs_f64(if o.seconds > 0.0 { o.seconds } else { 1e9 });
+    // Ops per unit: a pipeline of SET/GETs counts each command.
+    let per_unit = if matches!(o.workload.as_str(), "setget" | "set") {
+        o.pipeline.max(1)
+    } else {
+        1
+    };
     let workers: Vec<_> = (0..o.clients)
         .map(|c| {
             let o_port = o.port;
             let workload = o.workload.clone();
             let keys = o.keys;
             let sha = sha.clone();
+            let stop = stop.clone();
+            let size = o.size;
             std::thread::spawn(move || {
                 let mut rng = rand::rngs::SmallRng::seed_from_u64(c as u64 + 1);
+                // One random printable value per connection: not compressible, cheap to send.
+                let value: Vec<u8> = (0..size).map(|_| rng.gen_range(b'!'..=b'~')).collect();
+                let mut n_cmd = 0u64;
                 let mut s = connect(o_port);
                 let mut buf = Vec::new();
                 let mut out = Vec::new();
                 let mut lat = Vec::with_capacity(1 << 16);
                 let mut errors = 0u64;
-                while Instant::now() < deadline {
+                while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
                     out.clear();
                     let replies = match workload.as_str() {
                         "multi-incr5" => {
@@ -254,6 +284,18 @@ fn main() {
                                 &[b"PUBLISH", b"bench-channel", b"0123456789abcdef"],
                             );
                             1
+                        }
+                        w @ ("setget" | "set") => {
+                            for _ in 0..per_unit {
+                                let k = format!("key:{}", rng.gen_range(0..keys));
+                                if w == "set" || n_cmd.is_multiple_of(2) {
+                                    encode(&mut out, &[b"SET", k.as_bytes(), &value]);
+                                } else {
+                                    encode(&mut out, &[b"GET", k.as_bytes()]);
+                                }
+                                n_cmd += 1;
+                            }
+                            per_unit
                         }
                         w => panic!("unknown workload {w}"),
                     };
@@ -286,9 +328,9 @@ fn main() {
     println!(
         "{{\"workload\":\"{}\",\"ops\":{},\"secs\":{:.3},\"ops_per_sec\":{:.0},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},\"errors\":{},\"delivered\":{}}}",
         o.workload,
-        lat.len(),
+        lat.len() * per_unit,
         secs,
-        lat.len() as f64 / secs,
+        (lat.len() * per_unit) as f64 / secs,
         percentile(&lat, 0.50),
         percentile(&lat, 0.99),
         percentile(&lat, 0.999),

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Durable writes side by side: redis-server vs tern-server, both with `appendfsync always`.
+
+Called by `make bench-durable` (scripts/bench.sh with BENCH_SCRIPT=bench_durable.py, which builds
+tern first unless TERN_SERVER is set; the Makefile target builds tern-bench). Report-only: never
+part of `make test`.
+
+Method. Each (workload, server) run starts a FRESH server in a fresh directory under BENCH_DIR
+with `--save "" --appendonly yes --appendfsync always --appenddirname appendonlydir`, pinned to
+core 0 (tern with --threads 1). DEBUG POPULATE fills the keyspace (BENCH_KEYSPACE keys `key:<n>`,
+100-byte values) so that the GETs hit; it is not a write the AOF logs in Redis. Then the load:
+target/release/tern-bench pinned to core 1, workload `setget` — 50 connections, SET and GET
+alternating 1:1 on random keys of the keyspace, 100-byte values, closed loop (redis-benchmark
+cannot mix SET and GET in one run; with `-t set,get` it runs them as two phases, and the GETs
+would not feel the fsyncs). Workloads: unpipelined, and 20 commands per pipeline (latency is
+then per pipeline round trip, as redis-benchmark -P counts it).
+
+Numbers: ops/s and p50/p99/p99.9 latency from tern-bench; server CPU from utime+stime of
+/proc/PID/stat before and after the run ("ops per server CPU-s"). The AOF directory is measured
+before and after the run: the run FAILS (exit 1, marked in the table) if it grew by less than
+the SETs' values alone (ops/2 x 100 B) or if any reply was an error, so a run without a working
+AOF cannot look fast. The files of the AOF directory are listed after the table.
+
+BENCH_DIR must be a real disk: on tmpfs fsync costs nothing (the file system type is printed).
+
+Environment: TERN_SERVER, TERN_BENCH, BENCH_SECONDS (per run, default 15), BENCH_KEYSPACE
+(default 100000), BENCH_ROUNDS (default 1; medians, servers interleaved), BENCH_DIR (default
+bench-results/), BENCH_PORT_BASE (default 35500).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from bench_common import (ROOT, TERN, TERN_BENCH, Server, dir_sizes, fmt, fs_type, invocation,
+                          pick_port, save_table)
+
+SECONDS = float(os.environ.get("BENCH_SECONDS", "15"))
+KEYSPACE = int(os.environ.get("BENCH_KEYSPACE", "100000"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+BENCH_DIR = os.environ.get("BENCH_DIR", str(ROOT / "bench-results"))
+PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35500"))
+CLIENTS, SIZE = 50, 100
+PIPELINES = [1, 20]
+AOF_DIR = "appendonlydir"
+DURABLE = ["--save", "", "--appendonly", "yes", "--appendfsync", "always", "--appenddirname", AOF_DIR,
+           "--enable-debug-command", "local"]
+SERVERS = {  # label -> argv (before --dir/--port)
+    "redis-server": ["redis-server", *DURABLE],
+    "tern --threads 1": [TERN, *DURABLE, "--threads", "1"],
+}
+
+
+@dataclass
+class Run:
+    ops_per_sec: float
+    p50: float
+    p99: float
+    p999: float
+    ops_per_cpu: float
+    aof_before: int
+    aof_after: int
+    aof_files: dict[str, int]
+    problem: str
+
+
+def load_argv(port: int, pipeline: int) -> list[str]:
+    return ["taskset", "-c", "1", TERN_BENCH, "--port", str(port), "--workload", "setget",
+            "--clients", str(CLIENTS), "--pipeline", str(pipeline), "--size", str(SIZE),
+            "--keys", str(KEYSPACE), "--seconds", f"{SECONDS:g}"]
+
+
+def run_once(label: str, pipeline: int, port: int, commands: dict[str, str]) -> Run:
+    server = Server(label, [], port, cpus="0", dir=tempfile.mkdtemp(prefix="durable-", dir=BENCH_DIR))
+    server.argv = [*SERVERS[label], "--dir", server.dir]
+    commands[label] = shlex.join(["taskset", "-c", "0", *server.argv, "--port", str(port), "--bind", "127.0.0.1"])
+    aof = os.path.join(server.dir, AOF_DIR)
+    try:
+        server.start()
+        reply = server.command(b"DEBUG", b"POPULATE", b"%d" % KEYSPACE, b"key", b"%d" % SIZE, timeout=300)
+        if not reply.startswith(b"+OK"):
+            sys.exit(f"{label}: DEBUG POPULATE failed: {reply[:200]!r}")
+        aof_before = sum(dir_sizes(aof).values())
+        argv = load_argv(port, pipeline)
+        commands["load"] = shlex.join(argv)
+        cpu0 = server.cpu_seconds()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=SECONDS + 120)
+        cpu = server.cpu_seconds() - cpu0
+        files = dir_sizes(aof)
+        aof_after = sum(files.values())
+    finally:
+        server.stop()
+    if r.returncode != 0:
+        return Run(0, *[float("nan")] * 4, aof_before, aof_after, files,
+                   f"tern-bench failed: {(r.stderr.strip().splitlines() or ['?'])[-1][:150]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    problem = ""
+    min_growth = out["ops"] // 2 * SIZE
+    if out["errors"]:
+        problem = f"{out['errors']} replies were errors"
+    elif aof_after - aof_before < min_growth:
+        problem = (f"AOF grew {aof_after - aof_before:,} B, less than the {out['ops'] // 2:,} SETs' "
+                   f"values ({min_growth:,} B)")
+    print(f"  -P{pipeline:<3} {label:<17} {out['ops_per_sec']:>9,.0f} ops/s  p50 {out['p50_ms']:.3f}  "
+          f"p99 {out['p99_ms']:.3f}  p99.9 {out['p999_ms']:.3f} ms  server CPU {cpu:.2f}s  "
+          f"AOF +{(aof_after - aof_before) / 2**20:.1f} MiB {problem}", file=sys.stderr, flush=True)
+    return Run(out["ops_per_sec"], out["p50_ms"], out["p99_ms"], out["p999_ms"],
+               out["ops"] / cpu if cpu > 0 else float("nan"), aof_before, aof_after, files, problem)
+
+
+def main() -> None:
+    if not shutil.which("redis-server") or not os.path.exists(TERN_BENCH):
+        sys.exit("needs redis-server (scripts/setup.sh) and tern-bench (cargo build --release -p tern-bench)")
+    os.makedirs(BENCH_DIR, exist_ok=True)
+    fstype = fs_type(BENCH_DIR)
+    if fstype == "tmpfs":
+        print(f"WARNING: {BENCH_DIR} is tmpfs, where fsync is free: set BENCH_DIR to a disk", file=sys.stderr)
+    port = pick_port(PORT_BASE)
+    print(f"{SECONDS:g} s per run, {ROUNDS} round(s), {CLIENTS} clients, keyspace {KEYSPACE:,}, "
+          f"dir {BENCH_DIR} ({fstype})", file=sys.stderr, flush=True)
+    runs: dict[tuple[int, str], list[Run]] = {}
+    commands: dict[str, str] = {}
+    labels = list(SERVERS)
+    for rnd in range(ROUNDS):
+        order = labels[rnd % 2:] + labels[: rnd % 2]  # alternate who goes first
+        for p in PIPELINES:
+            for label in order:
+                runs.setdefault((p, label), []).append(run_once(label, p, port, commands))
+
+    def med(rs: list[Run], key: str) -> float:
+        vals = [getattr(r, key) for r in rs if r.ops_per_sec > 0]
+        return statistics.median(vals) if vals else float("nan")
+
+    lines = [
+        "| workload | server | ops/s | p50 ms | p99 ms | p99.9 ms | ops per server CPU-s | AOF before → after MiB "
+        "| tern/redis ops/s | tern/redis ops/CPU-s | check |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    failed = False
+    for p in PIPELINES:
+        base = runs[(p, labels[0])]
+        for label in labels:
+            rs = runs[(p, label)]
+            problems = "; ".join(r.problem for r in rs if r.problem)
+            failed |= bool(problems)
+            ratio = ratio_cpu = ""
+            if label != labels[0]:
+                ratio = fmt(med(rs, "ops_per_sec") / med(base, "ops_per_sec"), ".2f")
+                ratio_cpu = fmt(med(rs, "ops_per_cpu") / med(base, "ops_per_cpu"), ".2f")
+            last = rs[-1]
+            lines.append(
+                f"| 1:1 SET/GET 100B -P{p} | {label} | {fmt(med(rs, 'ops_per_sec'), ',.0f')} | "
+                f"{fmt(med(rs, 'p50'), '.3f')} | {fmt(med(rs, 'p99'), '.3f')} | {fmt(med(rs, 'p999'), '.3f')} | "
+                f"{fmt(med(rs, 'ops_per_cpu'), ',.0f')} | {last.aof_before / 2**20:.2f} → {last.aof_after / 2**20:.2f} | "
+                f"{ratio} | {ratio_cpu} | {'FAILED: ' + problems if problems else 'ok: AOF grew'} |"
+            )
+    lines += ["", "AOF files after the last run of each (sizes in bytes):", ""]
+    for (p, label), rs in runs.items():
+        files = ", ".join(f"{n} {s:,}" for n, s in sorted(rs[-1].aof_files.items()))
+        lines.append(f"- -P{p} {label}: {files or '(none)'}")
+    lines += [
+        "",
+        f"{'Medians of %d interleaved rounds' % ROUNDS if ROUNDS > 1 else 'One round'} of {SECONDS:g} s per run; "
+        f"fresh server per run, appendfsync always, AOF on {fstype} ({BENCH_DIR}). Load generator: tern-bench "
+        f"`setget` (SET/GET alternating 1:1 per connection, {CLIENTS} connections, random keys of {KEYSPACE:,} "
+        "populated ones), core 1; servers on core 0. -P20 latency is per 20-command round trip.",
+        "",
+        "Commands (last run; -P1 runs use --pipeline 1):",
+        "",
+        *(f"    {commands[k]}" for k in [*SERVERS, "load"]),
+        f"    {invocation()}   # this report",
+    ]
+    save_table("\n".join(lines), "bench-durable")
+    if failed:
+        sys.exit("bench-durable: a run failed its AOF/error check (see the table)")
+
+
+if __name__ == "__main__":
+    main()
