@@ -26,6 +26,7 @@ pub mod txn;
 pub mod wait;
 
 pub mod client_cmd;
+pub mod cluster;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
@@ -64,7 +65,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 28] {
+pub fn families() -> [&'static [CommandSpec]; 29] {
     [
         aof::COMMANDS,
         connection::COMMANDS,
@@ -94,6 +95,7 @@ pub fn families() -> [&'static [CommandSpec]; 28] {
         migrate::COMMANDS,
         replication::COMMANDS,
         master_link::COMMANDS,
+        cluster::COMMANDS,
     ]
 }
 

@@ -683,3 +683,41 @@ fn shutdown_save_fails_and_nosave_exits() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn cluster_commands_answer_as_a_non_cluster_redis() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    const DISABLED: &str = "ERR This instance has cluster support disabled";
+    for args in [
+        &["cluster", "info"][..],
+        &["cluster", "help"],
+        &["cluster", "keyslot", "foo"],
+        &["readonly"],
+        &["readwrite"],
+        &["asking"],
+    ] {
+        assert_eq!(err_text(q(&mut c, args)), DISABLED, "{args:?}");
+    }
+    // Arity is checked first, against the subcommand's own entry.
+    assert_eq!(
+        err_text(q(&mut c, &["cluster", "info", "x"])),
+        "ERR wrong number of arguments for 'cluster|info' command"
+    );
+    // CLUSTER RESET is `noscript`: refused inside a script before it could run.
+    let e = err_text(q(
+        &mut c,
+        &["eval", "return redis.call('cluster','reset')", "0"],
+    ));
+    assert!(
+        e.contains("This Redis command is not allowed from script"),
+        "{e}"
+    );
+    let list: Vec<String> = q(
+        &mut c,
+        &["command", "list", "filterby", "pattern", "cluster*"],
+    )
+    .unwrap();
+    assert!(list.contains(&"cluster|help".to_string()), "{list:?}");
+    assert!(list.contains(&"cluster|myshardid".to_string()), "{list:?}");
+}
