@@ -976,11 +976,13 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
         let dbs: Vec<usize> = (0..srv.store.databases()).collect();
         let mut g = srv.store.lock_dbs(&dbs);
         let mut old = Vec::new();
+        let mut keys = 0;
         for sh in g.guards_mut() {
+            keys += sh.len() as u64;
             old.push(sh.clear());
         }
         drop(g);
-        crate::background::drop_later(old, usize::MAX);
+        crate::background::drop_later_counted(old, usize::MAX, keys);
         let _ = crate::functions::load_libraries(&[]);
         load(&srv)
     });

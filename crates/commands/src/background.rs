@@ -3,6 +3,7 @@
 //! workers serving ordinary commands win the CPU and a big ZINTERSTORE or DEL slows only the
 //! client that asked for it.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -93,10 +94,26 @@ fn spawn_on(kind: Pool, job: impl FnOnce() + Send + 'static) {
     debug_assert!(sent, "background pool gone");
 }
 
-/// Drop `v` in the background when freeing it is expensive (`effort` ~ allocations to free).
+/// Objects handed to the background and not freed yet, and objects freed there since the last
+/// CONFIG RESETSTAT: INFO memory's `lazyfree_pending_objects` / `lazyfreed_objects`.
+pub static LAZYFREE_PENDING: AtomicU64 = AtomicU64::new(0);
+pub static LAZYFREED: AtomicU64 = AtomicU64::new(0);
+
+/// Drop `v` (one object) in the background when freeing it is expensive (`effort` ~
+/// allocations to free, Redis's free effort).
 pub fn drop_later<T: Send + 'static>(v: T, effort: usize) {
+    drop_later_counted(v, effort, 1)
+}
+
+/// `drop_later` for a value standing for `objects` objects (a flushed table: its keys).
+pub fn drop_later_counted<T: Send + 'static>(v: T, effort: usize, objects: u64) {
     if effort > LAZYFREE_THRESHOLD {
-        spawn(move || drop(v));
+        LAZYFREE_PENDING.fetch_add(objects, Relaxed);
+        spawn(move || {
+            drop(v);
+            LAZYFREE_PENDING.fetch_sub(objects, Relaxed);
+            LAZYFREED.fetch_add(objects, Relaxed);
+        });
     } else {
         drop(v);
     }

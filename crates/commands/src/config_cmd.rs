@@ -195,6 +195,7 @@ fn resetstat(ctx: &mut Ctx, _args: &Args) {
         .store(0, std::sync::atomic::Ordering::Relaxed);
     srv.stat_expired_time_cap
         .store(0, std::sync::atomic::Ordering::Relaxed);
+    crate::background::LAZYFREED.store(0, std::sync::atomic::Ordering::Relaxed);
     ctx.out.ok();
 }
 

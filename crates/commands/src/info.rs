@@ -435,6 +435,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let (libraries, functions) = crate::functions::counts();
     let mem_functions = crate::functions::memory_overhead();
     let mem_scripts = scripts_eval + mem_functions;
+    let lazy_pending = crate::background::LAZYFREE_PENDING.load(Relaxed);
+    let lazyfreed = crate::background::LAZYFREED.load(Relaxed);
     let _ = write!(
         out,
         "used_memory:{used}\r\n\
@@ -486,8 +488,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
          mem_aof_buffer:0\r\n\
          mem_allocator:jemalloc-5.3.0\r\n\
          active_defrag_running:0\r\n\
-         lazyfree_pending_objects:0\r\n\
-         lazyfreed_objects:0\r\n",
+         lazyfree_pending_objects:{lazy_pending}\r\n\
+         lazyfreed_objects:{lazyfreed}\r\n",
         bytes_to_human(used),
         bytes_to_human(rss),
         bytes_to_human(peak),

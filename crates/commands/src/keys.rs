@@ -408,8 +408,13 @@ fn parse_db(ctx: &Ctx, arg: &[u8], not_int: &'static str) -> Result<usize, &'sta
     Ok(n as usize)
 }
 
-fn free_effort(e: &Entry) -> usize {
-    e.value.free_effort()
+/// Free removed keys, each big one on a background thread (counted as lazyfreed, as Redis
+/// counts the objects it frees lazily).
+fn free_removed(removed: Vec<EntryBox>) {
+    for e in removed {
+        let effort = e.value.free_effort();
+        crate::background::drop_later(e, effort);
+    }
 }
 
 /// Remove a key that turned out to be expired, counting it as Redis's `expired_keys`.
@@ -452,8 +457,7 @@ fn del(ctx: &mut Ctx, args: &Args) {
     notify_removed(ctx, &removed);
     let n = removed.len();
     // Freeing never changes a reply, so huge values go to the background even for DEL.
-    let weight = removed.iter().map(|e| free_effort(e)).sum();
-    crate::background::drop_later(removed, weight);
+    free_removed(removed);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
 }
@@ -462,8 +466,7 @@ fn unlink(ctx: &mut Ctx, args: &Args) {
     let removed = remove_keys(ctx, args);
     notify_removed(ctx, &removed);
     let n = removed.len();
-    let weight = removed.iter().map(|e| free_effort(e)).sum();
-    crate::background::drop_later(removed, weight);
+    free_removed(removed);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
 }
@@ -947,7 +950,7 @@ pub fn flush_dbs(srv: &crate::Server, dbs: &[usize], asynchronous: bool) -> usiz
     // A big table is always freed away from the client's thread; ASYNC only changes when
     // the memory comes back, which no reply depends on.
     let effort = if asynchronous { usize::MAX } else { removed };
-    crate::background::drop_later(old, effort);
+    crate::background::drop_later_counted(old, effort, removed as u64);
     removed
 }
 

@@ -244,7 +244,12 @@ impl Value {
             Value::Hash(v) => v.len(),
             Value::Set(v) => v.len(),
             Value::ZSet(v) => v.len(),
-            Value::Stream(v) => v.len() / 64 + 1,
+            // Redis's estimate: one allocation per node, and per group one plus the first
+            // group's PEL size.
+            Value::Stream(v) => {
+                let per_group = v.groups.values().next().map_or(0, |g| 1 + g.pel.len());
+                v.node_count() + v.groups.len() * per_group
+            }
         }
     }
 

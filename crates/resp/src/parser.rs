@@ -97,6 +97,19 @@ impl RequestParser {
         self.parse_multibulk(buf, limits)
     }
 
+    /// Give back the memory a command with very many arguments left behind (Redis frees a
+    /// client's argv after each command); call between commands.
+    pub fn shrink(&mut self) {
+        if self.state.is_none() {
+            if self.ranges.capacity() > 1024 {
+                self.ranges = Vec::with_capacity(8);
+            }
+            if self.inline_buf.capacity() > 64 * 1024 {
+                self.inline_buf = Vec::new();
+            }
+        }
+    }
+
     pub fn ranges(&self) -> &[(usize, usize)] {
         &self.ranges
     }

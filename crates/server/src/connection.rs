@@ -195,10 +195,12 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             crate::replica::serve(&srv, &mut stream, &handle, kind).await;
             break;
         }
-        // Drop big idle read buffers so an idle client holds little memory.
-        if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
+        // Drop big idle read buffers and argument tables so an idle client holds little
+        // memory (Redis frees argv after each command and shrinks idle query buffers).
+        if inbuf.is_empty() && inbuf.capacity() > 4 * READ_CHUNK {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
         }
+        parser.shrink();
     }
     if conn.is_monitor() {
         srv.remove_monitor(handle.id);

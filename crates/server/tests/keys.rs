@@ -845,3 +845,64 @@ fn sort_arrays(v: Value) -> Value {
         other => other,
     }
 }
+
+fn info_u64(c: &mut Connection, field: &str) -> u64 {
+    let info: String = q(c, &["info", "memory"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in INFO"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Wait until the background frees are done; returns lazyfreed_objects.
+fn lazyfreed_settled(c: &mut Connection) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_u64(c, "lazyfree_pending_objects") != 0 {
+        assert!(Instant::now() < deadline, "lazy frees never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    info_u64(c, "lazyfreed_objects")
+}
+
+#[test]
+fn lazy_freeing_is_counted_and_gives_memory_back() {
+    let s = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut c = s.conn();
+    let orig = info_u64(&mut c, "used_memory");
+    // One command with 100,000 arguments, on the connection that stays open afterwards.
+    let mut sadd = redis::cmd("SADD");
+    sadd.arg("big");
+    for i in 0..100_000 {
+        sadd.arg(i);
+    }
+    let added: i64 = sadd.query(&mut c).unwrap();
+    assert_eq!(added, 100_000);
+    let peak = info_u64(&mut c, "used_memory");
+    assert!(peak > orig + 1_000_000, "orig {orig} peak {peak}");
+    let _: String = q(&mut c, &["set", "small", "v"]);
+    let n: i64 = q(&mut c, &["unlink", "big", "small"]);
+    assert_eq!(n, 2);
+    // Only the big set is worth a background free, as Redis decides by free effort.
+    assert_eq!(lazyfreed_settled(&mut c), 1);
+    let after = info_u64(&mut c, "used_memory");
+    // The set and the connection's argument table are both given back.
+    assert!(after < orig * 2, "orig {orig} after {after}");
+
+    // A stream's effort counts its nodes: 1000 entries in nodes of 5 is lazy, one entry not.
+    let _: String = q(&mut c, &["config", "set", "stream-node-max-entries", "5"]);
+    for i in 0..1000 {
+        let _: String = q(&mut c, &["xadd", "st", "*", "f", &i.to_string()]);
+    }
+    let _: String = q(&mut c, &["xadd", "one", "*", "f", "v"]);
+    let _: i64 = q(&mut c, &["unlink", "st", "one"]);
+    assert_eq!(lazyfreed_settled(&mut c), 2);
+
+    // FLUSHALL ASYNC counts the keys it frees; CONFIG RESETSTAT clears the count.
+    let _: String = q(&mut c, &["config", "resetstat"]);
+    assert_eq!(lazyfreed_settled(&mut c), 0);
+    let _: String = q(&mut c, &["debug", "populate", "300"]);
+    let _: String = q(&mut c, &["flushall", "async"]);
+    assert_eq!(lazyfreed_settled(&mut c), 300);
+}
