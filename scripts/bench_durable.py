@@ -6,7 +6,8 @@ tern first unless TERN_SERVER is set; the Makefile target builds tern-bench). Re
 part of `make test`.
 
 Method. Each (workload, server) run starts a FRESH server in a fresh directory under BENCH_DIR
-with `--save "" --appendonly yes --appendfsync always --appenddirname appendonlydir`, pinned to
+with `--save "" --appendonly yes --appendfsync always --appenddirname appendonlydir
+--auto-aof-rewrite-percentage 0` (so the AOF growth check holds), pinned to
 core 0 (tern with --threads 1). DEBUG POPULATE fills the keyspace (BENCH_KEYSPACE keys `key:<n>`,
 100-byte values) so that the GETs hit; it is not a write the AOF logs in Redis. Then the load:
 target/release/tern-bench pinned to core 1, workload `setget` — 50 connections, SET and GET
@@ -51,8 +52,10 @@ PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35500"))
 CLIENTS, SIZE = 50, 100
 PIPELINES = [1, 20]
 AOF_DIR = "appendonlydir"
+# Automatic rewrites are off so the AOF's growth can be checked against the SETs' bytes (a
+# rewrite in the middle of a run replaces the logged history with a smaller base).
 DURABLE = ["--save", "", "--appendonly", "yes", "--appendfsync", "always", "--appenddirname", AOF_DIR,
-           "--enable-debug-command", "local"]
+           "--auto-aof-rewrite-percentage", "0", "--enable-debug-command", "local"]
 SERVERS = {  # label -> argv (before --dir/--port)
     "redis-server": ["redis-server", *DURABLE],
     "tern --threads 1": [TERN, *DURABLE, "--threads", "1"],
