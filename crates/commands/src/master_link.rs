@@ -491,7 +491,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
 
 /// Apply the master's stream until the link breaks or REPLICAOF changes.
 fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Result<(), String> {
-    use tern_resp::{ArgSource, Limits, RequestParser};
+    use tern_resp::{Limits, RequestParser};
     let handle = Arc::new(crate::clients::ClientHandle::new(
         MASTER_CLIENT_ID,
         String::new(),
@@ -543,11 +543,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
         loop {
             match parser.parse(&buf[pos..], &limits) {
                 Ok(Some(used)) => {
-                    let base: &[u8] = match parser.source() {
-                        ArgSource::Input => &buf[pos..],
-                        ArgSource::Inline => parser.inline_buf(),
-                    };
-                    let args = Args::new(base, parser.ranges());
+                    let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
                     if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "getack") {
                         let off = offset.to_string();
                         if let Err(e) = wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]) {

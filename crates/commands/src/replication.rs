@@ -365,7 +365,7 @@ pub fn info_replicas(out: &mut String) -> usize {
 /// ignored. Consumes the complete commands in `inbuf`.
 pub fn replica_input(handle: &crate::clients::ClientHandle, inbuf: &mut bytes::BytesMut) {
     use bytes::Buf;
-    use tern_resp::{ArgSource, Limits, RequestParser};
+    use tern_resp::{Limits, RequestParser};
     let mut parser = RequestParser::new();
     let limits = Limits {
         max_bulk_len: 1 << 20,
@@ -375,11 +375,7 @@ pub fn replica_input(handle: &crate::clients::ClientHandle, inbuf: &mut bytes::B
     loop {
         match parser.parse(&inbuf[pos..], &limits) {
             Ok(Some(used)) => {
-                let base: &[u8] = match parser.source() {
-                    ArgSource::Input => &inbuf[pos..],
-                    ArgSource::Inline => parser.inline_buf(),
-                };
-                let args = Args::new(base, parser.ranges());
+                let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
                 if args.len() >= 3 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "ack") {
                     if let Some(off) = parse_i64(&args[2]) {
                         record_ack(handle.id, off);

@@ -110,6 +110,15 @@ impl RequestParser {
         }
     }
 
+    /// The bytes the last command's `ranges()` index: `input` (what was passed to `parse`) or
+    /// the parser's own copy of an inline command.
+    pub fn arg_base<'a>(&'a self, input: &'a [u8]) -> &'a [u8] {
+        match self.source {
+            ArgSource::Input => input,
+            ArgSource::Inline => &self.inline_buf,
+        }
+    }
+
     pub fn ranges(&self) -> &[(usize, usize)] {
         &self.ranges
     }

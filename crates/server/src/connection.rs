@@ -9,7 +9,7 @@ use tern_commands::blocking::{self, Outcome, Waiter};
 use tern_commands::clients::ClientHandle;
 use tern_commands::dispatch;
 use tern_commands::{Args, Conn, Server};
-use tern_resp::{ArgSource, Limits, Reply, RequestParser};
+use tern_resp::{Limits, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -83,11 +83,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         loop {
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
-                    let base: &[u8] = match parser.source() {
-                        ArgSource::Input => &inbuf[pos..],
-                        ArgSource::Inline => parser.inline_buf(),
-                    };
-                    let args = Args::new(base, parser.ranges());
+                    let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
                     // CLIENT LIST's qbuf counts the unprocessed input, this command included.
                     handle.qbuf.store(inbuf.len() - pos, Relaxed);
                     // Pushes queued for this client go out in order with its replies: those
