@@ -327,21 +327,29 @@ pub fn rdb_save(srv: &Server) -> Result<u64, String> {
 
 /// Load an RDB file into the (empty) store. Ok(false) when the file does not exist.
 pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
-    let data = match std::fs::read(path) {
-        Ok(d) => d,
+    let fatal = |e: std::io::Error| format!("Fatal error loading the DB {}: {e}", path.display());
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => {
-            return Err(format!(
-                "Fatal error loading the DB {}: {e}",
-                path.display()
-            ))
-        }
+        Err(e) => return Err(fatal(e)),
     };
+    // Mapped, not read: a heap copy of the file would double the memory a restart needs
+    // (file plus dataset); mapped pages are page cache the kernel can drop as it goes.
+    let map = if file.metadata().map_err(fatal)?.len() == 0 {
+        None
+    } else {
+        // SAFETY: dump files are only ever replaced by rename, never changed in place, so
+        // the mapped bytes stay as they are while we read them.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(fatal)?;
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Some(map)
+    };
+    let data: &[u8] = map.as_deref().unwrap_or(&[]);
     RDB.loading.store(true, Relaxed);
     RDB.loading_total.store(data.len() as u64, Relaxed);
     RDB.loading_loaded.store(0, Relaxed);
     RDB.loading_start.store(unix_secs(), Relaxed);
-    let res = load_rdb_into(srv, &data, true, |pos| {
+    let res = load_rdb_into(srv, data, true, |pos| {
         RDB.loading_loaded.store(pos as u64, Relaxed)
     });
     RDB.loading.store(false, Relaxed);
