@@ -1,5 +1,6 @@
 //! tern's commands: the declarative table (`table`), one module per command family, and the
 //! dispatcher that runs them against the engine.
+pub mod acl;
 pub mod aof;
 pub mod args;
 pub mod background;
@@ -64,8 +65,9 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 28] {
+pub fn families() -> [&'static [CommandSpec]; 29] {
     [
+        acl::COMMANDS,
         aof::COMMANDS,
         connection::COMMANDS,
         strings::COMMANDS,
