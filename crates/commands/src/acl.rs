@@ -16,13 +16,19 @@ use crate::table::{acl as cat, flags as f, kflags, BeginSearch, CommandSpec, Fin
 use parking_lot::{Mutex, RwLock};
 use rules::{ApplyError, RuleCtx, Rules, Selector, SetError, PERM_READ, PERM_WRITE};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Arc;
 
 /// One user. Connections keep an `Arc` to it; deleting the user disconnects them.
 pub struct AclUser {
     pub name: String,
     unrestricted: AtomicBool,
+    /// Bumped on every change of the rules: connections keep the rules they last saw and
+    /// look again only when this moved (no shared reference count touched per command).
+    version: AtomicU64,
     rules: RwLock<Arc<Rules>>,
 }
 
@@ -31,6 +37,7 @@ impl AclUser {
         AclUser {
             name,
             unrestricted: AtomicBool::new(rules.unrestricted()),
+            version: AtomicU64::new(0),
             rules: RwLock::new(Arc::new(rules)),
         }
     }
@@ -49,7 +56,26 @@ impl AclUser {
         let mut g = self.rules.write();
         self.unrestricted.store(r.unrestricted(), Relaxed);
         *g = Arc::new(r);
+        self.version.fetch_add(1, Release);
     }
+}
+
+/// A connection's copy of its user's rules (see `AclUser::version`).
+pub type RulesCache = std::cell::RefCell<Option<(u64, Arc<Rules>)>>;
+
+/// Run `f` on the current rules of the connection's user `u`, from the connection's cache.
+fn with_rules<R>(conn: &Conn, u: &AclUser, f: impl FnOnce(&Rules) -> R) -> R {
+    let v = u.version.load(Acquire);
+    let fresh = matches!(&*conn.acl_cache.borrow(), Some((cv, _)) if *cv == v);
+    if !fresh {
+        let g = u.rules.read();
+        let snapshot = (u.version.load(Acquire), g.clone());
+        drop(g);
+        *conn.acl_cache.borrow_mut() = Some(snapshot);
+    }
+    let c = conn.acl_cache.borrow();
+    let rules = &c.as_ref().expect("filled above").1;
+    f(rules)
 }
 
 /// Why a command was refused (Redis's ACL_DENIED_* values: their order picks the error
@@ -475,8 +501,7 @@ pub fn check_command(
     cmd_name: &str,
 ) -> Result<(), (Denied, usize, String)> {
     let Some(u) = &conn.user else { return Ok(()) };
-    let rules = u.rules();
-    match check_rules(&rules, entry, args) {
+    match with_rules(conn, u, |r| check_rules(r, entry, args)) {
         Ok(()) => Ok(()),
         Err((reason, idx)) => {
             let object: &[u8] = match reason {
@@ -515,14 +540,15 @@ pub fn full_read_access(ctx: &Ctx, args: &Args) -> bool {
     let Some(entry) = ctx.srv.commands.get(args.get(0)) else {
         return false;
     };
-    let rules = u.rules();
     let mut keys = None;
-    rules.selectors.iter().any(|s| {
-        check_selector(s, entry, args, &mut keys).is_ok()
-            && (s.allkeys
-                || s.patterns
-                    .iter()
-                    .any(|p| p.flags & PERM_READ != 0 && p.pattern == b"*"))
+    with_rules(ctx.conn, u, |rules| {
+        rules.selectors.iter().any(|s| {
+            check_selector(s, entry, args, &mut keys).is_ok()
+                && (s.allkeys
+                    || s.patterns
+                        .iter()
+                        .any(|p| p.flags & PERM_READ != 0 && p.pattern == b"*"))
+        })
     })
 }
 
@@ -549,6 +575,7 @@ pub fn set_conn_user(conn: &mut Conn, u: Arc<AclUser>) {
         m.acl_user = Some(u.clone());
     }
     conn.user = Some(u);
+    conn.acl_cache.take();
     conn.authenticated = true;
 }
 
@@ -562,6 +589,7 @@ pub fn set_default_auth(srv: &Server, conn: &mut Conn) {
         m.acl_user = Some(u.clone());
     }
     conn.user = Some(u);
+    conn.acl_cache.take();
     conn.authenticated = !srv.acl.auth_required();
 }
 

@@ -28,6 +28,8 @@ pub struct Conn {
     /// The ACL user (None: an internal client, AOF loading or the master's stream, that may
     /// run anything).
     pub user: Option<Arc<crate::acl::AclUser>>,
+    /// The rules of `user` as last seen (restricted users only).
+    pub acl_cache: crate::acl::RulesCache,
     /// Command-table id of the top-level command being run (what the ACL log's client info
     /// shows for a refusal inside a script).
     pub cur_cmd: usize,
@@ -92,6 +94,7 @@ impl Conn {
             handle,
             authenticated: !needs_auth,
             user,
+            acl_cache: Default::default(),
             cur_cmd: 0,
             reply_mode: ReplyMode::On,
             close_after_reply: false,

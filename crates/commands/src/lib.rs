@@ -27,6 +27,7 @@ pub mod txn;
 pub mod wait;
 
 pub mod client_cmd;
+pub mod cluster;
 pub mod config_cmd;
 pub mod connection;
 pub mod debug;
@@ -65,9 +66,10 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 29] {
+pub fn families() -> [&'static [CommandSpec]; 30] {
     [
         acl::COMMANDS,
+        cluster::COMMANDS,
         aof::COMMANDS,
         connection::COMMANDS,
         strings::COMMANDS,
