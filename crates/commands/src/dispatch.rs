@@ -292,6 +292,16 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
+    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
+        let name = entry.spec.name;
+        out.error(&format!(
+            "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in the \
+             configuration file, and then restart the server.",
+            name.to_ascii_uppercase()
+        ));
+        return Err(Some(entry));
+    }
     if !conn.authenticated && entry.spec.flags & flags::NO_AUTH == 0 && srv.acl.auth_required() {
         out.error("NOAUTH Authentication required.");
         return Err(Some(entry));
@@ -322,16 +332,6 @@ fn resolve<'s>(
         out.error(&format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             entry.fullname
-        ));
-        return Err(Some(entry));
-    }
-    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
-        let name = entry.spec.name;
-        out.error(&format!(
-            "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
-             you can run it from a local connection, otherwise you need to set this option in the \
-             configuration file, and then restart the server.",
-            name.to_ascii_uppercase()
         ));
         return Err(Some(entry));
     }
