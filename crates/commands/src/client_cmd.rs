@@ -475,8 +475,7 @@ fn parse_kill_filter(ctx: &mut Ctx, args: &Args) -> Option<KillFilter> {
         } else if eq_ic(opt, "laddr") {
             kf.laddr = Some(val.to_vec());
         } else if eq_ic(opt, "user") {
-            // Only the default user exists until ACLs do.
-            if val != b"default" {
+            if ctx.srv.acl.get(val).is_none() {
                 ctx.error(&format!(
                     "ERR No such user '{}'",
                     String::from_utf8_lossy(val)

@@ -35,6 +35,8 @@ pub struct ClientMeta {
     pub lib_name: Option<Vec<u8>>,
     pub lib_ver: Option<Vec<u8>>,
     pub user: String,
+    /// The ACL user the connection is authenticated as (None for internal clients).
+    pub acl_user: Option<Arc<crate::acl::AclUser>>,
 }
 
 pub struct ClientHandle {

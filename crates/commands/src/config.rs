@@ -1331,6 +1331,9 @@ pub struct Config {
     pub renames: Mutex<Vec<(String, String)>>,
     /// `user ...` lines (for ACL), `loadmodule ...` lines, `module.config value` lines.
     pub users: Mutex<Vec<Vec<String>>>,
+    /// The ACL users as `user ...` lines, for CONFIG REWRITE (set by the server).
+    #[allow(clippy::type_complexity)]
+    pub users_rewrite: RwLock<Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>>,
     pub loadmodules: Mutex<Vec<Vec<String>>>,
     pub module_configs: Mutex<Vec<(String, String)>>,
 }
@@ -1396,6 +1399,7 @@ impl Config {
             hooks: RwLock::new(HashMap::new()),
             renames: Mutex::new(Vec::new()),
             users: Mutex::new(Vec::new()),
+            users_rewrite: RwLock::new(None),
             loadmodules: Mutex::new(Vec::new()),
             module_configs: Mutex::new(Vec::new()),
         };
@@ -1934,7 +1938,21 @@ impl Config {
                         .lock()
                         .push((argv[1].to_ascii_lowercase(), argv[2].clone()));
                 }
-                "user" if argc >= 2 => self.users.lock().push(argv[1..].to_vec()),
+                "user" if argc >= 2 => {
+                    let declared = |j: usize, msg: &str| {
+                        bad(&format!("Error in user declaration '{}': {msg}", argv[j]))
+                    };
+                    if self.users.lock().iter().any(|u| u[0] == argv[1]) {
+                        return Err(declared(
+                            1,
+                            crate::acl::rules::SetError::Duplicate.message(),
+                        ));
+                    }
+                    if let Err((j, msg)) = crate::acl::validate_user_line(&argv) {
+                        return Err(declared(j.min(argc - 1), msg));
+                    }
+                    self.users.lock().push(argv[1..].to_vec());
+                }
                 "loadmodule" if argc >= 2 => self.loadmodules.lock().push(argv[1..].to_vec()),
                 name if name.contains('.') => {
                     if argc < 2 {
@@ -1988,6 +2006,15 @@ impl Config {
             };
             rewrite_param(&mut st, p, &v);
         }
+        // The ACL users, unless they live in an ACL file (then `user` lines are dropped).
+        if vals.get("aclfile").is_none_or(|f| f.is_empty()) {
+            if let Some(users) = self.users_rewrite.read().as_ref() {
+                for line in users() {
+                    st.line("user", line, true);
+                }
+            }
+        }
+        st.mark("user");
         // No modules are loaded: their lines go, as Redis drops modules it did not load.
         st.mark("loadmodule");
         st.remove_orphaned();

@@ -144,7 +144,7 @@ fn reset(ctx: &mut Ctx, _args: &Args) {
     c.reply_mode = ReplyMode::On;
     c.no_touch = false;
     c.no_evict = false;
-    c.authenticated = !ctx.srv.config.hot.requirepass_set.load(Relaxed);
+    crate::acl::set_default_auth(ctx.srv, c);
     if c.is_monitor() {
         ctx.srv.remove_monitor(c.handle.id);
     }
@@ -160,25 +160,14 @@ fn reset(ctx: &mut Ctx, _args: &Args) {
     ctx.out.simple(b"RESET");
 }
 
-/// Check a user/password pair against `requirepass` (the only user is `default`).
-fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
-    let required = ctx.srv.config.get("requirepass").unwrap_or_default();
-    if !eq_ic(user, "default") {
-        return false;
-    }
-    if required.is_empty() {
-        return true;
-    }
-    required.as_bytes() == pass
-}
+const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 fn auth(ctx: &mut Ctx, args: &Args) {
     if args.len() > 3 {
         ctx.error("ERR syntax error");
         return;
     }
-    let required_set = ctx.srv.config.hot.requirepass_set.load(Relaxed);
-    if args.len() == 2 && !required_set {
+    if args.len() == 2 && ctx.srv.acl.default_user().rules().nopass {
         ctx.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         return;
     }
@@ -187,11 +176,10 @@ fn auth(ctx: &mut Ctx, args: &Args) {
     } else {
         (b"default", &args[1])
     };
-    if check_password(ctx, user, pass) {
-        ctx.conn.authenticated = true;
+    if crate::acl::auth(ctx.srv, ctx.conn, user, pass, &args[0]) {
         ctx.out.ok();
     } else {
-        ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+        ctx.error(ERR_WRONGPASS);
     }
 }
 
@@ -222,6 +210,10 @@ fn hello(ctx: &mut Ctx, args: &Args) {
             creds = Some((args[i + 1].to_vec(), args[i + 2].to_vec()));
             i += 3;
         } else if eq_ic(&args[i], "SETNAME") && more >= 1 {
+            if let Err(e) = crate::validate_client_name(&args[i + 1]) {
+                ctx.error(e);
+                return;
+            }
             setname = Some(args[i + 1].to_vec());
             i += 2;
         } else {
@@ -233,21 +225,16 @@ fn hello(ctx: &mut Ctx, args: &Args) {
         }
     }
     if let Some((u, p)) = creds {
-        if !check_password(ctx, &u, &p) {
-            ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+        if !crate::acl::auth(ctx.srv, ctx.conn, &u, &p, &args[0]) {
+            ctx.error(ERR_WRONGPASS);
             return;
         }
-        ctx.conn.authenticated = true;
     }
     if !ctx.conn.authenticated {
         ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
         return;
     }
     if let Some(name) = setname {
-        if let Err(e) = crate::validate_client_name(&name) {
-            ctx.error(e);
-            return;
-        }
         ctx.conn.handle.meta.lock().name = if name.is_empty() { None } else { Some(name) };
     }
     if let Some(v) = ver {

@@ -25,6 +25,14 @@ pub struct Conn {
     pub db: usize,
     pub handle: Arc<ClientHandle>,
     pub authenticated: bool,
+    /// The ACL user (None: an internal client, AOF loading or the master's stream, that may
+    /// run anything).
+    pub user: Option<Arc<crate::acl::AclUser>>,
+    /// The rules of `user` as last seen (restricted users only).
+    pub acl_cache: crate::acl::RulesCache,
+    /// Command-table id of the top-level command being run (what the ACL log's client info
+    /// shows for a refusal inside a script).
+    pub cur_cmd: usize,
     pub reply_mode: ReplyMode,
     /// Close the connection once the pending replies are written (QUIT, self-KILL).
     pub close_after_reply: bool,
@@ -80,10 +88,14 @@ impl Conn {
         stats: Arc<crate::stats::ThreadStats>,
     ) -> Conn {
         use rand::SeedableRng;
+        let user = handle.meta.lock().acl_user.clone();
         Conn {
             db: 0,
             handle,
             authenticated: !needs_auth,
+            user,
+            acl_cache: Default::default(),
+            cur_cmd: 0,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             no_touch: false,

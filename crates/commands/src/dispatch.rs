@@ -32,7 +32,11 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         conn.reply_mode = ReplyMode::Skip;
     }
     out.errors = 0;
-    match resolve(srv, conn, out, args, false) {
+    let resolved = resolve(srv, conn, out, args, false);
+    if let Ok(e) = resolved {
+        conn.cur_cmd = e.id;
+    }
+    match resolved {
         Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
             out.error(crate::evict::OOM_ERROR);
             crate::multi::flag_error(conn);
@@ -146,14 +150,14 @@ pub fn execute_for_script(
     args: &Args,
     read_only: bool,
     oom_exempt: bool,
-) -> Result<u32, &'static str> {
+) -> Result<u32, std::borrow::Cow<'static, str>> {
     let reject = |e: Option<&CmdEntry>, msg: &'static str| {
         conn.stats.total_error_replies.add(1);
         srv.stats.record_error("ERR");
         if let Some(e) = e {
             conn.stats.cmds[e.id].rejected.add(1);
         }
-        Err(msg)
+        Err(msg.into())
     };
     let Some(mut entry) = srv.commands.get(args.get(0)) else {
         return reject(None, "Unknown Redis command called from script");
@@ -176,6 +180,21 @@ pub fn execute_for_script(
     if f & flags::NOSCRIPT != 0 && !crate::lua::DISABLE_DENY_SCRIPTS.load(Relaxed) {
         return reject(Some(entry), "This Redis command is not allowed from script");
     }
+    if !crate::acl::allowed(conn) {
+        let shown = srv
+            .commands
+            .by_id(conn.cur_cmd)
+            .map(|e| e.fullname.clone())
+            .unwrap_or_default();
+        if let Err((_, _, msg)) =
+            crate::acl::check_command(srv, conn, entry, args, crate::acl::LogContext::Lua, &shown)
+        {
+            conn.stats.total_error_replies.add(1);
+            srv.stats.record_error("ERR");
+            conn.stats.cmds[entry.id].rejected.add(1);
+            return Err(format!("ACL failure in script: {msg}").into());
+        }
+    }
     if read_only && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return reject(
             Some(entry),
@@ -191,20 +210,20 @@ pub fn execute_for_script(
         conn.stats.total_error_replies.add(1);
         srv.stats.record_error("OOM");
         conn.stats.cmds[entry.id].rejected.add(1);
-        return Err(crate::evict::OOM_SCRIPT_ERROR);
+        return Err(crate::evict::OOM_SCRIPT_ERROR.into());
     }
     if f & flags::WRITE != 0 && !crate::master_link::obeys(conn.handle.id) {
         if let Some(e) = crate::master_link::deny_reason(srv, true, true) {
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("READONLY");
             conn.stats.cmds[entry.id].rejected.add(1);
-            return Err(e);
+            return Err(e.into());
         }
         if let Some(e) = crate::replication::deny_write(srv) {
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("NOREPLICAS");
             conn.stats.cmds[entry.id].rejected.add(1);
-            return Err(e);
+            return Err(e.into());
         }
     }
     conn.mark = Instant::now();
@@ -273,9 +292,38 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
-    if !conn.authenticated && entry.spec.flags & flags::NO_AUTH == 0 {
+    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
+        let name = entry.spec.name;
+        out.error(&format!(
+            "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in the \
+             configuration file, and then restart the server.",
+            name.to_ascii_uppercase()
+        ));
+        return Err(Some(entry));
+    }
+    if !conn.authenticated && entry.spec.flags & flags::NO_AUTH == 0 && srv.acl.auth_required() {
         out.error("NOAUTH Authentication required.");
         return Err(Some(entry));
+    }
+    if !crate::acl::allowed(conn) {
+        use crate::acl::LogContext;
+        let context = if in_exec || conn.multi.is_some() {
+            LogContext::Multi
+        } else {
+            LogContext::Toplevel
+        };
+        let shown = if in_exec { "exec" } else { &entry.fullname };
+        if let Err((reason, _, msg)) =
+            crate::acl::check_command(srv, conn, entry, args, context, shown)
+        {
+            if in_exec {
+                out.error(&crate::acl::exec_denial_message(reason));
+            } else {
+                out.error(&format!("NOPERM {msg}"));
+            }
+            return Err(Some(entry));
+        }
     }
     if conn.subscribed()
         && out.resp == 2
@@ -284,16 +332,6 @@ fn resolve<'s>(
         out.error(&format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             entry.fullname
-        ));
-        return Err(Some(entry));
-    }
-    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
-        let name = entry.spec.name;
-        out.error(&format!(
-            "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
-             you can run it from a local connection, otherwise you need to set this option in the \
-             configuration file, and then restart the server.",
-            name.to_ascii_uppercase()
         ));
         return Err(Some(entry));
     }
@@ -462,6 +500,7 @@ pub fn redacted_args(fullname: &str, args: &Args) -> Vec<usize> {
     let mut out = Vec::new();
     match fullname {
         "auth" => out.extend(1..args.len()),
+        "acl|setuser" => out.extend(2..args.len()),
         "hello" => {
             let mut i = 2;
             while i < args.len() {

@@ -686,10 +686,10 @@ fn stats_section(srv: &Server, out: &mut String) {
          eventloop_duration_cmd_sum:{}\r\n\
          instantaneous_eventloop_cycles_per_sec:0\r\n\
          instantaneous_eventloop_duration_usec:0\r\n\
-         acl_access_denied_auth:0\r\n\
-         acl_access_denied_cmd:0\r\n\
-         acl_access_denied_key:0\r\n\
-         acl_access_denied_channel:0\r\n\
+         acl_access_denied_auth:{}\r\n\
+         acl_access_denied_cmd:{}\r\n\
+         acl_access_denied_key:{}\r\n\
+         acl_access_denied_channel:{}\r\n\
          client_output_buffer_limit_disconnections:{}\r\n",
         srv.clients.total_connections.load(Relaxed),
         srv.clients.rejected_connections.load(Relaxed),
@@ -708,6 +708,10 @@ fn stats_section(srv: &Server, out: &mut String) {
         st.sum(|t| t.unexpected_error_replies.get()),
         st.sum(|t| t.total_error_replies.get()),
         st.sum(|t| t.cmds.iter().map(|c| c.usec.get()).sum()),
+        srv.acl.denied_auth.load(Relaxed),
+        srv.acl.denied_cmd.load(Relaxed),
+        srv.acl.denied_key.load(Relaxed),
+        srv.acl.denied_channel.load(Relaxed),
         srv.pubsub.obuf_limit_disconnections.load(Relaxed),
     );
 }

@@ -654,7 +654,7 @@ fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
 
 /// The real access flags of commands whose key spec says `variable_flags`: they depend on the
 /// arguments (SET with or without GET, BITFIELD with or without writes).
-fn variable_key_flags(name: &str, args: &Args) -> Option<u32> {
+pub fn variable_key_flags(name: &str, args: &Args) -> Option<u32> {
     match name {
         "set" => Some(if (3..args.len()).any(|i| eq_ic(&args[i], "get")) {
             kflags::RW | kflags::ACCESS | kflags::UPDATE

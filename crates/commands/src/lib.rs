@@ -1,5 +1,6 @@
 //! tern's commands: the declarative table (`table`), one module per command family, and the
 //! dispatcher that runs them against the engine.
+pub mod acl;
 pub mod aof;
 pub mod args;
 pub mod background;
@@ -65,8 +66,10 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 29] {
+pub fn families() -> [&'static [CommandSpec]; 30] {
     [
+        acl::COMMANDS,
+        cluster::COMMANDS,
         aof::COMMANDS,
         connection::COMMANDS,
         strings::COMMANDS,
@@ -95,7 +98,6 @@ pub fn families() -> [&'static [CommandSpec]; 29] {
         migrate::COMMANDS,
         replication::COMMANDS,
         master_link::COMMANDS,
-        cluster::COMMANDS,
     ]
 }
 

@@ -99,6 +99,31 @@ impl PubSub {
         self.recount(kind, &m);
     }
 
+    /// True when nobody is subscribed to anything.
+    pub fn is_empty(&self) -> bool {
+        self.channels.read().is_empty()
+            && self.patterns.read().is_empty()
+            && self.shard.read().is_empty()
+    }
+
+    /// Client id -> its (channels, patterns, shard channels), for every subscribed client
+    /// (ACL revocations check them).
+    #[allow(clippy::type_complexity)]
+    pub fn by_client(&self) -> HashMap<u64, [Vec<Box<[u8]>>; 3]> {
+        let mut out: HashMap<u64, [Vec<Box<[u8]>>; 3]> = HashMap::new();
+        for (i, m) in [&self.channels, &self.patterns, &self.shard]
+            .into_iter()
+            .enumerate()
+        {
+            for (name, subs) in m.read().iter() {
+                for s in subs {
+                    out.entry(s.id()).or_default()[i].push(name.clone());
+                }
+            }
+        }
+        out
+    }
+
     /// Distinct channels, patterns, shard channels (INFO stats).
     pub fn counts(&self) -> (usize, usize, usize) {
         (

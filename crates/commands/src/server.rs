@@ -66,6 +66,8 @@ pub struct Server {
     pub pubsub: crate::pubsub::PubSub,
     /// Client-side caching: tracked keys, BCAST prefixes, tracking clients.
     pub tracking: crate::tracking::Tracking,
+    /// ACL users, the ACL log.
+    pub acl: std::sync::Arc<crate::acl::Acl>,
 }
 
 impl Server {
@@ -75,6 +77,23 @@ impl Server {
         let stats = StatsRegistry::default();
         stats.set_command_count(commands.len());
         let now = tern_engine::clock::now_ms();
+        let acl = std::sync::Arc::new(crate::acl::Acl::new(&commands));
+        acl.set_requirepass(&config.get("requirepass").unwrap_or_default());
+        let a = acl.clone();
+        config.set_apply_hook(
+            "requirepass",
+            Box::new(move |v| {
+                a.set_requirepass(v);
+                Ok(())
+            }),
+        );
+        let a = acl.clone();
+        *config.users_rewrite.write() = Some(Box::new(move || {
+            crate::acl::user_lines(&a)
+                .into_iter()
+                .map(|l| String::from_utf8_lossy(&l).into_owned())
+                .collect()
+        }));
         let run_id: String = {
             use rand::Rng;
             let mut r = rand::thread_rng();
@@ -110,6 +129,7 @@ impl Server {
             blocking: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
+            acl,
         }
     }
 

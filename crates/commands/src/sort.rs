@@ -106,7 +106,11 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse_options<'a>(args: &Args<'a>, readonly: bool) -> Result<Options<'a>, &'static str> {
+fn parse_options<'a>(
+    args: &Args<'a>,
+    readonly: bool,
+    full_access: bool,
+) -> Result<Options<'a>, &'static str> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -141,8 +145,15 @@ fn parse_options<'a>(args: &Args<'a>, readonly: bool) -> Result<Options<'a>, &'s
             let p = args.get(j + 1);
             o.by = Some(p);
             o.dontsort = !p.contains(&b'*');
+            // A real pattern reads arbitrary keys: only for users who may read them all.
+            if !o.dontsort && !full_access {
+                return Err("ERR BY option of SORT denied due to insufficient ACL permissions.");
+            }
             j += 1;
         } else if eq_ic(a, "get") && left >= 1 {
+            if !full_access {
+                return Err("ERR GET option of SORT denied due to insufficient ACL permissions.");
+            }
             o.gets.push(args.get(j + 1));
             j += 1;
         } else {
@@ -162,7 +173,8 @@ enum Source {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
-    let mut o = match parse_options(args, readonly) {
+    let full_access = crate::acl::full_read_access(ctx, args);
+    let mut o = match parse_options(args, readonly, full_access) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };

@@ -19,8 +19,8 @@ const PUSH_BATCH: usize = 256 * 1024;
 
 pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
-    let needs_auth = srv.config.hot.requirepass_set.load(Relaxed);
-    let mut conn = Conn::new(handle.clone(), needs_auth, stats.clone());
+    let mut conn = Conn::new(handle.clone(), false, stats.clone());
+    tern_commands::acl::set_default_auth(&srv, &mut conn);
     let mut parser = RequestParser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Reply::new();
@@ -74,7 +74,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
             max_bulk_len: srv.config.hot.proto_max_bulk_len.load(Relaxed),
-            auth_required: !conn.authenticated,
+            auth_required: !conn.authenticated && srv.acl.auth_required(),
         };
         let mut pos = 0;
         let mut fatal = false;

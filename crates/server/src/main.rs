@@ -51,6 +51,10 @@ fn main() {
         std::process::id(),
         threads
     );
+    if let Err(e) = tern_commands::acl::load_at_startup(&srv) {
+        warning!("{e}");
+        std::process::exit(1);
+    }
     let pidfile = srv.config.get("pidfile").unwrap_or_default();
     if !pidfile.is_empty() {
         if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
@@ -221,7 +225,7 @@ async fn start_connection(srv: Arc<Server>, std_stream: std::net::TcpStream) {
 }
 
 fn protected_mode_denies(srv: &Server, stream: &tokio::net::TcpStream) -> bool {
-    if !srv.config.get_bool("protected-mode") || srv.config.hot.requirepass_set.load(Relaxed) {
+    if !srv.config.get_bool("protected-mode") || srv.acl.auth_required() {
         return false;
     }
     if srv.config.get("bind").as_deref() != Some("* -::*") {

@@ -42,12 +42,13 @@ pub fn parse_args(args: &[String]) -> Startup {
                     }
                 }
             };
+            // Resolved before loading: a `dir` line changes the working directory.
+            let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
             if let Err(e) = config.load_text(&text, path, 0) {
                 eprintln!("{e}");
                 return Startup::Exit(1);
             }
             if first != "-" {
-                let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
                 *config.file.write() = Some(abs);
             }
             rest = &rest[1..];

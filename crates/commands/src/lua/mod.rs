@@ -442,8 +442,10 @@ unsafe fn run_stashed_call(state: *mut mlua::ffi::lua_State) -> bool {
         );
         return true;
     }
-    if let Some(refused) = execute_stashed(p) {
-        convert::push_error_table(state, refused.as_bytes());
+    if execute_stashed(p) {
+        // The refusal's text was left in the run context's scratch buffer.
+        let msg: &[u8] = &(*p).scratch.buf;
+        convert::push_error_table(state, msg);
         return true;
     }
     // SAFETY: the reply lives in the running script's context (not in this frame) until the
@@ -452,9 +454,9 @@ unsafe fn run_stashed_call(state: *mut mlua::ffi::lua_State) -> bool {
     convert::push_reply(state, reply)
 }
 
-/// Execute CALL_ARGS into the run context's scratch reply; Some(error) when a script rule
-/// refused the command.
-fn execute_stashed(p: *mut RunCtx) -> Option<&'static str> {
+/// Execute CALL_ARGS into the run context's scratch reply; true when a script rule refused
+/// the command (the scratch buffer then holds the refusal's text).
+fn execute_stashed(p: *mut RunCtx) -> bool {
     // SAFETY: see `with_run`. The references live only for this call.
     let rc = unsafe { &mut *p };
     let srv = unsafe { &*rc.srv };
@@ -474,12 +476,16 @@ fn execute_stashed(p: *mut RunCtx) -> Option<&'static str> {
     });
     rc.scratch = out;
     match r {
-        Err(e) => Some(e),
+        Err(e) => {
+            rc.scratch.buf.clear();
+            rc.scratch.buf.extend_from_slice(e.as_bytes());
+            true
+        }
         Ok(f) => {
             if f & flags::WRITE != 0 {
                 rc.info.wrote.store(true, Relaxed);
             }
-            None
+            false
         }
     }
 }
@@ -489,23 +495,21 @@ fn raw_acl_check(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
         Ok(a) => a,
         Err(e) => return Ok((lua_err(lua, e)?, true)),
     };
-    let found = with_run(|rc| {
+    let verdict = with_run(|rc| {
+        // SAFETY: see `with_run`.
         let srv = unsafe { &*rc.srv };
-        match srv.commands.get(&argv[0]) {
-            None => false,
-            Some(e) if !e.subs.is_empty() && argv.len() >= 2 => e.sub(&argv[1]).is_some(),
-            Some(_) => true,
-        }
+        let conn = unsafe { &*rc.conn };
+        let owned = crate::args::OwnedArgs::new(argv.iter());
+        crate::acl::script_check(srv, conn, &owned.args())
     })
-    .unwrap_or(false);
-    if !found {
-        return Ok((
+    .flatten();
+    match verdict {
+        None => Ok((
             lua_err(lua, "Invalid command passed to redis.acl_check_cmd()")?,
             true,
-        ));
+        )),
+        Some(ok) => Ok((Value::Boolean(ok), false)),
     }
-    // tern has one user with every permission.
-    Ok((Value::Boolean(true), false))
 }
 
 fn raw_register(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {

@@ -1,0 +1,1526 @@
+//! ACL: users and their permissions, the checks every command goes through, the ACL log, the
+//! ACL command family, AUTH's credential check, and the ACL file / config `user` lines.
+//!
+//! A connection holds its user (`Conn::user`). The user's rules live behind a lock and can be
+//! replaced at any time by ACL SETUSER (they apply to connections already authenticated, as in
+//! Redis); `unrestricted` caches "some selector allows every command, key and channel", so the
+//! default user costs one relaxed load per command.
+
+pub mod rules;
+
+use crate::args::{eq_ic, parse_i64, Args};
+use crate::ctx::{Conn, Ctx};
+use crate::registry::CmdEntry;
+use crate::server::Server;
+use crate::table::{acl as cat, flags as f, kflags, BeginSearch, CommandSpec, FindKeys};
+use parking_lot::{Mutex, RwLock};
+use rules::{ApplyError, RuleCtx, Rules, Selector, SetError, PERM_READ, PERM_WRITE};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
+use std::sync::Arc;
+
+/// One user. Connections keep an `Arc` to it; deleting the user disconnects them.
+pub struct AclUser {
+    pub name: String,
+    unrestricted: AtomicBool,
+    /// Bumped on every change of the rules: connections keep the rules they last saw and
+    /// look again only when this moved (no shared reference count touched per command).
+    version: AtomicU64,
+    rules: RwLock<Arc<Rules>>,
+}
+
+impl AclUser {
+    fn new(name: String, rules: Rules) -> AclUser {
+        AclUser {
+            name,
+            unrestricted: AtomicBool::new(rules.unrestricted()),
+            version: AtomicU64::new(0),
+            rules: RwLock::new(Arc::new(rules)),
+        }
+    }
+
+    /// Every command, key and channel allowed: no check needed.
+    #[inline]
+    pub fn unrestricted(&self) -> bool {
+        self.unrestricted.load(Relaxed)
+    }
+
+    pub fn rules(&self) -> Arc<Rules> {
+        self.rules.read().clone()
+    }
+
+    fn set_rules(&self, r: Rules) {
+        let mut g = self.rules.write();
+        self.unrestricted.store(r.unrestricted(), Relaxed);
+        *g = Arc::new(r);
+        self.version.fetch_add(1, Release);
+    }
+}
+
+/// A connection's copy of its user's rules (see `AclUser::version`).
+pub type RulesCache = std::cell::RefCell<Option<(u64, Arc<Rules>)>>;
+
+/// Run `f` on the current rules of the connection's user `u`, from the connection's cache.
+fn with_rules<R>(conn: &Conn, u: &AclUser, f: impl FnOnce(&Rules) -> R) -> R {
+    let v = u.version.load(Acquire);
+    let fresh = matches!(&*conn.acl_cache.borrow(), Some((cv, _)) if *cv == v);
+    if !fresh {
+        let g = u.rules.read();
+        let snapshot = (u.version.load(Acquire), g.clone());
+        drop(g);
+        *conn.acl_cache.borrow_mut() = Some(snapshot);
+    }
+    let c = conn.acl_cache.borrow();
+    let rules = &c.as_ref().expect("filled above").1;
+    f(rules)
+}
+
+/// Why a command was refused (Redis's ACL_DENIED_* values: their order picks the error
+/// reported when several selectors refuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Denied {
+    Cmd = 1,
+    Key = 2,
+    Auth = 3,
+    Channel = 4,
+}
+
+/// Where the refusal happened (ACL LOG `context`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogContext {
+    Toplevel,
+    Lua,
+    Multi,
+}
+
+struct LogEntry {
+    count: u64,
+    reason: Denied,
+    context: LogContext,
+    object: Vec<u8>,
+    username: String,
+    /// Last update (ms).
+    ctime: u64,
+    cinfo: String,
+    entry_id: u64,
+    created: u64,
+}
+
+#[derive(Default)]
+struct AclLog {
+    entries: VecDeque<LogEntry>,
+    next_id: u64,
+}
+
+/// Entries this close in time (ms) with the same reason, context, object and user are one.
+const LOG_GROUPING_MS: u64 = 60_000;
+
+/// The users, the default user, the ACL log and the INFO counters.
+pub struct Acl {
+    users: RwLock<BTreeMap<String, Arc<AclUser>>>,
+    default: Arc<AclUser>,
+    /// The default user is off or has a password: new connections must authenticate.
+    auth_required: AtomicBool,
+    log: Mutex<AclLog>,
+    pub denied_auth: AtomicU64,
+    pub denied_cmd: AtomicU64,
+    pub denied_key: AtomicU64,
+    pub denied_channel: AtomicU64,
+}
+
+impl Acl {
+    pub fn new(reg: &crate::registry::Registry) -> Acl {
+        let cx = RuleCtx {
+            reg,
+            pubsub_all: false,
+        };
+        let default = Arc::new(AclUser::new("default".into(), Rules::default_user(&cx)));
+        let mut users = BTreeMap::new();
+        users.insert("default".to_string(), default.clone());
+        Acl {
+            users: RwLock::new(users),
+            default,
+            auth_required: AtomicBool::new(false),
+            log: Mutex::new(AclLog::default()),
+            denied_auth: AtomicU64::new(0),
+            denied_cmd: AtomicU64::new(0),
+            denied_key: AtomicU64::new(0),
+            denied_channel: AtomicU64::new(0),
+        }
+    }
+
+    pub fn default_user(&self) -> Arc<AclUser> {
+        self.default.clone()
+    }
+
+    /// Clients not authenticated must AUTH first (the default user is off or has passwords).
+    #[inline]
+    pub fn auth_required(&self) -> bool {
+        self.auth_required.load(Relaxed)
+    }
+
+    fn refresh_default(&self) {
+        let r = self.default.rules();
+        self.auth_required.store(!(r.nopass && r.enabled), Relaxed);
+    }
+
+    pub fn get(&self, name: &[u8]) -> Option<Arc<AclUser>> {
+        self.users
+            .read()
+            .get(String::from_utf8_lossy(name).as_ref())
+            .cloned()
+    }
+
+    /// `requirepass`: the default user's only password, or none (nopass).
+    pub fn set_requirepass(&self, pass: &str) {
+        let mut r = (*self.default.rules()).clone();
+        r.passwords.clear();
+        r.nopass = pass.is_empty();
+        if !pass.is_empty() {
+            r.passwords.push(rules::hash_password(pass.as_bytes()));
+        }
+        self.default.set_rules(r);
+        self.refresh_default();
+    }
+
+    /// The user whose name and password match, or None (unknown, disabled, bad password).
+    pub fn authenticate(&self, user: &[u8], pass: &[u8]) -> Option<Arc<AclUser>> {
+        let u = self.get(user)?;
+        let r = u.rules();
+        (r.enabled && r.password_ok(pass)).then_some(u)
+    }
+
+    /// Count a refusal and add it to the ACL log (grouping it with a recent similar one).
+    #[allow(clippy::too_many_arguments)]
+    pub fn log_denial(
+        &self,
+        srv: &Server,
+        conn: &Conn,
+        reason: Denied,
+        context: LogContext,
+        object: &[u8],
+        username: &str,
+        cmd_name: &str,
+    ) {
+        match reason {
+            Denied::Auth => &self.denied_auth,
+            Denied::Cmd => &self.denied_cmd,
+            Denied::Key => &self.denied_key,
+            Denied::Channel => &self.denied_channel,
+        }
+        .fetch_add(1, Relaxed);
+        let now = tern_engine::clock::now_ms();
+        let cinfo = conn.handle.info_line(cmd_name, now);
+        let max = srv.config.get_i64("acllog-max-len").max(0) as usize;
+        let mut log = self.log.lock();
+        let found = log.entries.iter().take(10).position(|e| {
+            e.reason == reason
+                && e.context == context
+                && e.ctime.abs_diff(now) <= LOG_GROUPING_MS
+                && e.object == object
+                && e.username == username
+        });
+        if let Some(i) = found {
+            let mut e = log.entries.remove(i).expect("found above");
+            e.cinfo = cinfo;
+            e.ctime = now;
+            e.count += 1;
+            log.entries.push_front(e);
+            return;
+        }
+        let entry_id = log.next_id;
+        log.next_id += 1;
+        log.entries.push_front(LogEntry {
+            count: 1,
+            reason,
+            context,
+            object: object.to_vec(),
+            username: username.to_string(),
+            ctime: now,
+            cinfo,
+            entry_id,
+            created: now,
+        });
+        log.entries.truncate(max);
+    }
+}
+
+/// The rule context for this server (its command table, acl-pubsub-default now).
+pub fn rule_ctx(srv: &Server) -> RuleCtx<'_> {
+    RuleCtx {
+        reg: &srv.commands,
+        pubsub_all: srv.config.get("acl-pubsub-default").as_deref() == Some("allchannels"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permission checks
+
+/// Redis's error text for a refusal (`verbose` names the key or channel, as ACL DRYRUN does).
+pub fn denial_message(
+    reason: Denied,
+    user: &str,
+    fullname: &str,
+    object: &[u8],
+    verbose: bool,
+) -> String {
+    let obj = String::from_utf8_lossy(object);
+    match (reason, verbose) {
+        (Denied::Cmd, _) | (Denied::Auth, _) => {
+            format!("User {user} has no permissions to run the '{fullname}' command")
+        }
+        (Denied::Key, true) => format!("User {user} has no permissions to access the '{obj}' key"),
+        (Denied::Key, false) => "No permissions to access a key".into(),
+        (Denied::Channel, true) => {
+            format!("User {user} has no permissions to access the '{obj}' channel")
+        }
+        (Denied::Channel, false) => "No permissions to access a channel".into(),
+    }
+}
+
+/// Does the command name keys at all (specs other than not_key, or its own key finder)?
+fn has_keys(spec: &CommandSpec) -> bool {
+    spec.getkeys.is_some() || spec.keys.iter().any(|k| k.flags & kflags::NOT_KEY == 0)
+}
+
+/// The keys of a command as Redis's ACL check finds them (getKeysFromCommandWithSpecs): a
+/// spec that does not fit the arguments (a bad or too large numkeys...) means no keys at all,
+/// commands with variable flags report the flags their arguments imply.
+pub fn command_keys(spec: &CommandSpec, args: &Args) -> Vec<(usize, u32)> {
+    if let Some(find) = spec.getkeys {
+        return find(args)
+            .into_iter()
+            .filter(|(_, fl)| fl & kflags::NOT_KEY == 0)
+            .collect();
+    }
+    let argc = args.len() as i64;
+    let mut out = Vec::new();
+    for ks in spec.keys {
+        if ks.flags & kflags::NOT_KEY != 0 {
+            continue;
+        }
+        let first: i64 = match ks.begin {
+            BeginSearch::Index(i) => i as i64,
+            BeginSearch::Keyword { keyword, startfrom } => {
+                let sf = startfrom as i64;
+                let (start, end) = if sf > 0 {
+                    (sf, argc - 1)
+                } else {
+                    (argc + sf, 1)
+                };
+                let mut i = start;
+                let mut found = 0;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if args
+                        .get(i as usize)
+                        .eq_ignore_ascii_case(keyword.as_bytes())
+                    {
+                        found = i + 1;
+                        break;
+                    }
+                    i += if start <= end { 1 } else { -1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            BeginSearch::Unknown => return Vec::new(),
+        };
+        let (first, last, step) = match ks.find {
+            FindKeys::Range {
+                lastkey,
+                step,
+                limit,
+            } => {
+                let lastkey = lastkey as i64;
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit as i64 + lastkey)
+                };
+                (first, last, step as i64)
+            }
+            FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                step,
+            } => {
+                let at = first + keynumidx as i64;
+                if keynumidx as i64 >= argc || at >= argc {
+                    return Vec::new();
+                }
+                let Some(n) = parse_i64(args.get(at as usize)).filter(|&n| n >= 0) else {
+                    return Vec::new();
+                };
+                let first = first + firstkey as i64;
+                (first, first + n - 1, step as i64)
+            }
+            FindKeys::Unknown => return Vec::new(),
+        };
+        if last >= argc || last < first || first >= argc {
+            return Vec::new();
+        }
+        let mut i = first;
+        while i <= last {
+            out.push((i as usize, ks.flags));
+            i += step.max(1);
+        }
+        if ks.flags & kflags::INCOMPLETE != 0 {
+            return Vec::new();
+        }
+    }
+    if out.iter().any(|(_, fl)| fl & kflags::VARIABLE_FLAGS != 0) {
+        if let Some(fl) = crate::introspection::variable_key_flags(spec.name, args) {
+            for k in out.iter_mut() {
+                k.1 = fl;
+            }
+        }
+    }
+    out
+}
+
+/// Which arguments are channels: (first index, how many (None = all), patterns?).
+fn channel_args(entry: &CmdEntry) -> Option<(usize, Option<usize>, bool)> {
+    if entry.spec.flags & f::PUBSUB == 0 {
+        return None;
+    }
+    match entry.fullname.as_str() {
+        "subscribe" | "ssubscribe" => Some((1, None, false)),
+        "psubscribe" => Some((1, None, true)),
+        "publish" | "spublish" => Some((1, Some(1), false)),
+        _ => None,
+    }
+}
+
+fn key_allowed(s: &Selector, key: &[u8], ksflags: u32) -> bool {
+    let mut need = 0u8;
+    if ksflags & kflags::ACCESS != 0 {
+        need |= PERM_READ;
+    }
+    if ksflags & (kflags::INSERT | kflags::DELETE | kflags::UPDATE) != 0 {
+        need |= PERM_WRITE;
+    }
+    s.patterns
+        .iter()
+        .any(|p| p.flags & need == need && crate::glob::matches(&p.pattern, key, false))
+}
+
+fn channel_allowed(list: &[Vec<u8>], channel: &[u8], is_pattern: bool) -> bool {
+    list.iter().any(|p| {
+        if is_pattern {
+            p.as_slice() == channel
+        } else {
+            crate::glob::matches(p, channel, false)
+        }
+    })
+}
+
+/// One selector against one command (ACLSelectorCheckCmd). `keys` caches the key positions
+/// between selectors.
+fn check_selector(
+    s: &Selector,
+    entry: &CmdEntry,
+    args: &Args,
+    keys: &mut Option<Vec<(usize, u32)>>,
+) -> Result<(), (Denied, usize)> {
+    if !s.allcommands && entry.spec.flags & f::NO_AUTH == 0 && !s.bit(entry.id) {
+        let idx = if entry.fullname.contains('|') { 2 } else { 1 };
+        let ok = args.len() > idx
+            && s.firstargs(entry.id)
+                .is_some_and(|fa| fa.iter().any(|a| a.eq_ignore_ascii_case(args.get(idx))));
+        if !ok {
+            return Err((Denied::Cmd, 0));
+        }
+    }
+    if !s.allkeys && has_keys(entry.spec) {
+        let ks = keys.get_or_insert_with(|| command_keys(entry.spec, args));
+        for &(pos, fl) in ks.iter() {
+            if !key_allowed(s, args.get(pos), fl) {
+                return Err((Denied::Key, pos));
+            }
+        }
+    }
+    if !s.allchannels {
+        if let Some((start, count, pattern)) = channel_args(entry) {
+            let stop = count.map_or(args.len(), |c| (start + c).min(args.len()));
+            for i in start..stop {
+                if !channel_allowed(&s.channels, args.get(i), pattern) {
+                    return Err((Denied::Channel, i));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A user's rules against one command (ACLCheckAllUserCommandPerm): Ok when some selector
+/// allows it, else the refusal to report and the argument it is about.
+pub fn check_rules(rules: &Rules, entry: &CmdEntry, args: &Args) -> Result<(), (Denied, usize)> {
+    let mut relevant = Denied::Cmd;
+    let mut last_idx = 0;
+    let mut keys = None;
+    for s in &rules.selectors {
+        match check_selector(s, entry, args, &mut keys) {
+            Ok(()) => return Ok(()),
+            Err((r, idx)) => {
+                if r > relevant || (r == relevant && idx > last_idx) {
+                    relevant = r;
+                    last_idx = idx;
+                }
+            }
+        }
+    }
+    Err((relevant, last_idx))
+}
+
+/// The connection's user may run this command (None: an internal client, may run anything).
+#[inline]
+pub fn allowed(conn: &Conn) -> bool {
+    match &conn.user {
+        None => true,
+        Some(u) => u.unrestricted(),
+    }
+}
+
+/// The full check at dispatch: on refusal, log it and return the reason and argument.
+pub fn check_command(
+    srv: &Server,
+    conn: &Conn,
+    entry: &CmdEntry,
+    args: &Args,
+    context: LogContext,
+    cmd_name: &str,
+) -> Result<(), (Denied, usize, String)> {
+    let Some(u) = &conn.user else { return Ok(()) };
+    match with_rules(conn, u, |r| check_rules(r, entry, args)) {
+        Ok(()) => Ok(()),
+        Err((reason, idx)) => {
+            let object: &[u8] = match reason {
+                Denied::Cmd | Denied::Auth => entry.fullname.as_bytes(),
+                _ => args.get(idx),
+            };
+            srv.acl
+                .log_denial(srv, conn, reason, context, object, &u.name, cmd_name);
+            let msg = denial_message(reason, &u.name, &entry.fullname, object, false);
+            Err((reason, idx, msg))
+        }
+    }
+}
+
+/// What EXEC replies for a queued command the rules no longer allow.
+pub fn exec_denial_message(reason: Denied) -> String {
+    let why = match reason {
+        Denied::Cmd => "no permission to execute the command or subcommand",
+        Denied::Key => "no permission to touch the specified keys",
+        Denied::Channel => "no permission to access one of the channels used as arguments",
+        Denied::Auth => "no permission",
+    };
+    format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the \
+         EXEC call. This command is no longer allowed for the following reason: {why}"
+    )
+}
+
+/// SORT's BY / GET patterns read arbitrary keys: allowed only when some selector allows the
+/// command and reading every key (ACLUserCheckCmdWithUnrestrictedKeyAccess).
+pub fn full_read_access(ctx: &Ctx, args: &Args) -> bool {
+    let Some(u) = &ctx.conn.user else { return true };
+    if u.unrestricted() {
+        return true;
+    }
+    let Some(entry) = ctx.srv.commands.get(args.get(0)) else {
+        return false;
+    };
+    let mut keys = None;
+    with_rules(ctx.conn, u, |rules| {
+        rules.selectors.iter().any(|s| {
+            check_selector(s, entry, args, &mut keys).is_ok()
+                && (s.allkeys
+                    || s.patterns
+                        .iter()
+                        .any(|p| p.flags & PERM_READ != 0 && p.pattern == b"*"))
+        })
+    })
+}
+
+/// redis.acl_check_cmd: may the script's user run this command? None: no such command.
+pub fn script_check(srv: &Server, conn: &Conn, args: &Args) -> Option<bool> {
+    let mut entry = srv.commands.get(args.get(0))?;
+    if args.len() > 1 && !entry.subs.is_empty() {
+        entry = entry.sub(args.get(1))?;
+    }
+    Some(match &conn.user {
+        None => true,
+        Some(u) => u.unrestricted() || check_rules(&u.rules(), entry, args).is_ok(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Users, connections
+
+/// Log in `conn` as `u` (AUTH, HELLO AUTH).
+pub fn set_conn_user(conn: &mut Conn, u: Arc<AclUser>) {
+    {
+        let mut m = conn.handle.meta.lock();
+        m.user.clone_from(&u.name);
+        m.acl_user = Some(u.clone());
+    }
+    conn.user = Some(u);
+    conn.acl_cache.take();
+    conn.authenticated = true;
+}
+
+/// Back to the default user, authenticated only if it needs no password (new connections,
+/// RESET).
+pub fn set_default_auth(srv: &Server, conn: &mut Conn) {
+    let u = srv.acl.default_user();
+    {
+        let mut m = conn.handle.meta.lock();
+        m.user.clone_from(&u.name);
+        m.acl_user = Some(u.clone());
+    }
+    conn.user = Some(u);
+    conn.acl_cache.take();
+    conn.authenticated = !srv.acl.auth_required();
+}
+
+/// AUTH / HELLO AUTH: check the pair, log a failure. True when the connection is now the user.
+pub fn auth(srv: &Server, conn: &mut Conn, user: &[u8], pass: &[u8], argv0: &[u8]) -> bool {
+    if let Some(u) = srv.acl.authenticate(user, pass) {
+        set_conn_user(conn, u);
+        return true;
+    }
+    let ctx = if conn.multi.is_some() {
+        LogContext::Multi
+    } else {
+        LogContext::Toplevel
+    };
+    let cmd = String::from_utf8_lossy(argv0).to_ascii_lowercase();
+    srv.acl.log_denial(
+        srv,
+        conn,
+        Denied::Auth,
+        ctx,
+        argv0,
+        &String::from_utf8_lossy(user),
+        &cmd,
+    );
+    false
+}
+
+/// Disconnect every client logged in as one of `users` (ACL DELUSER, ACL LOAD). The calling
+/// client is closed after its reply.
+fn kill_clients_of(srv: &Server, conn: &mut Conn, users: &[Arc<AclUser>]) {
+    if users.is_empty() {
+        return;
+    }
+    let is_one = |u: &Option<Arc<AclUser>>| {
+        u.as_ref()
+            .is_some_and(|u| users.iter().any(|x| Arc::ptr_eq(x, u)))
+    };
+    if is_one(&conn.user) {
+        conn.close_after_reply = true;
+        conn.handle
+            .set_flag(crate::clients::cflags::CLOSE_AFTER_REPLY, true);
+        conn.authenticated = false;
+    }
+    for h in srv.clients.all() {
+        if h.id == conn.handle.id {
+            continue;
+        }
+        let hit = is_one(&h.meta.lock().acl_user);
+        if hit {
+            h.kill();
+            srv.clients.unregister(h.id);
+        }
+    }
+}
+
+/// After `user`'s channel permissions changed from `old` to `new`: disconnect its subscribers
+/// that are subscribed to something no longer allowed (ACLKillPubsubClientsIfNeeded).
+fn kill_pubsub_if_needed(
+    srv: &Server,
+    conn: &mut Conn,
+    user: &Arc<AclUser>,
+    old: &Rules,
+    new: &Rules,
+) {
+    if new.selectors.iter().any(|s| s.allchannels) || srv.pubsub.is_empty() {
+        return;
+    }
+    let upcoming: Vec<Vec<u8>> = new
+        .selectors
+        .iter()
+        .flat_map(|s| s.channels.iter().cloned())
+        .collect();
+    let superset = old
+        .selectors
+        .iter()
+        .all(|s| !s.allchannels && s.channels.iter().all(|c| upcoming.contains(c)));
+    if superset {
+        return;
+    }
+    let subs = srv.pubsub.by_client();
+    for h in srv.clients.all() {
+        if !h
+            .meta
+            .lock()
+            .acl_user
+            .as_ref()
+            .is_some_and(|u| Arc::ptr_eq(u, user))
+        {
+            continue;
+        }
+        let Some([chans, pats, shard]) = subs.get(&h.id) else {
+            continue;
+        };
+        let kill = pats.iter().any(|p| !channel_allowed(&upcoming, p, true))
+            || chans
+                .iter()
+                .chain(shard.iter())
+                .any(|c| !channel_allowed(&upcoming, c, false));
+        if kill {
+            if h.id == conn.handle.id {
+                conn.close_after_reply = true;
+            } else {
+                h.kill();
+                srv.clients.unregister(h.id);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and saving
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Validate a config file `user` line, `argv` = `user <name> <rules...>`
+/// (ACLAppendUserForLoading): rules with syntax errors are refused at once; unknown commands
+/// are not (they are reported when the users are loaded). Err: (argument to show, message).
+pub fn validate_user_line(argv: &[String]) -> Result<(), (usize, &'static str)> {
+    static REG: std::sync::OnceLock<crate::registry::Registry> = std::sync::OnceLock::new();
+    let reg = REG.get_or_init(crate::registry::Registry::build);
+    let cx = RuleCtx {
+        reg,
+        pubsub_all: false,
+    };
+    // As Redis, the index reported is into the rules but names an argument of the whole line.
+    let ops: Vec<Vec<u8>> = argv[2..].iter().map(|s| s.as_bytes().to_vec()).collect();
+    let merged = rules::merge_selectors(&ops).map_err(|bad| {
+        let i = ops.iter().position(|o| *o == bad).unwrap_or(0);
+        (i, SetError::Syntax.message())
+    })?;
+    let mut r = Rules::new(&cx);
+    for (j, op) in merged.iter().enumerate() {
+        if let Err(e) = r.apply(&cx, op) {
+            if e != SetError::Unknown {
+                return Err((j, e.message()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parse an ACL file's text into users (ACLLoadFromFile). Err: every problem, in one line.
+fn parse_acl_file(
+    srv: &Server,
+    text: &str,
+    filename: &str,
+) -> Result<Vec<(String, Rules)>, String> {
+    let cx = rule_ctx(srv);
+    let mut errors = String::new();
+    let mut users: Vec<(String, Rules)> = Vec::new();
+    for (i, raw) in text.split('\n').enumerate() {
+        let linenum = i + 1;
+        let line = raw.trim_matches([' ', '\t', '\r', '\n']);
+        if line.is_empty() {
+            continue;
+        }
+        let argv: Vec<&str> = line.split(' ').filter(|s| !s.is_empty()).collect();
+        if argv.is_empty() {
+            continue;
+        }
+        if argv[0] != "user" || argv.len() < 2 {
+            errors.push_str(&format!(
+                "{filename}:{linenum} should start with user keyword followed by the username. "
+            ));
+            continue;
+        }
+        if rules::has_spaces(argv[1].as_bytes()) {
+            errors.push_str(&format!(
+                "'{filename}:{linenum}: username '{}' contains invalid characters. ",
+                argv[1]
+            ));
+            continue;
+        }
+        if users.iter().any(|(n, _)| n == argv[1]) {
+            errors.push_str(&format!(
+                "WARNING: Duplicate user '{}' found on line {linenum}. ",
+                argv[1]
+            ));
+            continue;
+        }
+        let ops: Vec<Vec<u8>> = argv[2..].iter().map(|s| s.as_bytes().to_vec()).collect();
+        let mut r = Rules::new(&cx);
+        match rules::merge_selectors(&ops) {
+            Err(_) => errors.push_str(&format!(
+                "{filename}:{linenum}: Unmatched parenthesis in selector definition."
+            )),
+            Ok(merged) => {
+                let mut syntax_error = false;
+                for op in merged {
+                    let op: Vec<u8> = lossy(&op)
+                        .trim_matches(['\t', '\r', '\n'])
+                        .as_bytes()
+                        .to_vec();
+                    if let Err(e) = r.apply(&cx, &op) {
+                        if e == SetError::Unknown {
+                            errors.push_str(&format!(
+                                "{filename}:{linenum}: Error in applying operation '{}': {}. ",
+                                lossy(&op),
+                                e.message()
+                            ));
+                        } else if !syntax_error {
+                            errors.push_str(&format!("{filename}:{linenum}: {}. ", e.message()));
+                            syntax_error = true;
+                        }
+                    }
+                }
+            }
+        }
+        users.push((argv[1].to_string(), r));
+    }
+    if errors.is_empty() {
+        Ok(users)
+    } else {
+        errors.push_str(
+            "WARNING: ACL errors detected, no change to the previously active ACL rules was performed",
+        );
+        Err(errors)
+    }
+}
+
+/// Replace every user with those of the ACL file. The default user keeps its identity (its
+/// connections stay); every other user's connections are closed.
+pub fn load_file(srv: &Server, conn: Option<&mut Conn>) -> Result<(), String> {
+    let filename = srv.config.get("aclfile").unwrap_or_default();
+    let text = std::fs::read(&filename).map_err(|e| {
+        format!(
+            "Error loading ACLs, opening file '{filename}': {}",
+            crate::config::strerror(&e)
+        )
+    })?;
+    let parsed = parse_acl_file(srv, &String::from_utf8_lossy(&text), &filename)?;
+    let cx = rule_ctx(srv);
+    let acl = &srv.acl;
+    let old: Vec<Arc<AclUser>>;
+    {
+        let mut users = acl.users.write();
+        old = users
+            .values()
+            .filter(|u| !Arc::ptr_eq(u, &acl.default))
+            .cloned()
+            .collect();
+        users.clear();
+        let mut default_rules = None;
+        for (name, r) in parsed {
+            if name == "default" {
+                default_rules = Some(r);
+            } else {
+                users.insert(name.clone(), Arc::new(AclUser::new(name, r)));
+            }
+        }
+        acl.default
+            .set_rules(default_rules.unwrap_or_else(|| Rules::default_user(&cx)));
+        users.insert("default".into(), acl.default.clone());
+    }
+    acl.refresh_default();
+    match conn {
+        Some(c) => kill_clients_of(srv, c, &old),
+        None => {
+            for h in srv.clients.all() {
+                let hit = h
+                    .meta
+                    .lock()
+                    .acl_user
+                    .as_ref()
+                    .is_some_and(|u| old.iter().any(|x| Arc::ptr_eq(x, u)));
+                if hit {
+                    h.kill();
+                    srv.clients.unregister(h.id);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every user as `user <name> <rules>` lines, in name order (ACL LIST, ACL SAVE, CONFIG
+/// REWRITE).
+pub fn user_lines(acl: &Acl) -> Vec<Vec<u8>> {
+    acl.users
+        .read()
+        .values()
+        .map(|u| {
+            let mut line = format!("user {} ", u.name).into_bytes();
+            line.extend_from_slice(&u.rules().describe());
+            line
+        })
+        .collect()
+}
+
+fn save_file(srv: &Server) -> std::io::Result<()> {
+    let filename = srv.config.get("aclfile").unwrap_or_default();
+    let mut content = Vec::new();
+    for l in user_lines(&srv.acl) {
+        content.extend_from_slice(&l);
+        content.push(b'\n');
+    }
+    let tmp = format!(
+        "{filename}.tmp-{}-{}",
+        std::process::id(),
+        tern_engine::clock::now_ms()
+    );
+    let res = (|| {
+        use std::io::Write;
+        let mut fh = std::fs::File::create(&tmp)?;
+        fh.write_all(&content)?;
+        fh.sync_all()?;
+        std::fs::rename(&tmp, &filename)
+    })();
+    if let Err(e) = &res {
+        crate::log::warning(&format!("Writing ACL file for ACL SAVE: {e}"));
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// At start-up: `requirepass`, then the config file's `user` lines, then the ACL file. Err:
+/// what to log before exiting.
+pub fn load_at_startup(srv: &Server) -> Result<(), String> {
+    let cx = rule_ctx(srv);
+    srv.acl
+        .set_requirepass(&srv.config.get("requirepass").unwrap_or_default());
+    let lines = srv.config.users.lock().clone();
+    let aclfile = srv.config.get("aclfile").unwrap_or_default();
+    if !aclfile.is_empty() && !lines.is_empty() {
+        return Err(
+            "Configuring Redis with users defined in redis.conf and at the same setting \
+                    an ACL file path is invalid. This setup is very likely to lead to \
+                    configuration errors and security holes, please define either an ACL file \
+                    or declare users directly in your redis.conf, but not both."
+                .into(),
+        );
+    }
+    for argv in &lines {
+        let name = &argv[0];
+        if rules::has_spaces(name.as_bytes()) {
+            return Err("Spaces not allowed in ACL usernames".into());
+        }
+        let existing = srv.acl.get(name.as_bytes());
+        let mut r = match &existing {
+            Some(_) => {
+                let mut r = Rules::new(&cx);
+                let _ = r.apply(&cx, b"reset");
+                r
+            }
+            None => Rules::new(&cx),
+        };
+        let ops: Vec<Vec<u8>> = argv[1..].iter().map(|s| s.as_bytes().to_vec()).collect();
+        let merged = rules::merge_selectors(&ops).unwrap_or(ops);
+        for op in &merged {
+            if let Err(e) = r.apply(&cx, op) {
+                crate::log::warning(&format!(
+                    "Error loading ACL rule '{}' for the user named '{name}': {}",
+                    lossy(op),
+                    e.message()
+                ));
+                return Err("Critical error while loading ACLs. Exiting.".into());
+            }
+        }
+        if !r.enabled {
+            crate::log::notice(&format!(
+                "The user '{name}' is disabled (there is no 'on' modifier in the user \
+                 description). Make sure this is not a configuration error."
+            ));
+        }
+        match existing {
+            Some(u) => u.set_rules(r),
+            None => {
+                srv.acl
+                    .users
+                    .write()
+                    .insert(name.clone(), Arc::new(AclUser::new(name.clone(), r)));
+            }
+        }
+    }
+    srv.acl.refresh_default();
+    if !aclfile.is_empty() {
+        load_file(srv, None)
+            .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ACL command
+
+const ADMIN: u32 = f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::SENTINEL;
+const PLAIN: u32 = f::NOSCRIPT | f::LOADING | f::STALE | f::SENTINEL;
+
+#[allow(clippy::too_many_arguments)]
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    handler: crate::table::Handler,
+    complexity: &'static str,
+    summary: &'static str,
+    since: &'static str,
+    tips: &'static [&'static str],
+) -> CommandSpec {
+    CommandSpec {
+        tips,
+        ..CommandSpec::subcommand(
+            name, arity, flags, 0, "server", handler, since, complexity, summary,
+        )
+    }
+}
+
+const ALL_NODES: &[&str] = &["request_policy:all_nodes", "response_policy:all_succeeded"];
+const O_USERS: &str = "O(N). Where N is the number of configured users.";
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "acl",
+    arity: -2,
+    flags: f::SENTINEL,
+    acl: cat::SLOW,
+    group: "server",
+    since: "6.0.0",
+    complexity: "Depends on subcommand.",
+    summary: "A container for Access List Control commands.",
+    subcommands: &[
+        sub(
+            "cat",
+            -2,
+            PLAIN,
+            acl_cat,
+            "O(1) since the categories and commands are a fixed set.",
+            "Lists the ACL categories, or the commands inside a category.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "deluser",
+            -3,
+            ADMIN,
+            acl_deluser,
+            "O(1) amortized time considering the typical user.",
+            "Deletes ACL users, and terminates their connections.",
+            "6.0.0",
+            ALL_NODES,
+        ),
+        sub(
+            "dryrun",
+            -4,
+            ADMIN,
+            acl_dryrun,
+            "O(1).",
+            "Simulates the execution of a command by a user, without executing the command.",
+            "7.0.0",
+            &[],
+        ),
+        sub(
+            "genpass",
+            -2,
+            PLAIN,
+            acl_genpass,
+            "O(1)",
+            "Generates a pseudorandom, secure password that can be used to identify ACL users.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "getuser",
+            3,
+            ADMIN,
+            acl_getuser,
+            "O(N). Where N is the number of password, command and pattern rules that the user has.",
+            "Lists the ACL rules of a user.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "help",
+            2,
+            f::LOADING | f::STALE | f::SENTINEL,
+            acl_help,
+            "O(1)",
+            "Returns helpful text about the different subcommands.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "list",
+            2,
+            ADMIN,
+            acl_list,
+            O_USERS,
+            "Dumps the effective rules in ACL file format.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "load",
+            2,
+            ADMIN,
+            acl_load,
+            O_USERS,
+            "Reloads the rules from the configured ACL file.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "log",
+            -2,
+            ADMIN,
+            acl_log,
+            "O(N) with N being the number of entries shown.",
+            "Lists recent security events generated due to ACL rules.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "save",
+            2,
+            ADMIN,
+            acl_save,
+            O_USERS,
+            "Saves the effective ACL rules in the configured ACL file.",
+            "6.0.0",
+            ALL_NODES,
+        ),
+        sub(
+            "setuser",
+            -3,
+            ADMIN,
+            acl_setuser,
+            "O(N). Where N is the number of rules provided.",
+            "Creates and modifies an ACL user and its rules.",
+            "6.0.0",
+            ALL_NODES,
+        ),
+        sub(
+            "users",
+            2,
+            ADMIN,
+            acl_users,
+            O_USERS,
+            "Lists all ACL users.",
+            "6.0.0",
+            &[],
+        ),
+        sub(
+            "whoami",
+            2,
+            PLAIN,
+            acl_whoami,
+            "O(1)",
+            "Returns the authenticated username of the current connection.",
+            "6.0.0",
+            &[],
+        ),
+    ],
+    ..CommandSpec::DEFAULT
+}];
+
+fn syntax_error(ctx: &mut Ctx, args: &Args) {
+    let sub: String = String::from_utf8_lossy(args.get(1))
+        .chars()
+        .take(128)
+        .collect();
+    ctx.error(&format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try ACL HELP."
+    ));
+}
+
+fn acl_setuser(ctx: &mut Ctx, args: &Args) {
+    let name = args.get(2);
+    if rules::has_spaces(name) {
+        ctx.error("ERR Usernames can't contain spaces or null characters");
+        return;
+    }
+    let srv = ctx.srv;
+    let cx = rule_ctx(srv);
+    let ops: Vec<Vec<u8>> = (3..args.len()).map(|i| args.get(i).to_vec()).collect();
+    let mut users = srv.acl.users.write();
+    let name_s = lossy(name);
+    let existing = users.get(&name_s).cloned();
+    let old = existing.as_ref().map(|u| u.rules());
+    let mut r = match &old {
+        Some(o) => (**o).clone(),
+        None => Rules::new(&cx),
+    };
+    if let Err(e) = r.apply_all(&cx, &ops) {
+        drop(users);
+        let msg = match e {
+            ApplyError::Unmatched(op) => format!(
+                "ERR Unmatched parenthesis in acl selector starting at '{}'.",
+                lossy(&op)
+            ),
+            ApplyError::Op(op, e) => format!(
+                "ERR Error in ACL SETUSER modifier '{}': {}",
+                lossy(&op),
+                e.message()
+            ),
+        };
+        ctx.error(&msg.replace(['\r', '\n'], " "));
+        return;
+    }
+    match existing {
+        Some(u) => {
+            if let Some(o) = &old {
+                kill_pubsub_if_needed(srv, ctx.conn, &u, o, &r);
+            }
+            u.set_rules(r);
+            if Arc::ptr_eq(&u, &srv.acl.default) {
+                drop(users);
+                srv.acl.refresh_default();
+            }
+        }
+        None => {
+            users.insert(name_s.clone(), Arc::new(AclUser::new(name_s, r)));
+        }
+    }
+    ctx.out.ok();
+}
+
+fn acl_deluser(ctx: &mut Ctx, args: &Args) {
+    if (2..args.len()).any(|i| args.get(i) == b"default") {
+        ctx.error("ERR The 'default' user cannot be removed");
+        return;
+    }
+    let srv = ctx.srv;
+    let mut removed = Vec::new();
+    {
+        let mut users = srv.acl.users.write();
+        for i in 2..args.len() {
+            if let Some(u) = users.remove(&lossy(args.get(i))) {
+                removed.push(u);
+            }
+        }
+    }
+    kill_clients_of(srv, ctx.conn, &removed);
+    ctx.out.int(removed.len() as i64);
+}
+
+fn describe_selector(ctx: &mut Ctx, s: &Selector) {
+    let out = &mut *ctx.out;
+    out.bulk(b"commands");
+    out.bulk(s.describe_commands().as_bytes());
+    out.bulk(b"keys");
+    out.bulk(&s.describe_keys());
+    out.bulk(b"channels");
+    out.bulk(&s.describe_channels());
+}
+
+fn acl_getuser(ctx: &mut Ctx, args: &Args) {
+    let Some(u) = ctx.srv.acl.get(args.get(2)) else {
+        ctx.out.null();
+        return;
+    };
+    let r = u.rules();
+    ctx.out.map(6);
+    ctx.out.bulk(b"flags");
+    let flags = r.flag_names();
+    ctx.out.set(flags.len());
+    for fl in flags {
+        ctx.out.bulk(fl.as_bytes());
+    }
+    ctx.out.bulk(b"passwords");
+    ctx.out.array(r.passwords.len());
+    for p in &r.passwords {
+        ctx.out.bulk(p.as_bytes());
+    }
+    describe_selector(ctx, r.root());
+    ctx.out.bulk(b"selectors");
+    ctx.out.array(r.selectors.len() - 1);
+    for s in &r.selectors[1..] {
+        ctx.out.map(3);
+        describe_selector(ctx, s);
+    }
+}
+
+fn acl_list(ctx: &mut Ctx, _args: &Args) {
+    let lines = user_lines(&ctx.srv.acl);
+    ctx.out.array(lines.len());
+    for l in lines {
+        ctx.out.bulk(&l);
+    }
+}
+
+fn acl_users(ctx: &mut Ctx, _args: &Args) {
+    let names: Vec<String> = ctx.srv.acl.users.read().keys().cloned().collect();
+    ctx.out.array(names.len());
+    for n in names {
+        ctx.out.bulk(n.as_bytes());
+    }
+}
+
+fn acl_whoami(ctx: &mut Ctx, _args: &Args) {
+    match &ctx.conn.user {
+        Some(u) => {
+            let name = u.name.clone();
+            ctx.out.bulk(name.as_bytes());
+        }
+        None => ctx.out.null(),
+    }
+}
+
+const ERR_NO_ACLFILE: &str = "ERR This Redis instance is not configured to use an ACL file. You \
+     may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE \
+     (assuming you have a Redis configuration file set) in order to store users in the Redis \
+     configuration.";
+
+fn acl_load(ctx: &mut Ctx, _args: &Args) {
+    if ctx.srv.config.get("aclfile").unwrap_or_default().is_empty() {
+        ctx.error(ERR_NO_ACLFILE);
+        return;
+    }
+    let srv = ctx.srv;
+    match load_file(srv, Some(ctx.conn)) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.error(&format!("ERR {}", e.replace(['\r', '\n'], " "))),
+    }
+}
+
+fn acl_save(ctx: &mut Ctx, _args: &Args) {
+    if ctx.srv.config.get("aclfile").unwrap_or_default().is_empty() {
+        ctx.error(ERR_NO_ACLFILE);
+        return;
+    }
+    match save_file(ctx.srv) {
+        Ok(()) => ctx.out.ok(),
+        Err(_) => ctx.error(
+            "ERR There was an error trying to save the ACLs. Please check the server logs for \
+             more information",
+        ),
+    }
+}
+
+fn acl_cat(ctx: &mut Ctx, args: &Args) {
+    match args.len() {
+        2 => {
+            ctx.out.array(cat::NAMES.len());
+            for (_, n) in cat::NAMES {
+                ctx.out.bulk(n.as_bytes());
+            }
+        }
+        3 => {
+            let name = lossy(args.get(2));
+            let Some(flag) = rules::category_flag(&name) else {
+                let shown: String = name.chars().take(128).collect();
+                ctx.error(&format!("ERR Unknown category '{shown}'"));
+                return;
+            };
+            let mut names = Vec::new();
+            for e in ctx.srv.commands.iter() {
+                if crate::introspection::effective_acl(e.spec) & flag != 0 {
+                    names.push(e.fullname.clone());
+                }
+                for s in e.subs.values() {
+                    if crate::introspection::effective_acl(s.spec) & flag != 0 {
+                        names.push(s.fullname.clone());
+                    }
+                }
+            }
+            ctx.out.array(names.len());
+            for n in names {
+                ctx.out.bulk(n.as_bytes());
+            }
+        }
+        _ => syntax_error(ctx, args),
+    }
+}
+
+fn acl_genpass(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 3 {
+        return syntax_error(ctx, args);
+    }
+    let mut bits = 256i64;
+    if args.len() == 3 {
+        match parse_i64(args.get(2)) {
+            Some(b) => bits = b,
+            None => {
+                ctx.error(crate::args::ERR_NOT_INT);
+                return;
+            }
+        }
+    }
+    if bits <= 0 || bits > 4096 {
+        ctx.error(
+            "ERR ACL GENPASS argument must be the number of bits for the output password, a \
+             positive number up to 4096",
+        );
+        return;
+    }
+    let chars = ((bits + 3) / 4) as usize;
+    let mut raw = vec![0u8; chars.div_ceil(2)];
+    fill_random(&mut raw);
+    let mut hex = String::with_capacity(raw.len() * 2);
+    for b in raw {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex.truncate(chars);
+    ctx.out.bulk(hex.as_bytes());
+}
+
+/// Random bytes from the kernel (falling back to the thread RNG, a CSPRNG).
+fn fill_random(buf: &mut [u8]) {
+    use std::io::Read;
+    if let Ok(mut fh) = std::fs::File::open("/dev/urandom") {
+        if fh.read_exact(buf).is_ok() {
+            return;
+        }
+    }
+    use rand::RngCore;
+    rand::thread_rng().fill_bytes(buf);
+}
+
+fn acl_log(ctx: &mut Ctx, args: &Args) {
+    if args.len() > 3 {
+        return syntax_error(ctx, args);
+    }
+    let mut count = 10i64;
+    if args.len() == 3 {
+        if eq_ic(args.get(2), "reset") {
+            ctx.srv.acl.log.lock().entries.clear();
+            ctx.out.ok();
+            return;
+        }
+        match parse_i64(args.get(2)) {
+            Some(n) => count = n.max(0),
+            None => {
+                ctx.error(crate::args::ERR_NOT_INT);
+                return;
+            }
+        }
+    }
+    let now = tern_engine::clock::now_ms();
+    let log = ctx.srv.acl.log.lock();
+    let n = (count as usize).min(log.entries.len());
+    let out = &mut *ctx.out;
+    out.array(n);
+    for e in log.entries.iter().take(n) {
+        out.map(10);
+        out.bulk(b"count");
+        out.int(e.count as i64);
+        out.bulk(b"reason");
+        out.bulk(match e.reason {
+            Denied::Cmd => b"command".as_slice(),
+            Denied::Key => b"key",
+            Denied::Channel => b"channel",
+            Denied::Auth => b"auth",
+        });
+        out.bulk(b"context");
+        out.bulk(match e.context {
+            LogContext::Toplevel => b"toplevel".as_slice(),
+            LogContext::Multi => b"multi",
+            LogContext::Lua => b"lua",
+        });
+        out.bulk(b"object");
+        out.bulk(&e.object);
+        out.bulk(b"username");
+        out.bulk(e.username.as_bytes());
+        out.bulk(b"age-seconds");
+        crate::double::reply_double(out, now.saturating_sub(e.ctime) as f64 / 1000.0);
+        out.bulk(b"client-info");
+        out.bulk(e.cinfo.as_bytes());
+        out.bulk(b"entry-id");
+        out.int(e.entry_id as i64);
+        out.bulk(b"timestamp-created");
+        out.int(e.created as i64);
+        out.bulk(b"timestamp-last-updated");
+        out.int(e.ctime as i64);
+    }
+}
+
+fn acl_dryrun(ctx: &mut Ctx, args: &Args) {
+    let Some(u) = ctx.srv.acl.get(args.get(2)) else {
+        ctx.error(&format!("ERR User '{}' not found", args.str(2)));
+        return;
+    };
+    let target = args.tail(3);
+    let srv = ctx.srv;
+    let base = srv.commands.get(target.get(0));
+    let entry = match base {
+        Some(b) if target.len() == 1 || b.subs.is_empty() => Some(b),
+        Some(b) => b.sub(target.get(1)),
+        None => None,
+    };
+    let Some(entry) = entry else {
+        ctx.error(&format!("ERR Command '{}' not found", args.str(3)));
+        return;
+    };
+    let arity = entry.spec.arity;
+    let argc = target.len() as i32;
+    if (arity > 0 && arity != argc) || argc < -arity {
+        ctx.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            entry.fullname
+        ));
+        return;
+    }
+    match check_rules(&u.rules(), entry, &target) {
+        Ok(()) => ctx.out.ok(),
+        Err((reason, idx)) => {
+            let msg = denial_message(reason, &u.name, &entry.fullname, target.get(idx), true);
+            ctx.out.bulk(msg.as_bytes());
+        }
+    }
+}
+
+const HELP: &[&str] = &[
+    "CAT [<category>]",
+    "    List all commands that belong to <category>, or all command categories",
+    "    when no category is specified.",
+    "DELUSER <username> [<username> ...]",
+    "    Delete a list of users.",
+    "DRYRUN <username> <command> [<arg> ...]",
+    "    Returns whether the user can execute the given command without executing the command.",
+    "GETUSER <username>",
+    "    Get the user's details.",
+    "GENPASS [<bits>]",
+    "    Generate a secure 256-bit user password. The optional `bits` argument can",
+    "    be used to specify a different size.",
+    "LIST",
+    "    Show users details in config file format.",
+    "LOAD",
+    "    Reload users from the ACL file.",
+    "LOG [<count> | RESET]",
+    "    Show the ACL log entries.",
+    "SAVE",
+    "    Save the current config to the ACL file.",
+    "SETUSER <username> <attribute> [<attribute> ...]",
+    "    Create or modify a user with the specified attributes.",
+    "USERS",
+    "    List all the registered usernames.",
+    "WHOAMI",
+    "    Return the current connection username.",
+];
+
+fn acl_help(ctx: &mut Ctx, _args: &Args) {
+    crate::client_cmd::reply_help(ctx, "ACL", HELP);
+}
