@@ -973,16 +973,7 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
     }
     let srv = ctx.srv.clone();
     let res = srv.store.run_locked(&tern_engine::LockPlan::AllShards, || {
-        let dbs: Vec<usize> = (0..srv.store.databases()).collect();
-        let mut g = srv.store.lock_dbs(&dbs);
-        let mut old = Vec::new();
-        let mut keys = 0;
-        for sh in g.guards_mut() {
-            keys += sh.len() as u64;
-            old.push(sh.clear());
-        }
-        drop(g);
-        crate::background::drop_later_counted(old, usize::MAX, keys);
+        crate::persistence::empty_keyspace(&srv);
         let _ = crate::functions::load_libraries(&[]);
         load(&srv)
     });
