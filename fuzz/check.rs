@@ -10,7 +10,7 @@
 //!   has been buffered without a newline, so a chunked stream may hit them where one-shot
 //!   parsing finds the newline; then the chunked commands are a prefix of the one-shot ones.
 
-use tern_resp::{ArgSource, Limits, ProtocolError, RequestParser};
+use tern_resp::{Limits, ProtocolError, RequestParser};
 
 pub type Command = Vec<Vec<u8>>;
 
@@ -40,10 +40,7 @@ fn step(
         Some(n) => {
             assert!(n > 0, "parse returned Some(0): no progress");
             assert!(n <= buf.len(), "consumed {n} > buffer {}", buf.len());
-            let base: &[u8] = match p.source() {
-                ArgSource::Input => &buf[..n],
-                ArgSource::Inline => p.inline_buf(),
-            };
+            let base = p.arg_base(&buf[..n]);
             let mut cmd = Vec::with_capacity(p.ranges().len());
             for &(a, b) in p.ranges() {
                 assert!(

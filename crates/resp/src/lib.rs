@@ -2,5 +2,5 @@
 pub mod parser;
 pub mod writer;
 
-pub use parser::{split_args, ArgSource, Limits, ProtocolError, RequestParser, INLINE_MAX_SIZE};
+pub use parser::{split_args, Limits, ProtocolError, RequestParser, INLINE_MAX_SIZE};
 pub use writer::Reply;

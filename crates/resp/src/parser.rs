@@ -37,10 +37,10 @@ impl ProtocolError {
 
 /// Where the current command's arguments live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArgSource {
+enum ArgSource {
     /// Ranges index the caller's input buffer.
     Input,
-    /// Ranges index `RequestParser::inline_buf` (decoded inline command).
+    /// Ranges index the parser's own copy of a decoded inline command.
     Inline,
 }
 
@@ -83,7 +83,7 @@ impl RequestParser {
 
     /// Try to parse one command from `buf`. `Ok(Some(n))`: a command (possibly with zero
     /// arguments, which callers skip) occupying the first `n` bytes; its arguments are in
-    /// `ranges()`/`source()`. `Ok(None)`: more input is needed.
+    /// `ranges()`, over the bytes `arg_base` gives. `Ok(None)`: more input is needed.
     pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, ProtocolError> {
         if self.state.is_none() {
             if buf.is_empty() {
@@ -121,14 +121,6 @@ impl RequestParser {
 
     pub fn ranges(&self) -> &[(usize, usize)] {
         &self.ranges
-    }
-
-    pub fn source(&self) -> ArgSource {
-        self.source
-    }
-
-    pub fn inline_buf(&self) -> &[u8] {
-        &self.inline_buf
     }
 
     /// Bytes the pending bulk argument still needs beyond what `have` holds, to size reads.
@@ -423,10 +415,7 @@ mod tests {
         let mut pos = 0;
         let mut cmds = Vec::new();
         while let Some(n) = p.parse(&input[pos..], &Limits::default())? {
-            let base: &[u8] = match p.source() {
-                ArgSource::Input => &input[pos..],
-                ArgSource::Inline => p.inline_buf(),
-            };
+            let base = p.arg_base(&input[pos..]);
             cmds.push(
                 p.ranges()
                     .iter()
