@@ -77,9 +77,10 @@ impl Server {
 
     fn spawn(mut cmd: Command, port: u16) -> Server {
         let dir = std::env::temp_dir().join(format!("tern-test-{port}"));
+        // Another test binary may have used this port before and left a dump.rdb (perhaps a
+        // deliberately corrupt one) or an AOF here: every server starts in an empty directory.
+        let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::create_dir_all(&dir);
-        // A previous run's AOF in this port's directory must not be loaded.
-        let _ = std::fs::remove_dir_all(dir.join("appendonlydir"));
         cmd.current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
