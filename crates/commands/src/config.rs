@@ -1774,6 +1774,7 @@ impl Config {
         let yes = v == "yes";
         match name {
             "hz" => h.hz.store(n().clamp(1, 500) as u64, Relaxed),
+            "rdb-key-save-delay" => tern_engine::save_delay::KEY_SAVE_DELAY_US.store(n(), Relaxed),
             "proto-max-bulk-len" => h.proto_max_bulk_len.store(n(), Relaxed),
             "client-query-buffer-limit" => h
                 .client_query_buffer_limit

@@ -7,6 +7,7 @@ pub mod expire;
 pub mod hash;
 pub mod limits;
 pub mod listpack;
+pub mod save_delay;
 pub mod shard;
 pub mod snapshot;
 pub mod store;

@@ -72,10 +72,14 @@ impl Store {
             at_cut();
             drop(guards);
         }
+        crate::save_delay::begin();
         for i in all {
             let g = self.raw_shard(i).lock();
             self.visit(i, &g);
+            drop(g);
+            crate::save_delay::settle();
         }
+        crate::save_delay::end();
         snap.active.store(false, Ordering::Release);
         *snap.sink.lock() = None;
     }

@@ -311,3 +311,50 @@ extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+#[test]
+fn rdb_key_save_delay_keeps_a_bgsave_running_without_stalling_clients() {
+    let dir = fresh_dir("keydelay");
+    let s = Server::tern(&["--dir", dir.to_str().unwrap()]);
+    let mut c = s.conn();
+    for i in 0..20 {
+        q(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    // 20 keys × 1 s: the save would take 20 s.
+    q(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    assert_eq!(
+        q(&mut c, &["BGSAVE"]),
+        V::SimpleString("Background saving started".into())
+    );
+    let in_progress = |c: &mut redis::Connection| match q(c, &["INFO", "persistence"]) {
+        V::BulkString(b) => String::from_utf8(b)
+            .unwrap()
+            .contains("rdb_bgsave_in_progress:1"),
+        v => panic!("{v:?}"),
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(in_progress(&mut c));
+    // Clients, writers of those very keys included, are served meanwhile.
+    let t0 = Instant::now();
+    for i in 0..20 {
+        q(&mut c, &["SET", &format!("k{i}"), "new"]);
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "writes waited for the delay"
+    );
+    assert!(in_progress(&mut c));
+    // Back to 0: the save ends at once, and holds the data of its start.
+    q(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    let t0 = Instant::now();
+    while in_progress(&mut c) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the save did not end"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t = Server::tern(&["--dir", dir.to_str().unwrap()]);
+    let mut t = loaded(&t);
+    assert_eq!(q(&mut t, &["GET", "k7"]), V::BulkString(b"v".to_vec()));
+}

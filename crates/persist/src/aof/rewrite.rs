@@ -216,6 +216,7 @@ impl<W: Write + Send> ShardSink for CommandWriter<W> {
                 continue;
             }
             self.key(e.key(), &e.value, exp);
+            tern_engine::save_delay::key_written();
         }
     }
 }

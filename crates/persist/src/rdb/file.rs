@@ -119,6 +119,7 @@ impl<W: Write + Send> ShardSink for FileWriter<W> {
                 continue;
             }
             self.key(e.key(), &e.value, exp);
+            tern_engine::save_delay::key_written();
         }
     }
 }

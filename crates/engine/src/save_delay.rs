@@ -1,0 +1,70 @@
+//! `rdb-key-save-delay`: a pause per key a snapshot writes (RDB files, AOF rewrites,
+//! replication payloads), so tests can keep a save running. Microseconds; a negative -N
+//! pauses 1 µs once in N keys, as Redis's debugDelay.
+//!
+//! Redis's forked child sleeps while the parent serves clients. Here the pause owed for a
+//! shard's keys is taken by the snapshotting thread after it released that shard, so clients
+//! never wait for it (a shard a client thread serializes first costs no pause at all).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// The configured delay (mirrored from the config by the server).
+pub static KEY_SAVE_DELAY_US: AtomicI64 = AtomicI64::new(0);
+
+thread_local! {
+    /// Keys this snapshotting thread wrote since its last pause; None on other threads.
+    static OWED_KEYS: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Called by a snapshot sink after each key: one relaxed load while the delay is 0.
+#[inline]
+pub fn key_written() {
+    if KEY_SAVE_DELAY_US.load(Relaxed) != 0 {
+        OWED_KEYS.with(|o| o.set(o.get().map(|n| n + 1)));
+    }
+}
+
+/// Mark the current thread as the one walking a snapshot (until `end`).
+pub(crate) fn begin() {
+    OWED_KEYS.with(|o| o.set(Some(0)));
+}
+
+pub(crate) fn end() {
+    OWED_KEYS.with(|o| o.set(None));
+}
+
+/// Take the pause owed for the keys written since the last call (no lock may be held).
+pub(crate) fn settle() {
+    let keys = OWED_KEYS
+        .with(|o| o.replace(o.get().map(|_| 0)))
+        .unwrap_or(0);
+    if keys == 0 {
+        return;
+    }
+    let d = KEY_SAVE_DELAY_US.load(Relaxed);
+    if d < 0 {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let hits = (0..keys)
+            .filter(|_| {
+                COUNTER
+                    .fetch_add(1, Relaxed)
+                    .is_multiple_of(d.unsigned_abs())
+            })
+            .count();
+        std::thread::sleep(Duration::from_micros(hits as u64));
+        return;
+    }
+    // Slept in steps that re-read the setting: setting it back to 0 ends the pause at once.
+    let start = Instant::now();
+    loop {
+        let per_key = KEY_SAVE_DELAY_US.load(Relaxed).max(0) as u64;
+        let total = Duration::from_micros(per_key.saturating_mul(keys));
+        let left = total.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(5)));
+    }
+}
