@@ -974,7 +974,6 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
     let srv = ctx.srv.clone();
     let res = srv.store.run_locked(&tern_engine::LockPlan::AllShards, || {
         crate::persistence::empty_keyspace(&srv);
-        let _ = crate::functions::load_libraries(&[]);
         load(&srv)
     });
     match res {
@@ -1031,7 +1030,7 @@ fn load_one(
 /// returns where it ends.
 fn load_rdb_part(srv: &Server, data: &[u8], done_before: u64) -> Result<usize, String> {
     use crate::persistence::RdbLoadError;
-    let loaded = crate::persistence::load_rdb_into(srv, data, false, |p| {
+    let loaded = crate::persistence::load_rdb_into(srv, data, false, false, |p| {
         crate::persistence::RDB
             .loading_loaded
             .store(done_before + p as u64, Relaxed)

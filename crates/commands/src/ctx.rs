@@ -79,6 +79,11 @@ pub struct Conn {
     pub multi: Option<crate::multi::MultiState>,
     /// WATCHed keys.
     pub watch: crate::multi::WatchState,
+    /// True while a script's redis.call runs a command (MONITOR shows it as `lua`).
+    pub in_script: bool,
+    /// The running script command was already shown to MONITOR (before it ran, as Redis
+    /// does, so its calls follow it); kept while it moves to a script thread.
+    pub script_fed: bool,
 }
 
 impl Conn {
@@ -119,6 +124,8 @@ impl Conn {
             woff: 0,
             multi: None,
             watch: Default::default(),
+            in_script: false,
+            script_fed: false,
         }
     }
 

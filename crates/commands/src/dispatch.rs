@@ -38,11 +38,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
     match resolved {
         Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
-            out.error(crate::evict::OOM_ERROR);
-            crate::multi::flag_error(conn);
+            crate::multi::reject(srv, conn, out, entry.spec, crate::evict::OOM_ERROR);
             record_errors(srv, conn, out, Some(entry), true)
         }
-        Ok(entry) if entry.spec.flags & flags::ALLOW_BUSY == 0 && busy(out) => {
+        Ok(entry)
+            if entry.spec.flags & flags::ALLOW_BUSY == 0 && is_busy(srv, conn, out, entry) =>
+        {
             record_errors(srv, conn, out, Some(entry), true)
         }
         Ok(entry) if conn.multi.is_some() && !crate::multi::runs_inside_multi(entry.spec.name) => {
@@ -129,10 +130,10 @@ pub fn execute_queued(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args:
 /// While a script runs past `busy-reply-threshold`, other clients get BUSY (as in Redis),
 /// except for the commands flagged allow-busy (SCRIPT KILL, FUNCTION KILL, ...).
 #[inline]
-fn busy(out: &mut Reply) -> bool {
+fn is_busy(srv: &Server, conn: &mut Conn, out: &mut Reply, entry: &CmdEntry) -> bool {
     match crate::lua::busy_error() {
         Some(e) => {
-            out.error(e);
+            crate::multi::reject(srv, conn, out, entry.spec, e);
             true
         }
         None => false,
@@ -217,19 +218,22 @@ pub fn execute_for_script(
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("READONLY");
             conn.stats.cmds[entry.id].rejected.add(1);
-            return Err(e.into());
+            // The leading `-` keeps the error's code through the script's error table.
+            return Err(format!("-{e}").into());
         }
         if let Some(e) = crate::replication::deny_write(srv) {
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("NOREPLICAS");
             conn.stats.cmds[entry.id].rejected.add(1);
-            return Err(e.into());
+            return Err(format!("-{e}").into());
         }
     }
     conn.mark = Instant::now();
     // Time stands still inside a script: every command sees the script's start time.
     let now = conn.now_ms;
+    let outer = std::mem::replace(&mut conn.in_script, true);
     run(srv, conn, out, args, entry);
+    conn.in_script = outer;
     conn.now_ms = now;
     if f & flags::WRITE != 0 && srv.blocking.any() {
         crate::blocking::note_written_keys(srv, conn.db, entry.spec, args, &mut conn.ready_keys);
@@ -389,6 +393,13 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
     // Writes pass the write-log gate: while a log consumer (AOF) is attached they run as a
     // unit holding their keys and log what they changed (see `propagate`).
+    // Scripts are shown to MONITOR before they run, so the commands they call follow them.
+    if entry.spec.flags & flags::SCRIPT_CALLER != 0 && !conn.script_fed && srv.has_monitors() {
+        conn.script_fed = true;
+        if !conn.is_monitor() {
+            srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &[]));
+        }
+    }
     let gate = if crate::propagate::gated(entry.spec) && conn.handle.id != crate::aof::CLIENT_ID {
         Some(crate::propagate::LOG.gate())
     } else {
@@ -423,14 +434,22 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let f = entry.spec.flags;
     // MONITOR sees a command once, when the client sent it: not again when it is run for a
     // blocked client or moved to a background thread.
-    let rerun = conn.serving_blocked || conn.offloaded;
+    let rerun = (conn.serving_blocked || conn.offloaded) && !conn.in_script;
     if srv.has_monitors()
         && f & (flags::SKIP_MONITOR | flags::ADMIN) == 0
         && !conn.is_monitor()
         && !rerun
     {
         let hidden = redacted_args(&entry.fullname, args);
-        srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &hidden));
+        let peer = if conn.in_script {
+            "lua"
+        } else {
+            &conn.handle.addr
+        };
+        srv.feed_monitors(&monitor_line(conn.db, peer, args, &hidden));
+    }
+    if !conn.pending_offload {
+        conn.script_fed = false;
     }
     if conn.pending_block.is_some() || conn.pending_offload {
         // The command runs again later (served, or on a background thread): count it then.

@@ -13,10 +13,18 @@ use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use parking_lot::RwLock;
 use std::sync::{Arc, LazyLock};
 
-const FCALL_FLAGS: u32 =
-    f::NOSCRIPT | f::SKIP_MONITOR | f::MAY_REPLICATE | f::NO_MANDATORY_KEYS | f::STALE;
-const FCALL_RO_FLAGS: u32 =
-    f::NOSCRIPT | f::SKIP_MONITOR | f::NO_MANDATORY_KEYS | f::STALE | f::READONLY;
+const FCALL_FLAGS: u32 = f::NOSCRIPT
+    | f::SKIP_MONITOR
+    | f::SCRIPT_CALLER
+    | f::MAY_REPLICATE
+    | f::NO_MANDATORY_KEYS
+    | f::STALE;
+const FCALL_RO_FLAGS: u32 = f::NOSCRIPT
+    | f::SKIP_MONITOR
+    | f::SCRIPT_CALLER
+    | f::NO_MANDATORY_KEYS
+    | f::STALE
+    | f::READONLY;
 
 /// FUNCTION LOAD's time limit for a library's top-level code.
 const LOAD_TIMEOUT_MS: u64 = 500;
@@ -515,11 +523,7 @@ fn flush(ctx: &mut Ctx, args: &Args) {
     if args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC") {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    {
-        let mut l = LIBS.write();
-        l.libs.clear();
-        l.gen += 1;
-    }
+    clear_libraries();
     ctx.dirty(1);
     ctx.out.ok();
 }
@@ -784,8 +788,9 @@ pub fn library_codes() -> Vec<Vec<u8>> {
     LIBS.read().libs.iter().map(|l| l.code.clone()).collect()
 }
 
-/// Replace the loaded libraries with these (RDB loading).
-pub fn load_libraries(codes: &[Vec<u8>]) -> Result<(), String> {
+/// Add the libraries of a loaded dataset to the current ones; `replace` lets one replace a
+/// library of the same name (otherwise that fails the load and nothing changes).
+pub fn load_libraries(codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
     let built = with_functions(|vm| -> Result<Vec<Library>, String> {
         let mut libs: Vec<Library> = Vec::new();
         for code in codes {
@@ -801,14 +806,14 @@ pub fn load_libraries(codes: &[Vec<u8>]) -> Result<(), String> {
         Ok(Ok(l)) => l,
         Ok(Err(e)) | Err(e) => return Err(e),
     };
+    LIBS.write().join(new, replace)
+}
+
+/// Forget every library (FUNCTION FLUSH, and before a dataset is loaded in its place).
+pub fn clear_libraries() {
     let mut l = LIBS.write();
-    let mut fresh = Libs {
-        libs: Vec::new(),
-        gen: l.gen,
-    };
-    fresh.join(new, false)?;
-    *l = fresh;
-    Ok(())
+    l.libs.clear();
+    l.gen += 1;
 }
 
 #[cfg(test)]

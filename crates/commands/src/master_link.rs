@@ -463,9 +463,8 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
         crate::propagate::LOG.close_subs();
         crate::persistence::empty_keyspace(srv);
-        let _ = crate::functions::load_libraries(&[]);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
-        crate::persistence::rdb_load(srv, &path).map_err(|e| {
+        crate::persistence::rdb_load(srv, &path, false).map_err(|e| {
             format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
         })
     });

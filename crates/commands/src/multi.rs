@@ -141,6 +141,34 @@ pub fn flag_error(conn: &mut Conn) {
     }
 }
 
+/// A command refused before it ran (BUSY, OOM), as Redis's rejectCommand: an open transaction
+/// is flagged, and a refused EXEC discards the transaction with EXECABORT naming the reason.
+pub fn reject(
+    srv: &Server,
+    conn: &mut Conn,
+    out: &mut tern_resp::Reply,
+    spec: &CommandSpec,
+    err: &str,
+) {
+    if spec.name == "exec" {
+        end_multi(conn);
+        unwatch_all(srv, conn);
+        // MONITOR saw MULTI and no queued command: EXEC tells it the transaction is over.
+        if srv.has_monitors() && !conn.is_monitor() {
+            let exec = OwnedArgs::new([&b"exec"[..]]);
+            let line = crate::dispatch::monitor_line(conn.db, &conn.handle.addr, &exec.args(), &[]);
+            srv.feed_monitors(&line);
+        }
+        out.error(&format!(
+            "EXECABORT Transaction discarded because of: {}",
+            err.trim_start_matches('-')
+        ));
+    } else {
+        flag_error(conn);
+        out.error(err);
+    }
+}
+
 fn multi(ctx: &mut Ctx, _args: &Args) {
     if ctx.conn.multi.is_some() {
         return ctx.error("ERR MULTI calls can not be nested");

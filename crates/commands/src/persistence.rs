@@ -326,7 +326,10 @@ pub fn rdb_save(srv: &Server) -> Result<u64, String> {
 }
 
 /// Load an RDB file into the (empty) store. Ok(false) when the file does not exist.
-pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
+///
+/// `merge` (DEBUG RELOAD MERGE): a library already loaded is replaced by the file's instead
+/// of failing the load.
+pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<bool, String> {
     let fatal = |e: std::io::Error| format!("Fatal error loading the DB {}: {e}", path.display());
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -349,7 +352,7 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
     RDB.loading_total.store(data.len() as u64, Relaxed);
     RDB.loading_loaded.store(0, Relaxed);
     RDB.loading_start.store(unix_secs(), Relaxed);
-    let res = load_rdb_into(srv, data, true, |pos| {
+    let res = load_rdb_into(srv, data, true, merge, |pos| {
         RDB.loading_loaded.store(pos as u64, Relaxed)
     });
     RDB.loading.store(false, Relaxed);
@@ -382,9 +385,11 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path) -> Result<bool, String> {
     Ok(true)
 }
 
-/// Drop every key of every database, without propagating it (before a dataset is loaded in
-/// its place). The old data is freed after the locks are released.
+/// Drop every key of every database and every function library, without propagating it
+/// (before a dataset is loaded in its place, as Redis's emptyData). The old data is freed
+/// after the locks are released.
 pub(crate) fn empty_keyspace(srv: &Server) {
+    crate::functions::clear_libraries();
     let dbs: Vec<usize> = (0..srv.store.databases()).collect();
     let mut g = srv.store.lock_dbs(&dbs);
     let old: Vec<_> = g.guards_mut().map(|sh| sh.clear()).collect();
@@ -401,11 +406,13 @@ pub(crate) enum RdbLoadError {
 
 /// Load an RDB image (a file, or an AOF's RDB preamble) into the store: each key with its
 /// expiry and its LRU idle time or LFU counter, then the function libraries. Expired keys are
-/// dropped when `drop_expired` (not for an AOF preamble: the AOF's own DELs follow).
+/// dropped when `drop_expired` (not for an AOF preamble: the AOF's own DELs follow). The
+/// libraries join those loaded already (`merge`: replacing any of the same name).
 pub(crate) fn load_rdb_into(
     srv: &Server,
     data: &[u8],
     drop_expired: bool,
+    merge: bool,
     progress: impl FnMut(usize),
 ) -> Result<tern_persist::rdb::file::Loaded, RdbLoadError> {
     let now = clock::now_ms();
@@ -446,7 +453,8 @@ pub(crate) fn load_rdb_into(
         return Err(RdbLoadError::TooManyDbs { dbs, db });
     }
     if !loaded.functions.is_empty() {
-        crate::functions::load_libraries(&loaded.functions).map_err(RdbLoadError::Functions)?;
+        crate::functions::load_libraries(&loaded.functions, merge)
+            .map_err(RdbLoadError::Functions)?;
     }
     Ok(loaded)
 }
@@ -569,14 +577,17 @@ pub fn cron(srv: &std::sync::Arc<Server>) {
 
 /// DEBUG RELOAD: save, empty the keyspace, load the file again.
 pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
-    let (mut save, mut flush) = (true, true);
+    let (mut save, mut flush, mut merge) = (true, true, false);
     for a in args.iter().skip(2) {
         if eq_ic(a, "nosave") {
             save = false;
-        } else if eq_ic(a, "noflush") || eq_ic(a, "merge") {
+        } else if eq_ic(a, "noflush") {
             flush = false;
+        } else if eq_ic(a, "merge") {
+            merge = true;
         } else {
-            return ctx.error(ERR_SYNTAX);
+            return ctx
+                .error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
         }
     }
     if save {
@@ -589,7 +600,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     if flush {
         empty_keyspace(srv);
     }
-    match rdb_load(srv, &rdb_path(srv)) {
+    match rdb_load(srv, &rdb_path(srv), merge) {
         Ok(true) => ctx.out.ok(),
         Ok(false) => ctx.error("ERR Error trying to load the RDB dump, check server logs."),
         Err(e) => {

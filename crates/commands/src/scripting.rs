@@ -12,10 +12,18 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock};
 
-const EVAL_FLAGS: u32 =
-    f::NOSCRIPT | f::SKIP_MONITOR | f::MAY_REPLICATE | f::NO_MANDATORY_KEYS | f::STALE;
-const EVAL_RO_FLAGS: u32 =
-    f::NOSCRIPT | f::SKIP_MONITOR | f::NO_MANDATORY_KEYS | f::STALE | f::READONLY;
+const EVAL_FLAGS: u32 = f::NOSCRIPT
+    | f::SKIP_MONITOR
+    | f::SCRIPT_CALLER
+    | f::MAY_REPLICATE
+    | f::NO_MANDATORY_KEYS
+    | f::STALE;
+const EVAL_RO_FLAGS: u32 = f::NOSCRIPT
+    | f::SKIP_MONITOR
+    | f::SCRIPT_CALLER
+    | f::NO_MANDATORY_KEYS
+    | f::STALE
+    | f::READONLY;
 const RW_KEYS: &[KeySpec] = &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::UPDATE)];
 const RO_KEYS: &[KeySpec] = &[KeySpec::keynum(2, 0, 1, 1, k::RO | k::ACCESS)];
 

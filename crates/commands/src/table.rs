@@ -35,6 +35,9 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 20;
     pub const MOVABLE_KEYS: u32 = 1 << 21;
     pub const ALLOW_BUSY: u32 = 1 << 22;
+    /// Internal, not shown by COMMAND: runs a script (EVAL*, FCALL*), which MONITOR shows
+    /// before the commands it calls.
+    pub const SCRIPT_CALLER: u32 = 1 << 23;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

@@ -105,7 +105,7 @@ fn main() {
             .name("rdb-load".into())
             .spawn(move || {
                 let t0 = std::time::Instant::now();
-                match tern_commands::persistence::rdb_load(&srv2, &rdb) {
+                match tern_commands::persistence::rdb_load(&srv2, &rdb, false) {
                     Ok(_) => notice!(
                         "DB loaded from disk: {:.3} seconds",
                         t0.elapsed().as_secs_f64()

@@ -316,3 +316,46 @@ fn long_function_stalls_no_other_database() {
     assert!(spinner.read().starts_with("!ERR Script killed by user"));
     assert_eq!(waiter.read(), "before");
 }
+
+#[test]
+fn debug_reload_flushes_and_merges_libraries_as_redis() {
+    let dir = std::env::temp_dir().join(format!("tern-fn-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = Server::tern(&[
+        "--dir",
+        dir.to_str().unwrap(),
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut c = Raw::new(s.port);
+    let lib = |n: &str| {
+        format!("#!lua name={n}\nredis.register_function('{n}', function() return '{n}' end)")
+    };
+    assert_eq!(load(&mut c, &lib("one")), "one");
+    assert_eq!(c.q("DEBUG RELOAD"), "OK");
+    assert_eq!(c.q("FCALL one 0"), "one");
+    // Without a flush the file's library collides with the loaded one.
+    assert_eq!(
+        c.q("DEBUG RELOAD NOFLUSH"),
+        "!ERR Error trying to load the RDB dump, check server logs."
+    );
+    assert_eq!(c.q("DEBUG RELOAD NOFLUSH MERGE"), "OK");
+    assert_eq!(
+        c.q("FUNCTION LIST"),
+        "[[library_name,one,engine,LUA,functions,[[name,one,description,(nil),flags,[]]]]]"
+    );
+    // NOSAVE NOFLUSH MERGE keeps a library loaded since the save next to the file's.
+    assert_eq!(load(&mut c, &lib("two")), "two");
+    assert_eq!(c.q("DEBUG RELOAD NOSAVE NOFLUSH MERGE"), "OK");
+    assert_eq!(c.q("FCALL one 0"), "one");
+    assert_eq!(c.q("FCALL two 0"), "two");
+    // A plain NOSAVE reload flushes functions with the keys: only the file's remain.
+    assert_eq!(c.q("DEBUG RELOAD NOSAVE"), "OK");
+    assert_eq!(c.q("FCALL one 0"), "one");
+    assert_eq!(c.q("FCALL two 0"), "!ERR Function not found");
+    assert_eq!(
+        c.q("DEBUG RELOAD FOO"),
+        "!ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+    );
+}

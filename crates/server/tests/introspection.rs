@@ -722,3 +722,73 @@ fn cluster_commands_answer_as_a_non_cluster_redis() {
     assert!(list.contains(&"cluster|help".to_string()), "{list:?}");
     assert!(list.contains(&"cluster|myshardid".to_string()), "{list:?}");
 }
+
+/// Read MONITOR lines until one contains `until` (or 5 s pass).
+fn monitor_lines(mon: &mut std::net::TcpStream, until: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(until) && Instant::now() < deadline {
+        match mon.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&seen)
+        .lines()
+        .filter(|l| !l.contains("\"SETINFO\""))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn monitor_shows_scripts_before_the_commands_they_call() {
+    let s = Server::tern(&[]);
+    let mut mon = s.raw();
+    assert_eq!(raw_roundtrip(&mut mon, b"MONITOR\r\n", 5), b"+OK\r\n");
+    let mut c = s.conn();
+    let _: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('select', 3) return redis.call('set', KEYS[1], 'v')",
+            "1",
+            "k",
+        ],
+    )
+    .unwrap();
+    let lines = monitor_lines(&mut mon, "\"set\"");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].contains("[0 127.0.0.1:") && lines[0].ends_with(r#" "EVAL" "redis.call('select', 3) return redis.call('set', KEYS[1], 'v')" "1" "k""#), "{}", lines[0]);
+    // Fed after it ran, as in Redis: SELECT already shows its new database.
+    assert!(
+        lines[1].ends_with(r#" [3 lua] "select" "3""#),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].ends_with(r#" [3 lua] "set" "k" "v""#),
+        "{}",
+        lines[2]
+    );
+
+    let _: Value = q(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=m\nredis.register_function('f', function(k) return redis.call('get', k[1]) end)",
+        ],
+    )
+    .unwrap();
+    let _: Value = q(&mut c, &["FCALL", "f", "1", "k"]).unwrap();
+    let lines = monitor_lines(&mut mon, "\"get\"");
+    let at = lines
+        .iter()
+        .position(|l| l.ends_with(r#" "FCALL" "f" "1" "k""#));
+    let at = at.unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        lines[at + 1].ends_with(r#" [0 lua] "get" "k""#),
+        "{lines:?}"
+    );
+}

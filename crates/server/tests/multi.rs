@@ -462,3 +462,66 @@ fn wait_without_replicas() {
     assert_eq!(unblocked, 1);
     assert_eq!(t.join().unwrap(), 0);
 }
+
+/// Wait until `c` gets BUSY for PING (a script of another client is past the threshold).
+fn wait_busy(c: &mut Raw) {
+    let t0 = Instant::now();
+    while !c.q("PING").starts_with("!BUSY") {
+        assert!(t0.elapsed() < Duration::from_secs(5), "no BUSY");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_busy_script_aborts_transactions_as_in_redis() {
+    let s = Server::tern(&["--busy-reply-threshold", "10"]);
+    let mut admin = Raw::new(s.port);
+    let mut spin = Raw::new(s.port);
+    let mut t = Raw::new(s.port);
+    assert_eq!(admin.q("SET xx 1"), "OK");
+
+    // EXEC during the busy script: EXECABORT naming BUSY, the transaction is gone.
+    assert_eq!(t.q("MULTI"), "OK");
+    assert_eq!(t.q("INCR xx"), "QUEUED");
+    spin.send(&[b"EVAL", b"while true do end", b"0"]);
+    wait_busy(&mut admin);
+    assert_eq!(
+        t.q("EXEC"),
+        "!EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. \
+         You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    );
+    assert_eq!(admin.q("SCRIPT KILL"), "OK");
+    assert!(spin.read().starts_with("!ERR Script killed by user"));
+    assert_eq!(t.q("PING"), "PONG", "the client left the transaction");
+    assert_eq!(admin.q("GET xx"), "1");
+
+    // A command refused with BUSY while queueing dooms the transaction.
+    assert_eq!(t.q("MULTI"), "OK");
+    spin.send(&[b"EVAL", b"while true do end", b"0"]);
+    wait_busy(&mut admin);
+    assert!(t.q("INCR xx").starts_with("!BUSY"));
+    assert_eq!(admin.q("SCRIPT KILL"), "OK");
+    assert!(spin.read().starts_with("!ERR Script killed by user"));
+    assert_eq!(t.q("INCR xx"), "QUEUED");
+    assert_eq!(
+        t.q("EXEC"),
+        "!EXECABORT Transaction discarded because of previous errors."
+    );
+    assert_eq!(admin.q("GET xx"), "1");
+}
+
+#[test]
+fn exec_over_maxmemory_is_aborted_with_oom() {
+    let s = Server::tern(&[]);
+    let mut c = Raw::new(s.port);
+    assert_eq!(c.q("MULTI"), "OK");
+    assert_eq!(c.q("SET a b"), "QUEUED");
+    let mut admin = Raw::new(s.port);
+    assert_eq!(admin.q("CONFIG SET maxmemory 1"), "OK");
+    assert_eq!(
+        c.q("EXEC"),
+        "!EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'."
+    );
+    assert_eq!(admin.q("CONFIG SET maxmemory 0"), "OK");
+    assert_eq!(c.q("EXEC"), "!ERR EXEC without MULTI");
+}

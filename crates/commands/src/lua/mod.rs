@@ -109,7 +109,31 @@ pub fn run_atomic(
         }
         run(ctx, vm, f, spec, command)
     });
-    history.note(start.elapsed());
+    let took = start.elapsed();
+    history.note(took);
+    if ctx.conn.offloaded && took < SLOW_RUN {
+        keep_vm_if_busy(vm);
+    }
+}
+
+/// A script thread that ran a new script only to learn it is fast will not see it again:
+/// its VM (~70 KB) is dropped, unless that VM ran another new script within the last
+/// `PROBE_KEEP` (a stream of new scripts keeps it).
+const PROBE_KEEP: std::time::Duration = std::time::Duration::from_millis(100);
+
+thread_local! {
+    static DROP_VM: Cell<bool> = const { Cell::new(false) };
+}
+
+fn keep_vm_if_busy(vm: &mut Vm) {
+    let now = Instant::now();
+    let recent = vm
+        .last_probe
+        .replace(now)
+        .is_some_and(|t| now.duration_since(t) < PROBE_KEEP);
+    if !recent {
+        DROP_VM.with(|d| d.set(true));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,6 +355,8 @@ pub struct Vm {
     is_eval: bool,
     id: u64,
     runs: u32,
+    /// When this VM, on a script thread, last ran a new script that proved fast.
+    last_probe: Option<Instant>,
 }
 
 impl Drop for Vm {
@@ -910,6 +936,7 @@ impl Vm {
             is_eval,
             id: NEXT_VM_ID.fetch_add(1, Relaxed),
             runs: 0,
+            last_probe: None,
         };
         vm.lua.gc_collect()?;
         Ok(vm)
@@ -1019,7 +1046,11 @@ pub fn with_vm<R>(
             *slot = Some(vm);
         }
         let vm = slot.as_mut().expect("vm just made");
-        Ok(f(vm))
+        let r = f(vm);
+        if DROP_VM.with(|d| d.replace(false)) {
+            *slot = None;
+        }
+        Ok(r)
     })
 }
 
