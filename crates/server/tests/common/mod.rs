@@ -4,8 +4,21 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+
+/// Whether `port` can be bound on 127.0.0.1. Bound but never listening: a socket that
+/// listened could, for a moment, belong to a child another test thread is forking (fds stay
+/// open until exec), and a server's readiness probe would then connect to that dying copy and
+/// be reset. SO_REUSEADDR as the servers set it, so such a copy cannot make their bind fail.
+fn can_bind(port: u16) -> bool {
+    let Ok(s) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) else {
+        return false;
+    };
+    let _ = s.set_reuse_address(true);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    s.bind(&addr.into()).is_ok()
+}
 
 /// A port no other test of this process was given, below the kernel's ephemeral range (so a
 /// client socket's local port cannot take it between this check and the server's bind).
@@ -21,7 +34,7 @@ pub fn free_port() -> u16 {
     loop {
         let p = NEXT.fetch_add(1, Ordering::SeqCst);
         let p = 10_000 + (p - 10_000) % 20_000;
-        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+        if can_bind(p) {
             return p;
         }
     }
@@ -81,9 +94,12 @@ impl Server {
         // deliberately corrupt one) or an AOF here: every server starts in an empty directory.
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::create_dir_all(&dir);
+        // The server's own output stays in its directory: `diagnose` shows it when a
+        // connection fails.
+        let log = std::fs::File::create(dir.join("server.log")).expect("server log");
         cmd.current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log);
         let child = cmd.spawn().expect("spawn server");
         let s = Server { child, port };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -105,14 +121,51 @@ impl Server {
         redis::Client::open(self.url())
             .expect("client")
             .get_connection()
-            .expect("connect")
+            .unwrap_or_else(|e| panic!("connect: {e}\n{}", self.diagnose()))
     }
 
     pub fn conn_resp3(&self) -> redis::Connection {
         redis::Client::open(format!("{}?protocol=resp3", self.url()))
             .expect("client")
             .get_connection()
-            .expect("connect")
+            .unwrap_or_else(|e| panic!("connect: {e}\n{}", self.diagnose()))
+    }
+
+    /// The server process's state and the end of its log (for a failed connection).
+    pub fn diagnose(&self) -> String {
+        let pid = self.child.id();
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("?")
+                    .to_string()
+            })
+            .unwrap_or_else(|_| "gone".into());
+        let log = std::fs::read_to_string(
+            std::env::temp_dir()
+                .join(format!("tern-test-{}", self.port))
+                .join("server.log"),
+        )
+        .unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let sockets = Command::new("ss")
+            .args(["-tanp"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let port = format!(":{} ", self.port);
+        let sockets: Vec<&str> = sockets.lines().filter(|l| l.contains(&port)).collect();
+        format!(
+            "server pid {pid} on port {} state {state}; sockets on the port:\n{}\nits log ends:\n{}",
+            self.port,
+            sockets.join("\n"),
+            tail.join("\n")
+        )
     }
 
     /// A raw TCP connection for protocol-level tests.
