@@ -152,7 +152,7 @@ pub fn enabled() -> bool {
 pub fn set_fsync_policy(v: &str) {
     AOF.fsync.store(fsync_policy(v), Relaxed);
     // Replies that were waiting under `always` may go now.
-    AOF.durable.notify_waiters();
+    notify_durable();
 }
 
 /// True when replies must wait until what they could have observed is durable.
@@ -161,10 +161,90 @@ pub fn must_wait() -> bool {
     AOF.fsync.load(Relaxed) == FSYNC_ALWAYS && LOG.active()
 }
 
+/// Durability news, per worker thread: the writer wakes each worker once (`notify_one` keeps
+/// a permit when the worker is busy), and the worker's own task wakes its waiting replies
+/// locally, instead of the writer waking every waiting reply across threads (one eventfd
+/// write per reply).
+static WORKER_NEWS: Mutex<Vec<&'static tokio::sync::Notify>> = parking_lot::const_mutex(Vec::new());
+
+/// A worker's relay: where its replies wait, and how many do.
+struct Relay {
+    durable: tokio::sync::Notify,
+    first_waiter: tokio::sync::Notify,
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+thread_local! {
+    static RELAY: std::cell::Cell<Option<&'static Relay>> = const { std::cell::Cell::new(None) };
+}
+
+/// Called on each worker's runtime at start: relay durability news to this thread's replies.
+/// While replies wait, the relay also wakes the writer after `WAKE_AFTER` without news (the
+/// writer is normally woken when the worker goes idle, see `on_worker_park`; a worker kept
+/// busy by other clients must not hold the fsync back). One timer per wait cycle, not one per
+/// reply (each timer that comes due sooner than the driver's next one costs an eventfd write).
+pub fn start_durable_relay() {
+    const WAKE_AFTER: Duration = Duration::from_millis(1);
+    let news: &'static tokio::sync::Notify = Box::leak(Box::default());
+    let relay: &'static Relay = Box::leak(Box::new(Relay {
+        durable: tokio::sync::Notify::new(),
+        first_waiter: tokio::sync::Notify::new(),
+        waiting: std::sync::atomic::AtomicUsize::new(0),
+    }));
+    WORKER_NEWS.lock().push(news);
+    RELAY.with(|l| l.set(Some(relay)));
+    tokio::spawn(async move {
+        loop {
+            if relay.waiting.load(Relaxed) > 0 {
+                tokio::select! {
+                    _ = news.notified() => relay.durable.notify_waiters(),
+                    _ = tokio::time::sleep(WAKE_AFTER) => LOG.wake_consumer(),
+                }
+            } else {
+                tokio::select! {
+                    _ = news.notified() => relay.durable.notify_waiters(),
+                    _ = relay.first_waiter.notified() => {}
+                }
+            }
+        }
+    });
+}
+
+/// The log became more durable (or the rules changed): wake whoever waits.
+fn notify_durable() {
+    AOF.durable.notify_waiters();
+    for n in WORKER_NEWS.lock().iter() {
+        n.notify_one();
+    }
+}
+
 /// Wait until the log is durable up to `lsn` (or `appendfsync always` no longer holds).
 pub async fn wait_durable(lsn: u64) {
+    let Some(relay) = RELAY.with(|l| l.get()) else {
+        // Not on a worker: wait on the writer's own news.
+        loop {
+            let n = AOF.durable.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if LOG.durable() >= lsn || !must_wait() {
+                return;
+            }
+            LOG.wake_consumer();
+            n.await;
+        }
+    };
+    struct Waiting(&'static Relay);
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            self.0.waiting.fetch_sub(1, Relaxed);
+        }
+    }
+    let _w = Waiting(relay);
+    if relay.waiting.fetch_add(1, Relaxed) == 0 {
+        relay.first_waiter.notify_one();
+    }
     loop {
-        let n = AOF.durable.notified();
+        let n = relay.durable.notified();
         tokio::pin!(n);
         n.as_mut().enable();
         if LOG.durable() >= lsn || !must_wait() {
@@ -172,6 +252,13 @@ pub async fn wait_durable(lsn: u64) {
         }
         n.await;
     }
+}
+
+/// A worker thread is about to go idle: the writer takes what its pass appended (one write
+/// and, under `always`, one fsync for all of it).
+#[inline]
+pub fn on_worker_park() {
+    LOG.wake_consumer();
 }
 
 /// WAITAOF's local acknowledgement: the AOF is on and fsynced up to `lsn`.
@@ -343,7 +430,7 @@ fn writer_loop(mut file: Option<File>) {
         }
         if policy != FSYNC_ALWAYS || !unsynced {
             LOG.set_durable(batch.end());
-            AOF.durable.notify_waiters();
+            notify_durable();
         }
         spare = batch.bytes;
     }
@@ -367,7 +454,7 @@ fn stop_writer() {
         let _ = h.join();
     }
     *AOF.next_incr.lock() = None;
-    AOF.durable.notify_waiters();
+    notify_durable();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -470,7 +557,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
         AOF.wait_rewrite.store(false, Relaxed);
         AOF.rewrite_scheduled.store(false, Relaxed);
         // WAITAOF clients waiting for a local fsync get their error now.
-        AOF.durable.notify_waiters();
+        notify_durable();
         AOF.incr_size.store(0, Relaxed);
         *AOF.files.lock() = None;
         Ok(())

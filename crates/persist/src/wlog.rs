@@ -20,7 +20,15 @@ struct Slot(AtomicU64);
 
 const SLOTS: usize = 64;
 
+/// Bytes a deferring thread may leave pending before it wakes the consumer anyway.
+const DEFERRED_WAKE_BYTES: usize = 256 * 1024;
+
 thread_local! {
+    /// Set on threads that call `wake_consumer` before they go idle (the workers): their
+    /// appends do not wake the consumer one by one, so one wake-up (one write, one fsync)
+    /// covers everything a worker's pass over its ready connections appended, as Redis's
+    /// write in beforeSleep.
+    static DEFER_WAKE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static SLOT: usize = {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % SLOTS
@@ -213,6 +221,8 @@ pub struct WriteLog {
     appended: AtomicU64,
     durable: AtomicU64,
     unlogged: [Slot; SLOTS],
+    /// A deferring thread appended without waking the consumer.
+    wake_pending: AtomicBool,
 }
 
 /// How a write command runs with respect to the log (see `WriteLog::gate`).
@@ -268,6 +278,7 @@ impl WriteLog {
             appended: AtomicU64::new(0),
             durable: AtomicU64::new(0),
             unlogged: [ZERO_SLOT; SLOTS],
+            wake_pending: AtomicBool::new(false),
         }
     }
 
@@ -429,11 +440,34 @@ impl WriteLog {
             Self::feed_subs(g);
             self.update_active(g);
         }
-        let end = g.base + g.buf.len() as u64;
+        let pending = g.buf.len();
+        let end = g.base + pending as u64;
         self.appended.store(end, Ordering::Release);
         drop(g);
-        self.cv.notify_one();
+        if DEFER_WAKE.with(|d| d.get()) && pending < DEFERRED_WAKE_BYTES {
+            if !self.wake_pending.load(Ordering::Relaxed) {
+                self.wake_pending.store(true, Ordering::Release);
+            }
+        } else {
+            self.cv.notify_one();
+        }
         end
+    }
+
+    /// Make this thread's appends leave the consumer's wake-up to `wake_consumer`.
+    pub fn defer_wakes_on_this_thread(&self) {
+        DEFER_WAKE.with(|d| d.set(true));
+    }
+
+    /// Wake the consumer if a deferring thread appended since the last wake-up (a worker about
+    /// to go idle, or a reply that has waited too long).
+    #[inline]
+    pub fn wake_consumer(&self) {
+        if self.wake_pending.load(Ordering::Relaxed)
+            && self.wake_pending.swap(false, Ordering::AcqRel)
+        {
+            self.cv.notify_one();
+        }
     }
 
     fn encode_unit(out: &mut Vec<u8>, selected: &mut i64, ops: &Ops, wrap: bool, repl: bool) {

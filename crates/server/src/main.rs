@@ -161,11 +161,14 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
     std::thread::Builder::new()
         .name(format!("tern-worker-{i}"))
         .spawn(move || {
+            tern_commands::propagate::LOG.defer_wakes_on_this_thread();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_park(tern_commands::aof::on_worker_park)
                 .build()
                 .expect("worker runtime");
             rt.block_on(async move {
+                tern_commands::aof::start_durable_relay();
                 while let Some(std_stream) = rx.recv().await {
                     let srv = srv.clone();
                     let load = load2.clone();
