@@ -12,6 +12,9 @@ The load generator is target/release/tern-bench (closed loop: each connection se
 waits for its replies, records the unit's latency), pinned to core 1. Workloads:
   * multi-incr5: MULTI, 5 INCRs of random keys out of 10,000, EXEC; 50 connections;
   * evalsha: EVALSHA of a 2-key read-modify-write script on 2 random keys; 50 connections;
+  * evalsha-p20: the same, 20 EVALSHAs per pipeline, so that the server (not the load
+    generator) is the bottleneck: the tern --threads 2 row then shows whether scripts on
+    different keys run in parallel on two threads;
   * publish: PUBLISH of 16 bytes to one channel with 100 subscriber connections; 4 publishers.
 The server's CPU time (utime + stime of /proc/PID/stat) is read before and after each run, so
 "ops per server CPU-s" compares efficiency independently of the load generator's limits. A
@@ -40,6 +43,7 @@ PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35300"))
 WORKLOADS = {
     "multi-incr5": ["--workload", "multi-incr5", "--clients", "50"],
     "evalsha": ["--workload", "evalsha", "--clients", "50"],
+    "evalsha-p20": ["--workload", "evalsha", "--clients", "50", "--pipeline", "20"],
     "publish": ["--workload", "publish", "--clients", "4", "--subscribers", "100"],
 }
 

@@ -232,8 +232,8 @@ fn main() {
         });
     }
     let deadline = start + Duration::from_secs_f64(if o.seconds > 0.0 { o.seconds } else { 1e9 });
-    // Ops per unit: a pipeline of SET/GETs counts each command.
-    let per_unit = if matches!(o.workload.as_str(), "setget" | "set") {
+    // Ops per unit: a pipeline of SET/GETs or EVALSHAs counts each command.
+    let per_unit = if matches!(o.workload.as_str(), "setget" | "set" | "evalsha") {
         o.pipeline.max(1)
     } else {
         1
@@ -269,14 +269,16 @@ fn main() {
                             7
                         }
                         "evalsha" => {
-                            let k1 = format!("key:{}", rng.gen_range(0..keys));
-                            let k2 = format!("key:{}", rng.gen_range(0..keys));
                             let sha = sha.as_deref().unwrap().as_bytes();
-                            encode(
-                                &mut out,
-                                &[b"EVALSHA", sha, b"2", k1.as_bytes(), k2.as_bytes()],
-                            );
-                            1
+                            for _ in 0..per_unit {
+                                let k1 = format!("key:{}", rng.gen_range(0..keys));
+                                let k2 = format!("key:{}", rng.gen_range(0..keys));
+                                encode(
+                                    &mut out,
+                                    &[b"EVALSHA", sha, b"2", k1.as_bytes(), k2.as_bytes()],
+                                );
+                            }
+                            per_unit
                         }
                         "publish" => {
                             encode(
