@@ -631,36 +631,20 @@ fn write_base(
     Ok(file_size(path))
 }
 
-/// A sink created at the cut (so that what it writes first — function libraries — is read
-/// under the cut's locks).
-struct LazySink<S>(Option<S>);
-
 /// Take a snapshot into the sink `make` creates at the cut (the function libraries it writes
-/// are then the cut's); `at_cut` runs there too. Returns the sink once every shard is in.
-pub(crate) fn snapshot_into<S: tern_engine::snapshot::ShardSink + 'static>(
+/// are then the cut's); `at_cut` runs there too. Returns the sink once every key is in.
+pub(crate) fn snapshot_into<S: tern_engine::snapshot::SnapshotSink>(
     srv: &Server,
     at_cut: Option<&(dyn Fn() + Sync)>,
     make: impl FnOnce() -> S,
 ) -> S {
-    let sink = Mutex::new(LazySink(None));
-    srv.store.snapshot(
-        || {
-            sink.lock().0 = Some(make());
-            if let Some(f) = at_cut {
-                f();
-            }
-        },
-        &sink,
-    );
-    sink.into_inner().0.expect("the cut creates the sink")
-}
-
-impl<S: tern_engine::snapshot::ShardSink> tern_engine::snapshot::ShardSink for LazySink<S> {
-    fn shard(&mut self, db: usize, data: &tern_engine::ShardData) {
-        if let Some(s) = self.0.as_mut() {
-            s.shard(db, data);
+    srv.store.snapshot(|| {
+        let sink = make();
+        if let Some(f) = at_cut {
+            f();
         }
-    }
+        sink
+    })
 }
 
 /// Start a background rewrite unless one runs; false when it could not start.

@@ -289,19 +289,21 @@ pub fn rdb_save(srv: &Server) -> Result<u64, String> {
     })?;
     let now = clock::now_ms();
     let aux = rdb_aux(now, false);
-    let writer = tern_persist::rdb::file::FileWriter::new(
-        std::io::BufWriter::with_capacity(1 << 20, file),
-        srv.config.get_bool("rdbcompression"),
-        srv.config.get_bool("rdbchecksum"),
-        &aux,
-        &crate::functions::library_codes(),
-        now,
-    );
-    let sink = parking_lot::Mutex::new(writer);
     let dirty_at_cut = AtomicU64::new(0);
-    srv.store
-        .snapshot(|| dirty_at_cut.store(srv.dirty_total(), Relaxed), &sink);
-    let w = sink.into_inner();
+    let w = crate::aof::snapshot_into(
+        srv,
+        Some(&|| dirty_at_cut.store(srv.dirty_total(), Relaxed)),
+        || {
+            tern_persist::rdb::file::FileWriter::new(
+                std::io::BufWriter::with_capacity(1 << 20, file),
+                srv.config.get_bool("rdbcompression"),
+                srv.config.get_bool("rdbchecksum"),
+                &aux,
+                &crate::functions::library_codes(),
+                now,
+            )
+        },
+    );
     let keys = w.keys;
     let res = w.finish().and_then(|bw| {
         let f = bw.into_inner().map_err(|e| e.into_error())?;

@@ -127,10 +127,32 @@ impl Dict {
             f(node);
             cur = node.next.as_deref();
         }
-        let mut v = cursor | !mask;
-        v = v.reverse_bits();
-        v = v.wrapping_add(1);
-        v.reverse_bits()
+        next_cursor(cursor, mask)
+    }
+
+    /// `scan` with mutable access to the entries (the snapshot walk marks what it wrote out).
+    pub fn scan_mut(&mut self, cursor: u64, mut f: impl FnMut(&mut Entry)) -> u64 {
+        if self.buckets.is_empty() {
+            return 0;
+        }
+        let mask = self.mask();
+        let mut cur = self.buckets[(cursor & mask) as usize].as_deref_mut();
+        while let Some(node) = cur {
+            f(node);
+            cur = node.next.as_deref_mut();
+        }
+        next_cursor(cursor, mask)
+    }
+
+    /// Every entry, mutably (a snapshot writing out a whole shard before it changes wholesale).
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
+        for b in self.buckets.iter_mut() {
+            let mut cur = b.as_deref_mut();
+            while let Some(node) = cur {
+                f(node);
+                cur = node.next.as_deref_mut();
+            }
+        }
     }
 
     /// Mutable access to the chain of one bucket (for expiry walks); returns the keys of
@@ -186,6 +208,14 @@ impl Dict {
     pub fn take(&mut self) -> Dict {
         std::mem::take(self)
     }
+}
+
+/// Redis's reverse-binary cursor increment over a table of `mask + 1` buckets.
+fn next_cursor(cursor: u64, mask: u64) -> u64 {
+    let mut v = cursor | !mask;
+    v = v.reverse_bits();
+    v = v.wrapping_add(1);
+    v.reverse_bits()
 }
 
 #[cfg(test)]

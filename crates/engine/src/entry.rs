@@ -19,9 +19,9 @@ use std::ptr::NonNull;
 pub struct Entry {
     /// The next entry of the same dict bucket (owned by the chain).
     pub(crate) next: Option<EntryBox>,
-    /// Key length (low 31 bits; `LONG` means the length is stored as a u64 in front of the
-    /// bytes: keys of 2 GiB and more, which only a raised `proto-max-bulk-len` allows), plus the
-    /// `HAS_EXPIRE_SLOT` flag.
+    /// Key length (low 30 bits; `LONG` means the length is stored as a u64 in front of the
+    /// bytes: keys of 1 GiB and more, which only a raised `proto-max-bulk-len` allows), plus the
+    /// `HAS_EXPIRE_SLOT` flag and the snapshot bit (see `snapshot`).
     len_flags: u32,
     /// LRU clock (seconds, 24 bits) or, under an LFU policy, Redis's 16-bit minutes + 8-bit counter.
     pub access: u32,
@@ -36,7 +36,10 @@ unsafe impl Send for EntryBox {}
 unsafe impl Sync for EntryBox {}
 
 const HAS_EXPIRE_SLOT: u32 = 1 << 31;
-const LONG: u32 = HAS_EXPIRE_SLOT - 1;
+/// Which snapshot parity this entry was last saved under (or created in): see `snapshot`.
+const SNAP_BIT: u32 = 1 << 30;
+const LONG: u32 = SNAP_BIT - 1;
+const LEN_MASK: u32 = SNAP_BIT - 1;
 const PREFIX: usize = std::mem::size_of::<u64>();
 const HEADER: usize = std::mem::size_of::<Entry>();
 const SLOT: usize = std::mem::size_of::<u64>();
@@ -187,7 +190,7 @@ impl Entry {
         // written once by EntryBox::build.
         unsafe {
             let base = self.tail().add(if self.has_slot() { SLOT } else { 0 });
-            let len = self.len_flags & !HAS_EXPIRE_SLOT;
+            let len = self.len_flags & LEN_MASK;
             if len == LONG {
                 let len = (base as *const u64).read_unaligned() as usize;
                 std::slice::from_raw_parts(base.add(PREFIX), len)
@@ -218,6 +221,22 @@ impl Entry {
             true
         } else {
             at_ms == 0
+        }
+    }
+
+    /// The snapshot bit: an entry whose bit differs from its shard's parity while a snapshot
+    /// runs still holds its value at the cut and has not been written out yet.
+    #[inline]
+    pub(crate) fn snap_bit(&self) -> bool {
+        self.len_flags & SNAP_BIT != 0
+    }
+
+    #[inline]
+    pub(crate) fn set_snap_bit(&mut self, on: bool) {
+        if on {
+            self.len_flags |= SNAP_BIT;
+        } else {
+            self.len_flags &= !SNAP_BIT;
         }
     }
 
@@ -263,7 +282,12 @@ mod tests {
         for k in [&b""[..], b"a", b"h:123456", &[7u8; 1000]] {
             let e = EntryBox::new(k, Value::from_bytes(b"v"));
             assert_eq!(e.key(), k);
-            let e = e.renamed(b"other");
+            let mut e = e.renamed(b"other");
+            e.set_snap_bit(true);
+            assert!(e.snap_bit());
+            assert_eq!(e.key(), b"other");
+            e.set_snap_bit(false);
+            assert!(!e.snap_bit());
             assert_eq!(e.key(), b"other");
             assert_eq!(e.value, Value::from_bytes(b"v"));
             let (v, _, exp) = e.into_parts();

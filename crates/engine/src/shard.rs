@@ -3,8 +3,10 @@
 
 use crate::dict::Dict;
 use crate::entry::{Entry, EntryBox};
+use crate::snapshot::SnapShared;
 use crate::value::Value;
 use crate::watch::{self, WatchFlag, WatchTable, Watcher};
+use std::sync::Arc;
 
 #[derive(Default)]
 pub struct ShardData {
@@ -20,6 +22,21 @@ pub struct ShardData {
     pub expired_keys: u64,
     /// The database this shard belongs to (for the key events of `events`).
     db: usize,
+    /// Snapshot parity: entries whose bit differs are still owed to the running snapshot.
+    snap_parity: bool,
+    /// The running snapshot, until its walk has finished this shard (see `snapshot`).
+    snap: Option<Arc<SnapShared>>,
+}
+
+/// Write `e` out to the running snapshot if it is still owed (before it changes).
+#[inline]
+fn save_owed(snap: &Option<Arc<SnapShared>>, parity: bool, db: usize, e: &mut Entry) {
+    if let Some(s) = snap {
+        if e.snap_bit() != parity {
+            s.save(db, e);
+            e.set_snap_bit(parity);
+        }
+    }
 }
 
 impl ShardData {
@@ -49,17 +66,27 @@ impl ShardData {
 
     /// The live entry for `key`, deleting it first if it has expired. Under a write command a
     /// found key counts as touched for WATCH (the caller may change it in place).
+    /// Under a write command the entry is also written out first to a running snapshot
+    /// that still owes it (a read command's `&mut` only moves the access clock).
     #[inline]
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         if self.watched.is_some() && watch::writing() && self.peek(hash, key, now_ms).is_some() {
             self.touch(key);
         }
-        self.get_quiet(hash, key, now_ms)
+        let save = self.snap.is_some() && watch::writing();
+        self.lookup(hash, key, now_ms, save)
     }
 
     /// `get` without counting as a WATCH touch: for a write command that may leave the key
     /// unchanged and calls `touch` itself when it does change it.
     pub fn get_quiet(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        self.lookup(hash, key, now_ms, true)
+    }
+
+    /// The live entry (an expired one is deleted); `save`: the caller may change it, so a
+    /// running snapshot that still owes it gets it first.
+    #[inline]
+    fn lookup(&mut self, hash: u64, key: &[u8], now_ms: u64, save: bool) -> Option<&mut Entry> {
         let expired = self.dict.get(hash, key)?.is_expired(now_ms);
         if expired {
             self.remove(hash, key);
@@ -67,7 +94,11 @@ impl ShardData {
             crate::events::expired(self.db, key);
             return None;
         }
-        self.dict.get_mut(hash, key)
+        let e = self.dict.get_mut(hash, key)?;
+        if save {
+            save_owed(&self.snap, self.snap_parity, self.db, e);
+        }
+        Some(e)
     }
 
     /// Remove a key found expired by a walk (SCAN, RANDOMKEY), counting it in `expired_keys`
@@ -101,7 +132,7 @@ impl ShardData {
         now_ms: u64,
     ) -> Option<Value> {
         self.touch(key);
-        if let Some(e) = self.get(hash, key, now_ms) {
+        if let Some(e) = self.lookup(hash, key, now_ms, true) {
             let old = std::mem::replace(&mut e.value, value);
             // A new object under LRU; under LFU the counter carries over, as in Redis.
             if !crate::clock::lfu_mode() {
@@ -113,10 +144,15 @@ impl ShardData {
             }
             return Some(old);
         }
-        self.dict
-            .insert_new(hash, EntryBox::new_at(key, value, now_ms));
+        self.insert(hash, EntryBox::new_at(key, value, now_ms));
         crate::events::record(crate::events::NEW, self.db, key);
         None
+    }
+
+    /// Every insertion: a new entry is not part of a running snapshot's cut.
+    fn insert(&mut self, hash: u64, mut entry: EntryBox) {
+        entry.set_snap_bit(self.snap_parity);
+        self.dict.insert_new(hash, entry);
     }
 
     /// Insert a whole entry (expiry included) for a key known to be absent or expired.
@@ -130,11 +166,12 @@ impl ShardData {
         }
         self.touch(entry.key());
         crate::events::record(crate::events::NEW, self.db, entry.key());
-        self.dict.insert_new(hash, entry);
+        self.insert(hash, entry);
     }
 
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
-        let e = self.dict.remove(hash, key)?;
+        let mut e = self.dict.remove(hash, key)?;
+        save_owed(&self.snap, self.snap_parity, self.db, &mut e);
         if e.expire_at() != 0 {
             self.volatile -= 1;
         }
@@ -144,7 +181,7 @@ impl ShardData {
 
     /// Set (non-zero) or clear (0) a live key's expiry. Returns false if the key is absent.
     pub fn set_expire(&mut self, hash: u64, key: &[u8], at_ms: u64, now_ms: u64) -> bool {
-        if self.get(hash, key, now_ms).is_none() {
+        if self.lookup(hash, key, now_ms, true).is_none() {
             return false;
         }
         self.touch(key);
@@ -154,8 +191,7 @@ impl ShardData {
             // No slot yet: rebuild the entry with one (same value, access clock and bucket).
             let old = self.dict.remove(hash, key).expect("entry just found");
             let (value, access, _) = old.into_parts();
-            self.dict
-                .insert_new(hash, EntryBox::new_expiring(key, value, access, at_ms));
+            self.insert(hash, EntryBox::new_expiring(key, value, access, at_ms));
         }
         match (was, at_ms != 0) {
             (false, true) => self.volatile += 1,
@@ -167,6 +203,7 @@ impl ShardData {
 
     /// Drop every key, handing back the old table (the caller decides where to free it).
     pub fn clear(&mut self) -> Dict {
+        self.save_all_owed();
         self.touch_all(None);
         self.volatile = 0;
         self.expire_cursor = 0;
@@ -175,11 +212,73 @@ impl ShardData {
 
     /// Exchange contents with another shard (SWAPDB). Watches stay with their database.
     pub fn swap(&mut self, other: &mut ShardData) {
+        // Entries change database: a running snapshot gets both sides as they were first.
+        self.save_all_owed();
+        other.save_all_owed();
         self.touch_all(Some(other));
         other.touch_all(Some(self));
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.expire_cursor, &mut other.expire_cursor);
+    }
+
+    // --- snapshots ---------------------------------------------------------------------------
+
+    /// At a snapshot's cut (every shard locked): every entry becomes owed to `snap`.
+    pub(crate) fn begin_snapshot(&mut self, snap: Arc<SnapShared>) {
+        self.snap_parity = !self.snap_parity;
+        self.snap = if self.dict.is_empty() {
+            None
+        } else {
+            Some(snap)
+        };
+    }
+
+    /// Write out every entry still owed to the running snapshot (the shard is about to change
+    /// wholesale).
+    fn save_all_owed(&mut self) {
+        if self.snap.is_none() {
+            return;
+        }
+        let (snap, parity, db) = (&self.snap, self.snap_parity, self.db);
+        self.dict.for_each_mut(|e| save_owed(snap, parity, db, e));
+        self.snap = None;
+    }
+
+    /// One step of the snapshot walk from `cursor`: encode the owed entries of whole buckets
+    /// into `out` (until about `max_bytes` or `max_entries`), marking them written. Returns the
+    /// next cursor (0: this shard is done, and its hook dropped) and the keys encoded.
+    pub(crate) fn snapshot_step(
+        &mut self,
+        mut cursor: u64,
+        out: &mut Vec<u8>,
+        max_bytes: usize,
+        max_entries: usize,
+    ) -> (u64, u64) {
+        let Some(snap) = self.snap.clone() else {
+            return (0, 0);
+        };
+        let parity = self.snap_parity;
+        let (mut seen, mut keys) = (0usize, 0u64);
+        loop {
+            cursor = self.dict.scan_mut(cursor, |e| {
+                seen += 1;
+                if e.snap_bit() != parity {
+                    if snap.encode(out, e) {
+                        keys += 1;
+                        crate::save_delay::key_written();
+                    }
+                    e.set_snap_bit(parity);
+                }
+            });
+            if cursor == 0 {
+                self.snap = None;
+                return (0, keys);
+            }
+            if out.len() >= max_bytes || seen >= max_entries {
+                return (cursor, keys);
+            }
+        }
     }
 
     // --- WATCH -------------------------------------------------------------------------------

@@ -1,110 +1,195 @@
-//! Forkless point-in-time snapshots with shard-level copy-on-write.
+//! Forkless point-in-time snapshots with key-level copy-on-write.
 //!
-//! `Store::snapshot` locks every shard (the cut), marks the store "snapshot in progress" and
-//! every shard "not yet visited", and releases them. From then on, whichever thread locks a
-//! not-yet-visited shard first hands it to the sink before it may change it (the check is one
-//! relaxed load of a flag on every lock while no snapshot runs); the snapshotting thread walks
-//! the shards and hands over those nobody touched. Every shard therefore reaches the sink
-//! exactly once, in its state at the cut.
+//! `Store::snapshot` locks every shard for an instant (the cut): each shard flips its snapshot
+//! parity, which makes every entry it holds "not yet written out" (an entry's snapshot bit
+//! differs from its shard's parity), and gets a hook to the snapshot's encoder. Then:
 //!
-//! The sink never takes a shard lock, so it cannot deadlock with lockers: a thread holding
-//! shards waits at most for the sink's own mutex, whose holder waits for nothing but I/O.
+//! * the snapshotting thread walks each shard a few buckets at a time (the shard is locked only
+//!   for those buckets), encodes every entry still not written out, and sets its bit;
+//! * a thread about to change or remove an entry that is still not written out (a write
+//!   command's lookup, a delete, an overwrite, expiry, a flush) encodes that one entry first, as
+//!   it was at the cut, into a side buffer the snapshotting thread drains, and sets its bit;
+//! * entries created after the cut get the new parity at once: they are not part of it.
+//!
+//! So every key present at the cut is written exactly once, with its value at the cut, and a
+//! write during a snapshot costs at most the encoding of the key it changes: no thread ever
+//! waits for a whole shard to be written. The walk visits buckets with the SCAN cursor, which
+//! never misses an entry present for the whole walk however the table resizes; entries it
+//! meets twice are skipped by their bit. Extra memory is the side buffer of keys written
+//! before the walk reached them, not a copy of the data.
+//!
+//! Invariant between snapshots: every entry's bit equals its shard's parity (the walk always
+//! completes, marking every entry), and all shards flip together, so entries that move between
+//! shards (RENAME, MOVE, SWAPDB) keep a meaningful bit.
 
-use crate::shard::ShardData;
+use crate::entry::Entry;
 use crate::store::Store;
+use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-/// Receives each shard once, in its state at the cut.
-pub trait ShardSink: Send {
-    fn shard(&mut self, db: usize, data: &ShardData);
+/// Encodes one key's records. Shared with every thread that writes a key out before changing
+/// it, so it runs under that key's shard lock: it must not block or do I/O.
+pub trait KeyEncoder: Send + Sync {
+    /// Append the records of `e` (its key, value and expiry as they are now) to `out`. False
+    /// when the key is left out (it had expired at the cut).
+    fn encode(&self, out: &mut Vec<u8>, e: &Entry) -> bool;
 }
 
-type SinkPtr = *const parking_lot::Mutex<dyn ShardSink>;
+/// Receives a snapshot's records, on the snapshotting thread only (never under a shard lock).
+pub trait SnapshotSink: Send {
+    /// The encoder for this snapshot's keys.
+    fn encoder(&self) -> Arc<dyn KeyEncoder>;
+    /// Per database: (keys, keys with an expiry) at the cut, before any record arrives.
+    fn db_sizes(&mut self, _sizes: &[(u64, u64)]) {}
+    /// Records of `keys` keys of database `db`, as the encoder made them. Records of one
+    /// database may arrive in several pieces, interleaved with other databases'.
+    fn records(&mut self, db: usize, bytes: &[u8], keys: u64);
+}
+
+/// What a shard's hook points at while a snapshot has not finished walking it.
+pub(crate) struct SnapShared {
+    encoder: Arc<dyn KeyEncoder>,
+    /// Keys written out by the threads that changed them, per database, in arrival order.
+    side: Mutex<Vec<SidePiece>>,
+}
+
+struct SidePiece {
+    db: usize,
+    bytes: Vec<u8>,
+    keys: u64,
+}
+
+thread_local! {
+    /// Encoding scratch of threads that write a key out before changing it.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl SnapShared {
+    /// Write one entry out (its state at the cut) into the side buffer.
+    #[cold]
+    pub(crate) fn save(&self, db: usize, e: &Entry) {
+        SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            s.clear();
+            if !self.encoder.encode(&mut s, e) {
+                return;
+            }
+            let mut side = self.side.lock();
+            match side.last_mut() {
+                Some(p) if p.db == db => {
+                    p.bytes.extend_from_slice(&s);
+                    p.keys += 1;
+                }
+                _ => side.push(SidePiece {
+                    db,
+                    bytes: s.clone(),
+                    keys: 1,
+                }),
+            }
+            // Don't keep a huge value's scratch around.
+            if s.capacity() > 1 << 20 {
+                *s = Vec::new();
+            }
+        });
+    }
+
+    /// Encode one entry with this snapshot's encoder (the walk).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, e: &Entry) -> bool {
+        self.encoder.encode(out, e)
+    }
+
+    fn drain_into(&self, sink: &mut dyn SnapshotSink) {
+        let pieces = std::mem::take(&mut *self.side.lock());
+        for p in pieces {
+            sink.records(p.db, &p.bytes, p.keys);
+        }
+    }
+}
 
 /// Per-store snapshot state.
 pub(crate) struct SnapState {
-    /// True from the cut until every shard was visited.
+    /// True from the cut until every shard was walked.
     pub(crate) active: AtomicBool,
-    visited: Box<[AtomicBool]>,
-    sink: parking_lot::Mutex<Option<SendPtr>>,
     /// One snapshot at a time.
-    running: parking_lot::Mutex<()>,
+    running: Mutex<()>,
 }
 
-struct SendPtr(SinkPtr);
-// SAFETY: the pointer is only dereferenced while `Store::snapshot`, which borrows the sink
-// (a Sync mutex around a Send sink), is running; see `visit`.
-unsafe impl Send for SendPtr {}
-
 impl SnapState {
-    pub(crate) fn new(shards: usize) -> SnapState {
+    pub(crate) fn new() -> SnapState {
         SnapState {
             active: AtomicBool::new(false),
-            visited: (0..shards).map(|_| AtomicBool::new(true)).collect(),
-            sink: parking_lot::Mutex::new(None),
-            running: parking_lot::Mutex::new(()),
+            running: Mutex::new(()),
         }
     }
 }
 
+/// Stop a walk step after this many encoded bytes or visited entries (the shard stays locked
+/// for one step).
+const STEP_BYTES: usize = 64 * 1024;
+const STEP_ENTRIES: usize = 256;
+
 impl Store {
-    /// Point-in-time snapshot. `at_cut` runs while every shard is locked (the cut); then every
-    /// shard is handed to `sink` exactly once, as it was at the cut: by this call walking the
-    /// shards, or earlier by the first thread that locks a not-yet-visited shard (that thread
-    /// serializes it before it may change it). Returns when all shards were visited.
+    /// Point-in-time snapshot. `make_at_cut` runs while every shard is locked (the cut) and
+    /// returns the sink; then every key present at the cut reaches the sink exactly once, as
+    /// it was at the cut (see the module comment). Returns the sink when all are in.
     ///
     /// Must not be called while this thread runs an atomic unit on this store.
-    pub fn snapshot(&self, at_cut: impl FnOnce(), sink: &parking_lot::Mutex<dyn ShardSink>) {
+    pub fn snapshot<S: SnapshotSink>(&self, make_at_cut: impl FnOnce() -> S) -> S {
         let snap = self.snap();
         let _one = snap.running.lock();
         let all: Vec<usize> = (0..self.shard_count()).collect();
-        {
-            let guards = self.lock_raw_all_or_none(&all);
-            // SAFETY (lifetime erasure): the pointer is cleared below before this call returns,
-            // and only dereferenced for shards not yet visited, all of which are visited (under
-            // their lock) before that.
-            let p: SinkPtr = unsafe { std::mem::transmute(sink as *const _) };
-            *snap.sink.lock() = Some(SendPtr(p));
-            for v in snap.visited.iter() {
-                v.store(false, Ordering::Relaxed);
+        let (mut sink, shared) = {
+            let mut guards = self.lock_raw_all_or_none(&all);
+            let mut sink = make_at_cut();
+            let shared = Arc::new(SnapShared {
+                encoder: sink.encoder(),
+                side: Mutex::new(Vec::new()),
+            });
+            let mut sizes = vec![(0u64, 0u64); self.databases()];
+            for (i, g) in guards.iter_mut() {
+                let s = &mut sizes[self.db_of(*i)];
+                s.0 += g.len() as u64;
+                s.1 += g.volatile() as u64;
+                g.begin_snapshot(shared.clone());
             }
+            sink.db_sizes(&sizes);
             snap.active.store(true, Ordering::Release);
-            at_cut();
-            drop(guards);
-        }
+            (sink, shared)
+        };
         crate::save_delay::begin();
+        let mut buf = Vec::with_capacity(STEP_BYTES + 4096);
         for i in all {
-            let g = self.raw_shard(i).lock();
-            self.visit(i, &g);
-            drop(g);
-            crate::save_delay::settle();
+            let db = self.db_of(i);
+            let mut cursor = 0;
+            loop {
+                let (next, keys) = {
+                    let mut g = self.raw_shard(i).lock();
+                    g.snapshot_step(cursor, &mut buf, STEP_BYTES, STEP_ENTRIES)
+                };
+                if !buf.is_empty() {
+                    sink.records(db, &buf, keys);
+                    buf.clear();
+                }
+                shared.drain_into(&mut sink);
+                crate::save_delay::settle();
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
         }
         crate::save_delay::end();
+        // Every shard dropped its hook under its lock: nobody adds to the side buffer now.
+        shared.drain_into(&mut sink);
         snap.active.store(false, Ordering::Release);
-        *snap.sink.lock() = None;
+        sink
     }
 
-    /// True while a snapshot has shards not yet visited.
+    /// True while a snapshot has shards not yet walked.
     pub fn snapshot_in_progress(&self) -> bool {
         self.snap().active.load(Ordering::Relaxed)
-    }
-
-    /// Called with shard `i` locked, when a snapshot is active: hand it to the sink if this is
-    /// the first visit since the cut.
-    #[cold]
-    pub(crate) fn visit(&self, i: usize, data: &ShardData) {
-        let snap = self.snap();
-        if snap.visited[i].swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let p = match &*snap.sink.lock() {
-            Some(p) => p.0,
-            None => return,
-        };
-        // SAFETY: shard i was not visited yet, so `snapshot` is still running (it visits every
-        // shard under its lock before clearing the pointer) and the sink it borrows is alive.
-        let sink = unsafe { &*p };
-        sink.lock().shard(self.db_of(i), data);
     }
 }
 
@@ -112,30 +197,63 @@ impl Store {
 mod tests {
     use super::*;
     use crate::value::Value;
-    use std::sync::Arc;
+    use std::collections::HashMap;
 
-    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
-    struct Collect(Vec<(usize, Pairs)>);
-    impl ShardSink for Collect {
-        fn shard(&mut self, db: usize, data: &ShardData) {
-            let mut v = Vec::new();
-            for e in data.dict().iter() {
-                if let Value::Str(s) = &e.value {
-                    v.push((e.key().to_vec(), s.to_vec()));
-                }
+    /// Records are `key=value;` pairs, or `key=?;` for non-strings.
+    struct Pairs;
+    impl KeyEncoder for Pairs {
+        fn encode(&self, out: &mut Vec<u8>, e: &Entry) -> bool {
+            out.extend_from_slice(e.key());
+            out.push(b'=');
+            match &e.value {
+                Value::Str(s) => s.with_bytes(|b| out.extend_from_slice(b)),
+                _ => out.push(b'?'),
             }
-            self.0.push((db, v));
+            out.push(b';');
+            true
         }
+    }
+
+    #[derive(Default)]
+    struct Collect {
+        /// (db, key) -> value, and how many times each key arrived.
+        seen: HashMap<(usize, Vec<u8>), (Vec<u8>, u32)>,
+        keys: u64,
+        sizes: Vec<(u64, u64)>,
+    }
+
+    impl SnapshotSink for Collect {
+        fn encoder(&self) -> Arc<dyn KeyEncoder> {
+            Arc::new(Pairs)
+        }
+        fn db_sizes(&mut self, sizes: &[(u64, u64)]) {
+            self.sizes = sizes.to_vec();
+        }
+        fn records(&mut self, db: usize, bytes: &[u8], keys: u64) {
+            self.keys += keys;
+            for rec in bytes.split(|&b| b == b';').filter(|r| !r.is_empty()) {
+                let at = rec.iter().position(|&b| b == b'=').unwrap();
+                let slot = self
+                    .seen
+                    .entry((db, rec[..at].to_vec()))
+                    .or_insert((Vec::new(), 0));
+                slot.0 = rec[at + 1..].to_vec();
+                slot.1 += 1;
+            }
+        }
+    }
+
+    fn put(store: &Store, db: usize, k: &str, v: &str, now: u64) {
+        let (h, mut g) = store.lock(db, k.as_bytes());
+        g.set(h, k.as_bytes(), Value::from_bytes(v.as_bytes()), false, now);
     }
 
     #[test]
     fn consistent_cut_under_writes() {
         let store = Arc::new(Store::new(2, 4));
         let now = crate::clock::now_ms();
-        for i in 0..200 {
-            let k = format!("k{i}");
-            let (h, mut g) = store.lock(i % 2, k.as_bytes());
-            g.set(h, k.as_bytes(), Value::from_bytes(b"0"), false, now);
+        for i in 0..2000 {
+            put(&store, i % 2, &format!("k{i}"), "0", now);
         }
         let stop = Arc::new(AtomicBool::new(false));
         let writer = {
@@ -143,50 +261,94 @@ mod tests {
             std::thread::spawn(move || {
                 let mut round = 1u64;
                 while !stop.load(Ordering::Relaxed) {
-                    // pairs (k{2j}, k{2j+1}) always hold the same value; db = i % 2
-                    for j in 0..100 {
+                    // pairs (k{2j} in db 0, k{2j+1} in db 1) always hold the same value; some
+                    // rounds delete and re-create a pair, or add keys the cut never saw.
+                    for j in 0..1000 {
                         let (a, b) = (format!("k{}", 2 * j), format!("k{}", 2 * j + 1));
                         let (ha, hb) =
                             (crate::key_hash(a.as_bytes()), crate::key_hash(b.as_bytes()));
                         let mut g = store.lock_many([(0, ha), (1, hb)]);
-                        let v = round.to_string();
-                        g.shard(0, ha).set(
-                            ha,
-                            a.as_bytes(),
-                            Value::from_bytes(v.as_bytes()),
-                            false,
-                            now,
-                        );
-                        g.shard(1, hb).set(
-                            hb,
-                            b.as_bytes(),
-                            Value::from_bytes(v.as_bytes()),
-                            false,
-                            now,
-                        );
+                        let v = Value::from_bytes(round.to_string().as_bytes());
+                        if (round + j).is_multiple_of(7) {
+                            g.shard(0, ha).remove(ha, a.as_bytes());
+                            g.shard(1, hb).remove(hb, b.as_bytes());
+                        }
+                        g.shard(0, ha).set(ha, a.as_bytes(), v.clone(), false, now);
+                        g.shard(1, hb).set(hb, b.as_bytes(), v, false, now);
                     }
+                    let extra = format!("new{round}");
+                    put(&store, 0, &extra, "x", now);
                     round += 1;
                 }
             })
         };
         for _ in 0..20 {
-            let sink = parking_lot::Mutex::new(Collect(Vec::new()));
-            store.snapshot(|| {}, &sink);
-            let c = sink.into_inner();
-            assert_eq!(c.0.len(), 2 * 16);
-            let mut all = std::collections::HashMap::new();
-            for (_, kv) in c.0 {
-                for (k, v) in kv {
-                    all.insert(k, v);
-                }
-            }
-            assert_eq!(all.len(), 200);
-            for j in 0..100 {
-                let (a, b) = (format!("k{}", 2 * j), format!("k{}", 2 * j + 1));
-                assert_eq!(all[a.as_bytes()], all[b.as_bytes()], "pair {j}");
+            let c = store.snapshot(Collect::default);
+            let pairs = c.seen.keys().filter(|(_, k)| k.starts_with(b"k")).count();
+            assert_eq!(pairs, 2000);
+            assert!(c.seen.values().all(|(_, n)| *n == 1), "a key written twice");
+            assert_eq!(c.keys as usize, c.seen.len());
+            let total: u64 = c.sizes.iter().map(|s| s.0).sum();
+            assert_eq!(total as usize, c.seen.len());
+            for j in 0..1000 {
+                let a = &c.seen[&(0, format!("k{}", 2 * j).into_bytes())].0;
+                let b = &c.seen[&(1, format!("k{}", 2 * j + 1).into_bytes())].0;
+                assert_eq!(a, b, "pair {j}");
             }
         }
         stop.store(true, Ordering::Relaxed);
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn flush_and_swap_during_a_snapshot_keep_the_cut() {
+        let store = Store::new(2, 2);
+        let now = crate::clock::now_ms();
+        for i in 0..500 {
+            put(&store, 0, &format!("a{i}"), "0", now);
+            put(&store, 1, &format!("b{i}"), "1", now);
+        }
+        // Change everything from inside the cut callback's aftermath: the first walk step
+        // can't have reached every shard, so flush/swap must write their shards out first.
+        let mut first = true;
+        struct Hooked<'a> {
+            inner: Collect,
+            first: &'a mut bool,
+            store: &'a Store,
+            now: u64,
+        }
+        impl SnapshotSink for Hooked<'_> {
+            fn encoder(&self) -> Arc<dyn KeyEncoder> {
+                Arc::new(Pairs)
+            }
+            fn records(&mut self, db: usize, bytes: &[u8], keys: u64) {
+                self.inner.records(db, bytes, keys);
+                if std::mem::take(self.first) {
+                    self.store.lock_dbs(&[0, 1]).swap_dbs(0, 1);
+                    for g in self.store.lock_dbs(&[1]).guards_mut() {
+                        g.clear();
+                    }
+                    put(self.store, 1, "after", "x", self.now);
+                }
+            }
+        }
+        let h = store.snapshot(|| Hooked {
+            inner: Collect::default(),
+            first: &mut first,
+            store: &store,
+            now,
+        });
+        let c = h.inner;
+        assert_eq!(c.seen.len(), 1000);
+        assert!(c.seen.values().all(|(_, n)| *n == 1));
+        for i in 0..500 {
+            assert_eq!(c.seen[&(0, format!("a{i}").into_bytes())].0, b"0");
+            assert_eq!(c.seen[&(1, format!("b{i}").into_bytes())].0, b"1");
+        }
+        // A second snapshot sees the state after the changes.
+        let c = store.snapshot(Collect::default);
+        assert_eq!(c.seen.len(), 501);
+        assert!(c.seen.contains_key(&(0, b"b7".to_vec())));
+        assert!(c.seen.contains_key(&(1, b"after".to_vec())));
     }
 }

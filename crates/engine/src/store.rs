@@ -203,7 +203,7 @@ impl Store {
             shard_bits,
             long_held: (0..n).map(|_| AtomicU32::new(0)).collect(),
             long_units: AtomicUsize::new(0),
-            snap: crate::snapshot::SnapState::new(n),
+            snap: crate::snapshot::SnapState::new(),
         }
     }
 
@@ -227,17 +227,7 @@ impl Store {
 
     /// Lock shard `i` (global index) directly, outside any atomic unit (background walks).
     pub fn lock_index(&self, i: usize) -> MutexGuard<'_, ShardData> {
-        let g = self.shards[i].lock();
-        self.snap_check(i, &g);
-        g
-    }
-
-    /// The copy-on-write hook every lock passes: one relaxed load unless a snapshot runs.
-    #[inline]
-    fn snap_check(&self, i: usize, data: &ShardData) {
-        if self.snap.active.load(std::sync::atomic::Ordering::Relaxed) {
-            self.visit(i, data);
-        }
+        self.shards[i].lock()
     }
 
     pub fn databases(&self) -> usize {
@@ -283,9 +273,7 @@ impl Store {
                 return g;
             }
         }
-        let g = self.shards[i].lock();
-        self.snap_check(i, &g);
-        ShardGuard(GuardKind::Owned(g))
+        ShardGuard(GuardKind::Owned(self.shards[i].lock()))
     }
 
     /// Inside an atomic unit on this store: shard `i` as a borrow of the unit's lock, taking
@@ -300,7 +288,6 @@ impl Store {
         }
         if !set.holds(i) {
             let g = self.shards[i].lock();
-            self.snap_check(i, &g);
             // SAFETY: the guard borrows `self`, which the HeldSet's own store borrow keeps alive.
             let g: MutexGuard<'_, ShardData> = unsafe { std::mem::transmute(g) };
             set.guards.push(g);
@@ -326,7 +313,7 @@ impl Store {
         let guards = if in_unit || idx.len() <= 1 {
             idx.into_iter().map(|i| (i, self.guard(i))).collect()
         } else {
-            self.lock_all_or_none(&idx)
+            self.lock_raw_all_or_none(&idx)
                 .into_iter()
                 .map(|(i, g)| (i, ShardGuard(GuardKind::Owned(g))))
                 .collect()
@@ -337,15 +324,7 @@ impl Store {
         }
     }
 
-    fn lock_all_or_none(&self, idx: &[usize]) -> Vec<(usize, MutexGuard<'_, ShardData>)> {
-        let got = self.lock_raw_all_or_none(idx);
-        for (i, g) in &got {
-            self.snap_check(*i, g);
-        }
-        got
-    }
-
-    /// `lock_all_or_none` without the snapshot hook (the snapshot's own cut).
+    /// Lock shards by global index, all or none: never waits while holding one.
     pub(crate) fn lock_raw_all_or_none(
         &self,
         idx: &[usize],
@@ -424,7 +403,7 @@ impl Store {
         let guards = if idx.is_empty() {
             Vec::new()
         } else {
-            self.lock_all_or_none(&idx)
+            self.lock_raw_all_or_none(&idx)
                 .into_iter()
                 .map(|(_, g)| g)
                 .collect()

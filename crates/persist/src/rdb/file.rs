@@ -6,20 +6,60 @@ use super::encode::{write_value_body, Writer};
 use super::*;
 use crate::crc64;
 use std::io::Write;
-use tern_engine::snapshot::ShardSink;
+use std::sync::Arc;
+use tern_engine::snapshot::{KeyEncoder, SnapshotSink};
 use tern_engine::value::Value;
-use tern_engine::ShardData;
+use tern_engine::Entry;
 
-/// Streams an RDB file to `out` as shards arrive; the CRC covers everything written.
+/// Streams an RDB file to `out` as a snapshot's records arrive; the CRC covers everything
+/// written.
 pub struct FileWriter<W: Write + Send> {
     out: W,
     w: Writer,
     crc: u64,
     checksum: bool,
     cur_db: Option<usize>,
+    /// Per database: (keys, expires) at the cut, for RESIZEDB, and whether it was announced.
+    sizes: Vec<(u64, u64)>,
+    resized: Vec<bool>,
     pub keys: u64,
     pub error: Option<std::io::Error>,
+    encoder: Arc<KeyRecords>,
+}
+
+/// An RDB key record: expiry opcode if any, type, key, value. Keys expired at the snapshot's
+/// time are left out.
+pub struct KeyRecords {
+    compress: bool,
     now_ms: u64,
+}
+
+impl KeyRecords {
+    fn write(w: &mut Writer, key: &[u8], value: &Value, expire_at: u64) {
+        if expire_at != 0 {
+            w.byte(OP_EXPIRETIME_MS);
+            w.buf.extend_from_slice(&expire_at.to_le_bytes());
+        }
+        w.byte(super::encode::value_type(value));
+        w.string(key);
+        write_value_body(w, value);
+    }
+}
+
+impl KeyEncoder for KeyRecords {
+    fn encode(&self, out: &mut Vec<u8>, e: &Entry) -> bool {
+        let exp = e.expire_at();
+        if exp != 0 && exp <= self.now_ms {
+            return false;
+        }
+        let mut w = Writer {
+            buf: std::mem::take(out),
+            compress: self.compress,
+        };
+        Self::write(&mut w, e.key(), &e.value, exp);
+        *out = w.buf;
+        true
+    }
 }
 
 impl<W: Write + Send> FileWriter<W> {
@@ -38,9 +78,11 @@ impl<W: Write + Send> FileWriter<W> {
             crc: 0,
             checksum,
             cur_db: None,
+            sizes: Vec::new(),
+            resized: Vec::new(),
             keys: 0,
             error: None,
-            now_ms,
+            encoder: Arc::new(KeyRecords { compress, now_ms }),
         };
         f.w.buf
             .extend_from_slice(format!("REDIS{:04}", RDB_VERSION).as_bytes());
@@ -71,18 +113,28 @@ impl<W: Write + Send> FileWriter<W> {
 
     /// One key: expiry opcode if it has one, the value, and the key.
     pub fn key(&mut self, key: &[u8], value: &Value, expire_at: u64) {
-        if expire_at != 0 {
-            self.w.byte(OP_EXPIRETIME_MS);
-            self.w.buf.extend_from_slice(&expire_at.to_le_bytes());
-        }
-        let t = super::encode::value_type(value);
-        self.w.byte(t);
-        self.w.string(key);
-        write_value_body(&mut self.w, value);
+        KeyRecords::write(&mut self.w, key, value, expire_at);
         self.keys += 1;
         if self.w.buf.len() >= 64 * 1024 {
             self.flush();
         }
+    }
+
+    /// Switch to database `db` (SELECTDB; RESIZEDB with its size at the cut, once).
+    fn select(&mut self, db: usize) {
+        if self.cur_db == Some(db) {
+            return;
+        }
+        self.w.byte(OP_SELECTDB);
+        self.w.len(db as u64);
+        if !self.resized.get(db).copied().unwrap_or(true) {
+            self.resized[db] = true;
+            let (keys, expires) = self.sizes[db];
+            self.w.byte(OP_RESIZEDB);
+            self.w.len(keys);
+            self.w.len(expires);
+        }
+        self.cur_db = Some(db);
     }
 
     /// EOF opcode and checksum (zero when checksums are off); returns the output.
@@ -99,27 +151,25 @@ impl<W: Write + Send> FileWriter<W> {
     }
 }
 
-impl<W: Write + Send> ShardSink for FileWriter<W> {
-    fn shard(&mut self, db: usize, data: &ShardData) {
-        if data.is_empty() || self.error.is_some() {
+impl<W: Write + Send> SnapshotSink for FileWriter<W> {
+    fn encoder(&self) -> Arc<dyn KeyEncoder> {
+        self.encoder.clone()
+    }
+
+    fn db_sizes(&mut self, sizes: &[(u64, u64)]) {
+        self.sizes = sizes.to_vec();
+        self.resized = vec![false; sizes.len()];
+    }
+
+    fn records(&mut self, db: usize, bytes: &[u8], keys: u64) {
+        if self.error.is_some() {
             return;
         }
-        if self.cur_db != Some(db) {
-            self.w.byte(OP_SELECTDB);
-            self.w.len(db as u64);
-            self.w.byte(OP_RESIZEDB);
-            self.w.len(data.len() as u64);
-            self.w.len(data.volatile() as u64);
-            self.cur_db = Some(db);
-        }
-        let now = self.now_ms;
-        for e in data.dict().iter() {
-            let exp = e.expire_at();
-            if exp != 0 && exp <= now {
-                continue;
-            }
-            self.key(e.key(), &e.value, exp);
-            tern_engine::save_delay::key_written();
+        self.select(db);
+        self.w.buf.extend_from_slice(bytes);
+        self.keys += keys;
+        if self.w.buf.len() >= 64 * 1024 {
+            self.flush();
         }
     }
 }
