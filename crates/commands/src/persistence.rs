@@ -448,6 +448,17 @@ pub(crate) fn load_rdb_into(
             let e = EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
             g.insert_entry(h, e, now);
         },
+        |db, keys| {
+            // Size the tables once instead of growing them step by step.
+            if db < dbs {
+                let per_shard = keys as usize / srv.store.shards_per_db();
+                for s in 0..srv.store.shards_per_db() {
+                    srv.store
+                        .lock_shard(db, s)
+                        .reserve(per_shard + per_shard / 8);
+                }
+            }
+        },
         progress,
     )
     .map_err(|e| RdbLoadError::Corrupt(format!("{e}")))?;

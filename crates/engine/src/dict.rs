@@ -62,6 +62,14 @@ impl Dict {
         None
     }
 
+    /// Grow the table at once to hold `n` entries without resizing (never shrinks it).
+    pub fn reserve(&mut self, n: usize) {
+        let want = n.next_power_of_two().max(MIN_BUCKETS);
+        if want > self.buckets.len() {
+            self.resize(want);
+        }
+    }
+
     /// Insert an entry whose key is known to be absent.
     pub fn insert_new(&mut self, hash: u64, mut entry: EntryBox) -> &mut Entry {
         if self.len >= self.buckets.len() {

@@ -56,6 +56,11 @@ impl ShardData {
         self.dict.is_empty()
     }
 
+    /// Make room for `n` keys in all (a loader's size hint).
+    pub fn reserve(&mut self, n: usize) {
+        self.dict.reserve(n);
+    }
+
     pub fn volatile(&self) -> usize {
         self.volatile
     }

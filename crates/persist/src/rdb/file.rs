@@ -198,12 +198,14 @@ pub struct LoadedKey {
 }
 
 /// Parse a whole RDB file, handing each key to `on_key` (keys whose expiry is before
-/// `now_ms` are skipped when `drop_expired`). Errors name the offset.
+/// `now_ms` are skipped when `drop_expired`) and each RESIZEDB hint (database, keys) to
+/// `on_resize`. Errors name the offset.
 pub fn load(
     data: &[u8],
     now_ms: u64,
     drop_expired: bool,
     mut on_key: impl FnMut(LoadedKey),
+    mut on_resize: impl FnMut(usize, u64),
     mut progress: impl FnMut(usize),
 ) -> Result<Loaded, RestoreError> {
     let mut r = Reader::new(data);
@@ -256,8 +258,9 @@ pub fn load(
                 continue;
             }
             OP_RESIZEDB => {
+                let keys = r.len()?;
                 r.len()?;
-                r.len()?;
+                on_resize(db, keys);
                 continue;
             }
             OP_AUX => {
