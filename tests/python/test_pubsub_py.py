@@ -169,6 +169,80 @@ def test_expired_events(srv, proto):
     p.close()
 
 
+def test_keymiss_events(srv, proto):
+    """Class `m` (never part of `A`): a read that finds no key, missing or expired, publishes
+    `keymiss` on both channels; hits, writes to missing keys and OBJECT lookups do not."""
+    r = srv.client(proto)
+    r.config_set("notify-keyspace-events", "KEAm")
+    assert r.config_get("notify-keyspace-events") == {"notify-keyspace-events": "AKEm"}
+    r.config_set("notify-keyspace-events", "KEm")
+    p = r.pubsub(ignore_subscribe_messages=True)
+    p.subscribe("__keyevent@0__:keymiss")
+    p.psubscribe("__keyspace@0__:gone*")
+    time.sleep(0.05)
+    w = srv.client(proto)
+    w.set("present", "1")
+    assert w.get("present") == "1"
+    assert w.get("gone1") is None
+    assert w.mget("gone2", "present", "gone3") == [None, "1", None]
+    assert w.exists("gone4", "present") == 1
+    w.set("gone5", "x", px=1)
+    time.sleep(0.02)
+    assert w.strlen("gone5") == 0
+    assert w.incr("gone-counter") == 1
+    w.lpush("gone-list", "a")
+    assert w.object("encoding", "gone6") is None
+    pipe = w.pipeline(transaction=True)
+    pipe.hget("gone7", "f")
+    pipe.zscore("gone8", "m")
+    assert pipe.execute() == [None, None]
+    assert w.publish("__keyevent@0__:keymiss", "END") == 1
+    got = []
+    while True:
+        m = next_message(p)
+        if m["data"] == "END":
+            break
+        got.append((m["type"], m["channel"], m["data"]))
+    want = []
+    for k in ["gone1", "gone2", "gone3", "gone4", "gone5", "gone7", "gone8"]:
+        want.append(("pmessage", f"__keyspace@0__:{k}", "keymiss"))
+        want.append(("message", "__keyevent@0__:keymiss", k))
+    assert got == want
+    p.close()
+
+
+def test_keymiss_of_scripts_and_sort(srv, proto):
+    r = srv.client(proto)
+    r.config_set("notify-keyspace-events", "Em")
+    p = r.pubsub(ignore_subscribe_messages=True)
+    p.subscribe("__keyevent@0__:keymiss", "__keyevent@3__:keymiss")
+    time.sleep(0.05)
+    w = srv.client(proto)
+    w.rpush("ids", 2, 1)
+    w.set("weight_1", 5)
+    # SORT reads the key, then one weight per element, then one GET key per element.
+    assert w.sort("ids", by="weight_*", get="name_*") == [None, None]
+    assert w.eval("return redis.call('exists', KEYS[1], KEYS[2])", 2, "a", "b") == 0
+    w3 = srv.client(proto, db=3)
+    assert w3.get("elsewhere") is None
+    assert w.publish("__keyevent@0__:keymiss", "END") == 1
+    got = []
+    while True:
+        m = next_message(p)
+        if m["data"] == "END":
+            break
+        got.append((m["channel"], m["data"]))
+    assert got == [
+        ("__keyevent@0__:keymiss", "weight_2"),
+        ("__keyevent@0__:keymiss", "name_2"),
+        ("__keyevent@0__:keymiss", "name_1"),
+        ("__keyevent@0__:keymiss", "a"),
+        ("__keyevent@0__:keymiss", "b"),
+        ("__keyevent@3__:keymiss", "elsewhere"),
+    ]
+    p.close()
+
+
 def test_client_list_shows_subscriptions(srv):
     r = srv.client(2)
     p = r.pubsub()

@@ -293,7 +293,7 @@ fn read_string<R>(
         }
     };
     drop(shard);
-    ctx.hit(r.is_some());
+    ctx.hit(r.is_some(), key);
     match r {
         None => Ok(None),
         Some(Some(v)) => Ok(Some(v)),
@@ -527,12 +527,12 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
         let first = j == 1;
         match g.shard(db, h).get(h, key, now) {
             None => {
-                ctx.hit(false);
+                ctx.hit(false, key);
                 fold_source(&mut res, &[], first, op);
             }
             Some(e) => {
                 ctx.touch(e);
-                ctx.hit(true);
+                ctx.hit(true, key);
                 let Some(s) = as_str(&e.value) else {
                     drop(g);
                     return ctx.error(ERR_WRONGTYPE);

@@ -254,7 +254,7 @@ pub fn start_wait(
     // would answer for another connection.
     if !w.keys.is_empty() {
         let mut ready = VecDeque::new();
-        try_serve(srv, conn, &w, &mut ready);
+        try_serve(srv, conn, &w, &mut ready, true);
         serve_queue(srv, conn, ready);
     }
     w
@@ -323,19 +323,22 @@ pub fn serve_queue(srv: &Arc<Server>, conn: &Conn, mut ready: VecDeque<(usize, V
         };
         for w in srv.blocking.waiters_on(db, &key) {
             if live || w.on_nokey {
-                try_serve(srv, conn, &w, &mut ready);
+                try_serve(srv, conn, &w, &mut ready, false);
             }
         }
     }
 }
 
 /// Run `w`'s command again on this thread. Served: the reply goes to the waiter, which is
-/// woken. Not served (it asked to block again): it keeps its place.
+/// woken. Not served (it asked to block again): it keeps its place. `recheck`: the run that
+/// closes the race with registration, which Redis does not make: its key lookups are not
+/// counted (hits, misses, keymiss events), as the command's own first run counted them.
 fn try_serve(
     srv: &Arc<Server>,
     conn: &Conn,
     w: &Arc<Waiter>,
     ready: &mut VecDeque<(usize, Vec<u8>)>,
+    recheck: bool,
 ) {
     {
         let mut st = w.state.lock();
@@ -347,6 +350,7 @@ fn try_serve(
     let mut tmp = Conn::new(w.handle.clone(), false, conn.stats.clone());
     tmp.db = w.db;
     tmp.serving_blocked = true;
+    tmp.quiet_reads = recheck;
     tmp.now_ms = tern_engine::clock::now_ms();
     let mut out = Reply::new();
     out.resp = w.resp;

@@ -1807,8 +1807,8 @@ impl Config {
                     f |= NOTIFY_NEW;
                 }
                 h.notify_flags.store(f, Relaxed);
-                // Expired and new keys are events the engine sees: ask it to record them
-                // only while someone could hear about them.
+                // Expired and new keys are events the engine sees, and read misses are
+                // recorded beside them: ask for them only while someone could hear about them.
                 let mut want = 0;
                 if f & (NOTIFY_KEYSPACE | NOTIFY_KEYEVENT) != 0 {
                     if f & crate::notify::EXPIRED != 0 {
@@ -1816,6 +1816,9 @@ impl Config {
                     }
                     if f & NOTIFY_NEW != 0 {
                         want |= tern_engine::events::NEW;
+                    }
+                    if f & NOTIFY_KEY_MISS != 0 {
+                        want |= tern_engine::events::KEYMISS;
                     }
                 }
                 tern_engine::events::set_wanted(want);

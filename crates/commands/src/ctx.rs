@@ -84,6 +84,9 @@ pub struct Conn {
     /// The running script command was already shown to MONITOR (before it ran, as Redis
     /// does, so its calls follow it); kept while it moves to a script thread.
     pub script_fed: bool,
+    /// Read lookups are not counted (`Ctx::hit`): set for the extra run of a blocking command
+    /// right after it starts waiting, which Redis does not make.
+    pub quiet_reads: bool,
 }
 
 impl Conn {
@@ -126,6 +129,7 @@ impl Conn {
             watch: Default::default(),
             in_script: false,
             script_fed: false,
+            quiet_reads: false,
         }
     }
 
@@ -211,7 +215,43 @@ impl<'a> Ctx<'a> {
         crate::propagate::add_dirty(n);
     }
 
-    pub fn hit(&self, found: bool) {
+    /// A read lookup of `key` (Redis's lookupKeyRead) that found it or not: counted as a
+    /// keyspace hit or miss, and a miss is a `keymiss` event (class `m`), published after the
+    /// command's earlier events (the key's `expired` among them). Write lookups call neither.
+    /// While `m` is off a miss costs one relaxed load more.
+    #[inline]
+    pub fn hit(&self, found: bool, key: &[u8]) {
+        if self.conn.quiet_reads {
+            return;
+        }
+        let s = &self.conn.stats;
+        if found {
+            s.keyspace_hits.add(1);
+        } else {
+            s.keyspace_misses.add(1);
+            tern_engine::events::keymiss(self.conn.db, key);
+        }
+    }
+
+    /// Take back the read lookups `hit` counted (`found`, in order) in a command that is about
+    /// to run again on a background thread (`offload`), where it reads those keys again.
+    pub fn unhit(&self, found: &[bool]) {
+        if self.conn.quiet_reads {
+            return;
+        }
+        let s = &self.conn.stats;
+        let misses = found.iter().filter(|&&f| !f).count();
+        s.keyspace_hits.sub((found.len() - misses) as u64);
+        s.keyspace_misses.sub(misses as u64);
+        tern_engine::events::forget_keymiss(misses);
+    }
+
+    /// A read lookup Redis makes with LOOKUP_NONOTIFY (OBJECT, DEBUG OBJECT): counted as a hit
+    /// or miss, never a `keymiss` event.
+    pub fn hit_quiet(&self, found: bool) {
+        if self.conn.quiet_reads {
+            return;
+        }
         let s = &self.conn.stats;
         if found {
             s.keyspace_hits.add(1);

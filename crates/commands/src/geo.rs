@@ -198,11 +198,11 @@ fn lookup_read<'s>(
 ) -> Result<Option<&'s ZSetValue>, &'static str> {
     match shard.get(h, key, ctx.now_ms) {
         None => {
-            ctx.hit(false);
+            ctx.hit(false, key);
             Ok(None)
         }
         Some(e) => {
-            ctx.hit(true);
+            ctx.hit(true, key);
             ctx.touch(e);
             match &e.value {
                 Value::ZSet(z) => Ok(Some(z)),

@@ -492,18 +492,18 @@ fn read_hash(
     match lookup!(ctx, shard, h, key) {
         Found::Missing => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             missing(ctx.out);
         }
         Found::WrongType => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
             ctx.error(ERR_WRONGTYPE);
         }
         Found::Hash(hv) => {
             f(ctx, hv);
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
         }
     }
 }

@@ -182,11 +182,11 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let Some(e) = shard.get(h, key, ctx.now_ms) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(false, key);
         return ctx.out.int(0);
     };
     ctx.touch(e);
-    ctx.hit(true);
+    ctx.hit(true, key);
     if let Err(msg) = hll_of(&e.value) {
         drop(shard);
         return ctx.error(msg);
@@ -218,11 +218,11 @@ fn pfcount_union(ctx: &mut Ctx, args: &Args) {
     let mut max = vec![0u8; fmt::REGISTERS];
     for (i, &h) in hashes.iter().enumerate() {
         let Some(e) = g.shard(db, h).get(h, &args[i + 1], now) else {
-            ctx.hit(false);
+            ctx.hit(false, &args[i + 1]);
             continue;
         };
         ctx.touch(e);
-        ctx.hit(true);
+        ctx.hit(true, &args[i + 1]);
         let s = match hll_of(&e.value) {
             Ok(s) => s,
             Err(msg) => {
@@ -249,11 +249,11 @@ fn pfmerge(ctx: &mut Ctx, args: &Args) {
     // The destination is merged too: it is the first key read.
     for (i, &h) in hashes.iter().enumerate() {
         let Some(e) = g.shard(db, h).get(h, &args[i + 1], now) else {
-            ctx.hit(false);
+            ctx.hit(false, &args[i + 1]);
             continue;
         };
         ctx.touch(e);
-        ctx.hit(true);
+        ctx.hit(true, &args[i + 1]);
         let s = match hll_of(&e.value) {
             Ok(s) => s,
             Err(msg) => {

@@ -475,37 +475,35 @@ fn exists(ctx: &mut Ctx, args: &Args) {
     let (hashes, mut g) = lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let found: Vec<bool> = hashes
-        .iter()
-        .enumerate()
-        .map(|(i, &h)| g.shard(db, h).contains(h, &args[i + 1], now))
-        .collect();
-    drop(g);
-    for &hit in &found {
-        ctx.hit(hit);
+    let mut n = 0;
+    for (i, &h) in hashes.iter().enumerate() {
+        // Counted key by key: a key's keymiss follows its own `expired`, as in Redis.
+        let hit = g.shard(db, h).contains(h, &args[i + 1], now);
+        ctx.hit(hit, &args[i + 1]);
+        n += hit as i64;
     }
-    ctx.out.int(found.iter().filter(|&&b| b).count() as i64);
+    drop(g);
+    ctx.out.int(n);
 }
 
 fn touch(ctx: &mut Ctx, args: &Args) {
     let (hashes, mut g) = lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let mut found = Vec::with_capacity(hashes.len());
+    let mut n = 0;
     for (i, &h) in hashes.iter().enumerate() {
-        match g.shard(db, h).get(h, &args[i + 1], now) {
+        let key = &args[i + 1];
+        match g.shard(db, h).get(h, key, now) {
             Some(e) => {
                 ctx.touch(e);
-                found.push(true);
+                ctx.hit(true, key);
+                n += 1;
             }
-            None => found.push(false),
+            None => ctx.hit(false, key),
         }
     }
     drop(g);
-    for &hit in &found {
-        ctx.hit(hit);
-    }
-    ctx.out.int(found.iter().filter(|&&b| b).count() as i64);
+    ctx.out.int(n);
 }
 
 fn type_cmd(ctx: &mut Ctx, args: &Args) {
@@ -513,7 +511,7 @@ fn type_cmd(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let name = shard.get(h, key, ctx.now_ms).map(|e| e.value.type_name());
     drop(shard);
-    ctx.hit(name.is_some());
+    ctx.hit(name.is_some(), key);
     ctx.out.simple(name.unwrap_or("none").as_bytes());
 }
 
@@ -635,11 +633,11 @@ fn copy(ctx: &mut Ctx, args: &Args) {
         }
         None => {
             drop(g);
-            ctx.hit(false);
+            ctx.hit(false, src);
             return ctx.out.int(0);
         }
     };
-    ctx.hit(true);
+    ctx.hit(true, src);
     let dshard = g.shard(dst_db, hd);
     let mut overwritten = None;
     if dshard.get(hd, dst, now).is_some() {
@@ -803,7 +801,7 @@ fn ttl_generic(ctx: &mut Ctx, args: &Args, ms: bool, absolute: bool) {
     let (h, mut shard) = ctx.lock(key);
     let at = shard.get(h, key, now).map(|e| e.expire_at());
     drop(shard);
-    ctx.hit(at.is_some());
+    ctx.hit(at.is_some(), key);
     let reply = match at {
         None => -2,
         Some(0) => -1,
@@ -1213,7 +1211,8 @@ fn object_lookup<R>(ctx: &mut Ctx, args: &Args, f: impl FnOnce(&Entry) -> R) -> 
     let (h, mut shard) = ctx.lock(key);
     let r = shard.get(h, key, ctx.now_ms).map(|e| f(e));
     drop(shard);
-    ctx.hit(r.is_some());
+    // LOOKUP_NONOTIFY in Redis: counted, but no keymiss event.
+    ctx.hit_quiet(r.is_some());
     if r.is_none() {
         ctx.out.null();
     }

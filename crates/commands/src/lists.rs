@@ -847,19 +847,19 @@ fn read_list(
     match list_of(&mut shard, h, key, ctx.now_ms) {
         Err(()) => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
             ctx.error(ERR_WRONGTYPE)
         }
         Ok(None) => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             missing(ctx)
         }
         Ok(Some(e)) => {
             ctx.touch(e);
             found(ctx, as_list(e));
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
         }
     }
 }
@@ -909,19 +909,19 @@ fn lindex(ctx: &mut Ctx, args: &Args) {
     let e = match list_of(&mut shard, h, key, ctx.now_ms) {
         Err(()) => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
             return ctx.error(ERR_WRONGTYPE);
         }
         Ok(None) => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             return ctx.out.null();
         }
         Ok(Some(e)) => e,
     };
     let Some(index) = parse_i64(&args[2]) else {
         drop(shard);
-        ctx.hit(true);
+        ctx.hit(true, key);
         return ctx.error(ERR_NOT_INT);
     };
     ctx.touch(e);
@@ -931,7 +931,7 @@ fn lindex(ctx: &mut Ctx, args: &Args) {
         None => ctx.out.null(),
     }
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
 }
 
 fn lpos(ctx: &mut Ctx, args: &Args) {
@@ -979,12 +979,12 @@ fn lpos(ctx: &mut Ctx, args: &Args) {
     let e = match list_of(&mut shard, h, key, ctx.now_ms) {
         Err(()) => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
             return ctx.error(ERR_WRONGTYPE);
         }
         Ok(None) => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             return if count.is_some() {
                 ctx.out.array(0)
             } else {
@@ -1020,7 +1020,7 @@ fn lpos(ctx: &mut Ctx, args: &Args) {
         true
     });
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
     match count {
         Some(_) => {
             ctx.out.array(found.len());

@@ -295,7 +295,10 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     // (key index, ttl, payload) of each key to send.
     let mut found: Vec<usize> = Vec::new();
     for (i, (&h, key)) in hashes.iter().zip(&keys).enumerate() {
-        if g.shard(db, h).get(h, key, now).is_some() {
+        let hit = g.shard(db, h).get(h, key, now).is_some();
+        // A read lookup in Redis (hit or miss, keymiss).
+        ctx.hit(hit, key);
+        if hit {
             found.push(i);
         }
     }

@@ -88,12 +88,12 @@ fn dump(ctx: &mut Ctx, args: &Args) {
         }
         None => {
             drop(g);
-            ctx.hit(false);
+            ctx.hit(false, &args[1]);
             return ctx.out.null();
         }
     };
     drop(g);
-    ctx.hit(true);
+    ctx.hit(true, &args[1]);
     ctx.out.bulk(&payload);
 }
 

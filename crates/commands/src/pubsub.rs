@@ -363,17 +363,17 @@ fn publish_event(srv: &Server, db: usize, class: u32, event: &str, key: &[u8]) {
     }
 }
 
-/// Publish the expired/new key events the engine recorded on this thread (after a command and
-/// after an active-expire cycle).
+/// Publish the expired/new key and keymiss events recorded on this thread (after a command,
+/// before any other event, and after an active-expire cycle).
 pub fn flush_engine_events(srv: &Server) {
     if !tern_engine::events::any_wanted() || !tern_engine::events::pending() {
         return;
     }
     for ev in tern_engine::events::take() {
-        let (class, name) = if ev.kind == tern_engine::events::EXPIRED {
-            (notify::EXPIRED, "expired")
-        } else {
-            (notify::NEW, "new")
+        let (class, name) = match ev.kind {
+            tern_engine::events::EXPIRED => (notify::EXPIRED, "expired"),
+            tern_engine::events::KEYMISS => (notify::KEY_MISS, "keymiss"),
+            _ => (notify::NEW, "new"),
         };
         publish_event(srv, ev.db, class, name, &ev.key);
     }

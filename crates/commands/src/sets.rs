@@ -299,11 +299,11 @@ fn with_set_read(ctx: &mut Ctx, key: &[u8], f: impl FnOnce(&mut Ctx, Option<&Set
                 None => ctx.error(ERR_WRONGTYPE),
             }
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
         }
         None => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             f(ctx, None);
         }
     }
@@ -723,25 +723,31 @@ impl<'a> Locked<'a> {
         Locked { g, locked, db }
     }
 
-    /// Look every key up as lookupKeyRead does (lazy expiry, touch, hit/miss). Returns false
-    /// after replying WRONGTYPE when one holds another type.
-    fn check(&mut self, ctx: &mut Ctx, keys: &[&[u8]]) -> bool {
+    /// Look every key up as lookupKeyRead does (lazy expiry, touch, hit or miss and keymiss,
+    /// key by key) and return whether each was found (for `Ctx::unhit` should the command be
+    /// offloaded). None after replying WRONGTYPE when one holds another type.
+    fn check(&mut self, ctx: &mut Ctx, keys: &[&[u8]]) -> Option<Vec<bool>> {
         let now = ctx.now_ms;
+        let mut found = Vec::with_capacity(keys.len());
         for (i, key) in keys.iter().enumerate() {
             let h = self.locked[i];
             match self.g.shard(self.db, h).get(h, key, now) {
                 Some(e) => {
                     ctx.touch(e);
-                    ctx.hit(true);
+                    ctx.hit(true, key);
+                    found.push(true);
                     if as_set(&e.value).is_none() {
                         ctx.error(ERR_WRONGTYPE);
-                        return false;
+                        return None;
                     }
                 }
-                None => ctx.hit(false),
+                None => {
+                    ctx.hit(false, key);
+                    found.push(false);
+                }
             }
         }
-        true
+        Some(found)
     }
 
     /// Shared views of the sets (None for missing keys), valid while `self` is borrowed.
@@ -853,9 +859,9 @@ fn sintercard(ctx: &mut Ctx, args: &Args) {
 
 fn sinter_generic(ctx: &mut Ctx, keys: &[&[u8]], dst: Option<&[u8]>, mode: InterMode) {
     let mut l = Locked::lock(ctx, keys, dst);
-    if !l.check(ctx, keys) {
+    let Some(found) = l.check(ctx, keys) else {
         return;
-    }
+    };
     let mut sets: Vec<&SetValue> = Vec::with_capacity(keys.len());
     let mut any_missing = false;
     for s in l.sets(ctx, keys) {
@@ -867,6 +873,7 @@ fn sinter_generic(ctx: &mut Ctx, keys: &[&[u8]], dst: Option<&[u8]>, mode: Inter
     // Huge inputs run on a background thread so this worker keeps serving other clients.
     let total: usize = sets.iter().map(|s| s.len()).sum();
     if total > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        ctx.unhit(&found);
         return;
     }
     if any_missing {
@@ -1030,12 +1037,13 @@ fn union_diff(sets: &mut [Option<&SetValue>], op: SetOp) -> SetValue {
 
 fn sunion_diff(ctx: &mut Ctx, keys: &[&[u8]], dst: Option<&[u8]>, op: SetOp) {
     let mut l = Locked::lock(ctx, keys, dst);
-    if !l.check(ctx, keys) {
+    let Some(found) = l.check(ctx, keys) else {
         return;
-    }
+    };
     let mut sets = l.sets(ctx, keys);
     let total: usize = sets.iter().flatten().map(|s| s.len()).sum();
     if total > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
+        ctx.unhit(&found);
         return;
     }
     let result = union_diff(&mut sets, op);
@@ -1071,13 +1079,13 @@ fn sscan(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let Some(e) = shard.get(h, key, ctx.now_ms) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(false, key);
         return reply_scan::<&[u8]>(ctx, 0, &[]);
     };
     ctx.touch(e);
     let Some(s) = as_set(&e.value) else {
         drop(shard);
-        ctx.hit(true);
+        ctx.hit(true, key);
         return ctx.error(ERR_WRONGTYPE);
     };
     // Options are parsed once the key is known to be a set, as in Redis.
@@ -1085,7 +1093,7 @@ fn sscan(ctx: &mut Ctx, args: &Args) {
         Ok(o) => o,
         Err(e) => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
             return ctx.error(e);
         }
     };
@@ -1098,6 +1106,6 @@ fn sscan(ctx: &mut Ctx, args: &Args) {
         })
     });
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
     reply_scan(ctx, next, &items);
 }

@@ -178,20 +178,31 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };
+    let key = &args[1];
+    let mut found = false;
     let src = {
-        let key = &args[1];
         let (h, mut shard) = ctx.lock(key);
         match shard.get(h, key, ctx.now_ms) {
-            None => Source::List(Vec::new()),
-            Some(e) => match &e.value {
-                Value::List(l) => Source::List(l.to_vecs()),
-                Value::Set(s) => Source::Set(s.iter().map(|m| m.to_vec()).collect()),
-                Value::ZSet(z) => Source::ZSet(z.to_vec().into_iter().map(|(m, _)| m).collect()),
-                _ => {
-                    drop(shard);
-                    return ctx.error(ERR_WRONGTYPE);
+            None => {
+                drop(shard);
+                ctx.hit(false, key);
+                Source::List(Vec::new())
+            }
+            Some(e) => {
+                found = true;
+                match &e.value {
+                    Value::List(l) => Source::List(l.to_vecs()),
+                    Value::Set(s) => Source::Set(s.iter().map(|m| m.to_vec()).collect()),
+                    Value::ZSet(z) => {
+                        Source::ZSet(z.to_vec().into_iter().map(|(m, _)| m).collect())
+                    }
+                    _ => {
+                        drop(shard);
+                        ctx.hit(true, key);
+                        return ctx.error(ERR_WRONGTYPE);
+                    }
                 }
-            },
+            }
         }
     };
     // A set has no order of its own: a stored (replicated) result must not depend on the
@@ -208,6 +219,10 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
     };
     if elems.len() > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
         return;
+    }
+    if found {
+        // Counted here, not before the offload (the background thread reads it again).
+        ctx.hit(true, key);
     }
     let len = elems.len() as i64;
     let (start, end) = limit_range(o.limit, len);
@@ -367,7 +382,10 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<
     key.extend_from_slice(subst);
     key.extend_from_slice(postfix);
     let (h, mut shard) = ctx.lock(&key);
-    let e = shard.get(h, &key, ctx.now_ms)?;
+    // A read lookup in Redis: a hit, or a miss and its keymiss event.
+    let e = shard.get(h, &key, ctx.now_ms);
+    ctx.hit(e.is_some(), &key);
+    let e = e?;
     match (&e.value, field) {
         (Value::Str(s), None) => Some(s.to_vec()),
         (Value::Hash(hv), Some(f)) => hv.get(f).map(|v| v.to_vec()),

@@ -16,6 +16,11 @@ impl Counter {
     pub fn add(&self, n: u64) {
         self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
     }
+    /// Take back `n` added earlier (never below zero, should a reset come in between).
+    pub fn sub(&self, n: u64) {
+        self.0
+            .store(self.0.load(Relaxed).saturating_sub(n), Relaxed);
+    }
     pub fn get(&self) -> u64 {
         self.0.load(Relaxed)
     }

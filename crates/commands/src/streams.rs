@@ -782,7 +782,7 @@ fn xlen(ctx: &mut Ctx, args: &Args) {
         Found::Stream(s) => Some(Ok(s.len())),
     };
     drop(shard);
-    ctx.hit(r.is_some());
+    ctx.hit(r.is_some(), key);
     match r {
         None => ctx.out.int(0),
         Some(Err(())) => ctx.error(ERR_WRONGTYPE),
@@ -831,12 +831,12 @@ fn xrange_generic(ctx: &mut Ctx, args: &Args, rev: bool) {
     let s = match lookup(ctx, shard.get(h, key, now)) {
         Found::Missing => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             return ctx.out.array(0);
         }
         Found::WrongType => {
             drop(shard);
-            ctx.hit(true);
+            ctx.hit(true, key);
             return ctx.error(ERR_WRONGTYPE);
         }
         Found::Stream(s) => s,
@@ -861,7 +861,7 @@ fn xrange_generic(ctx: &mut Ctx, args: &Args, rev: bool) {
         }
     }
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
 }
 
 fn xdel(ctx: &mut Ctx, args: &Args) {
@@ -1069,7 +1069,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         let id_arg = &args[streams_arg + nstreams + j];
         let shard = g.shard(db, hashes[j]);
         let found = lookup(ctx, shard.get(hashes[j], key, now));
-        ctx.hit(!matches!(found, Found::Missing));
+        ctx.hit(!matches!(found, Found::Missing), key);
         let s = match found {
             Found::WrongType => {
                 if serving && !group_mode {
@@ -1115,10 +1115,10 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
     let mut created: Vec<usize> = Vec::new();
     for j in 0..nstreams {
         let shard = g.shard(db, hashes[j]);
-        let Some(s) = shard
-            .get(hashes[j], keys[j], now)
-            .and_then(|e| as_stream(&mut e.value))
-        else {
+        // Redis reads every stream a second time here (a second hit or miss and keymiss).
+        let e = shard.get(hashes[j], keys[j], now);
+        ctx.hit(e.is_some(), keys[j]);
+        let Some(s) = e.and_then(|e| as_stream(&mut e.value)) else {
             plan.push(Serve::Skip);
             continue;
         };
@@ -1491,7 +1491,7 @@ fn xack(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     let found = lookup(ctx, shard.get(h, key, now));
-    ctx.hit(!matches!(found, Found::Missing));
+    ctx.hit(!matches!(found, Found::Missing), key);
     let g = match found {
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Missing => None,
@@ -1556,7 +1556,7 @@ fn xpending(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
     let found = lookup(ctx, shard.get(h, key, now as u64));
-    ctx.hit(!matches!(found, Found::Missing));
+    ctx.hit(!matches!(found, Found::Missing), key);
     let g = match found {
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Missing => None,
@@ -1680,7 +1680,16 @@ fn claim_target<'e>(
     gname: &[u8],
 ) -> Result<&'e mut StreamValue, String> {
     let found = lookup(ctx, e);
-    ctx.hit(!matches!(found, Found::Missing));
+    ctx.hit(!matches!(found, Found::Missing), key);
+    claim_check(found, key, gname)
+}
+
+/// The stream and group XCLAIM/XAUTOCLAIM work on, from their (counted) lookup.
+fn claim_check<'e>(
+    found: Found<'e>,
+    key: &[u8],
+    gname: &[u8],
+) -> Result<&'e mut StreamValue, String> {
     match found {
         Found::WrongType => Err(ERR_WRONGTYPE.to_string()),
         Found::Stream(s) if s.groups.contains_key(gname) => Ok(s),
@@ -1905,6 +1914,12 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let gname: &[u8] = &args[2];
     let cname: &[u8] = &args[3];
+    // Redis looks the key up before it parses the arguments: an argument error still
+    // counts the read (and its keymiss); the type and the group are checked after them.
+    let now = ctx.now_ms as i64;
+    let (h, mut shard) = ctx.lock(key);
+    let found = lookup(ctx, shard.get(h, key, now as u64));
+    ctx.hit(!matches!(found, Found::Missing), key);
     let minidle = match parse_i64(&args[4]) {
         Some(n) => n.max(0),
         None => return ctx.error("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
@@ -1940,11 +1955,12 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
         }
         j += 1;
     }
-    let now = ctx.now_ms as i64;
-    let (h, mut shard) = ctx.lock(key);
-    let s = match claim_target(ctx, shard.get(h, key, now as u64), key, gname) {
+    let s = match claim_check(found, key, gname) {
         Ok(s) => s,
-        Err(e) => return ctx.error(&e),
+        Err(e) => {
+            drop(shard);
+            return ctx.error(&e);
+        }
     };
     ensure_consumer(ctx, s, gname, cname, key);
     let mut attempts = count.saturating_mul(10);
@@ -2041,7 +2057,7 @@ fn xinfo(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
     let found = lookup(ctx, shard.get(h, key, now as u64));
-    ctx.hit(!matches!(found, Found::Missing));
+    ctx.hit(!matches!(found, Found::Missing), key);
     let s = match found {
         Found::Missing => return ctx.error(ERR_NO_SUCH_KEY),
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),

@@ -469,7 +469,7 @@ fn get(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let Some(e) = shard.get(h, key, ctx.now_ms) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(false, key);
         ctx.out.null();
         return;
     };
@@ -479,7 +479,7 @@ fn get(ctx: &mut Ctx, args: &Args) {
         None => ctx.error(ERR_WRONGTYPE),
     }
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
 }
 
 /// The core of SET, SETNX, SETEX, PSETEX. `expire` is an absolute time in ms.
@@ -503,7 +503,7 @@ fn set_generic(
                 Some(s) => reply_str(ctx, s),
                 None => {
                     drop(shard);
-                    ctx.hit(true);
+                    ctx.hit(true, key);
                     ctx.error(ERR_WRONGTYPE);
                     return Err(());
                 }
@@ -513,7 +513,7 @@ fn set_generic(
         ctx.out.null();
     }
     if fl & opt::GET != 0 {
-        ctx.hit(found);
+        ctx.hit(found, key);
     }
     if (fl & opt::NX != 0 && found) || (fl & opt::XX != 0 && !found) {
         return Ok(false);
@@ -604,19 +604,19 @@ fn getdel(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let Some(e) = shard.get(h, key, ctx.now_ms) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(false, key);
         return ctx.out.null();
     };
     ctx.touch(e);
     let Some(s) = as_str(&e.value) else {
         drop(shard);
-        ctx.hit(true);
+        ctx.hit(true, key);
         return ctx.error(ERR_WRONGTYPE);
     };
     reply_str(ctx, s);
     shard.remove(h, key);
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "del", key);
     ctx.propagate_as(&[b"DEL", key]);
@@ -631,11 +631,11 @@ fn getex(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let Some(e) = shard.get(h, key, now) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(false, key);
         return ctx.out.null();
     };
     ctx.touch(e);
-    ctx.hit(true);
+    ctx.hit(true, key);
     let Some(s) = as_str(&e.value) else {
         drop(shard);
         return ctx.error(ERR_WRONGTYPE);
@@ -694,11 +694,11 @@ fn mget(ctx: &mut Ctx, args: &Args) {
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     ctx.out.array(hashes.len());
-    let (mut hits, mut misses) = (0, 0);
     for (i, &h) in hashes.iter().enumerate() {
-        match g.shard(db, h).get(h, &args[i + 1], now) {
+        let key = &args[i + 1];
+        match g.shard(db, h).get(h, key, now) {
             Some(e) => {
-                hits += 1;
+                ctx.hit(true, key);
                 ctx.touch(e);
                 match as_str(&e.value) {
                     Some(s) => reply_str(ctx, s),
@@ -706,18 +706,13 @@ fn mget(ctx: &mut Ctx, args: &Args) {
                 }
             }
             None => {
-                misses += 1;
+                // Recorded here, after this key's own `expired` and before the next key's.
+                ctx.hit(false, key);
                 ctx.out.null();
             }
         }
     }
     drop(g);
-    for _ in 0..hits {
-        ctx.hit(true);
-    }
-    for _ in 0..misses {
-        ctx.hit(false);
-    }
 }
 
 fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
@@ -939,7 +934,7 @@ fn strlen(ctx: &mut Ctx, args: &Args) {
         as_str(&e.value).map(RString::len)
     });
     drop(shard);
-    ctx.hit(r.is_some());
+    ctx.hit(r.is_some(), key);
     match r {
         None => ctx.out.int(0),
         Some(Some(n)) => ctx.out.int(n as i64),
@@ -974,7 +969,7 @@ fn getrange(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let Some(e) = shard.get(h, key, ctx.now_ms) else {
         drop(shard);
-        ctx.hit(false);
+        ctx.hit(false, key);
         return ctx.out.bulk(b"");
     };
     ctx.touch(e);
@@ -986,7 +981,7 @@ fn getrange(ctx: &mut Ctx, args: &Args) {
         }),
     }
     drop(shard);
-    ctx.hit(true);
+    ctx.hit(true, key);
 }
 
 fn setrange(ctx: &mut Ctx, args: &Args) {
@@ -1070,8 +1065,8 @@ fn lcs(ctx: &mut Ctx, args: &Args) {
         }
     }
     drop(g);
-    for v in &vals {
-        ctx.hit(v.is_some());
+    for (i, v) in vals.iter().enumerate() {
+        ctx.hit(v.is_some(), &args[1 + i]);
     }
     let [a, b] = vals;
     let (a, b) = match (a.transpose(), b.transpose()) {

@@ -671,7 +671,7 @@ fn with_zset<R>(
         Ok(z) => Ok(f(z)),
     };
     drop(shard);
-    ctx.hit(found);
+    ctx.hit(found, key);
     out
 }
 
@@ -1010,7 +1010,10 @@ fn zrangestore(ctx: &mut Ctx, args: &Args) {
     let db = ctx.conn.db;
     let pairs = {
         let shard = g.shard(db, hs[1]);
-        match lookup(ctx, shard, hs[1], src) {
+        let r = lookup(ctx, shard, hs[1], src);
+        // The source is read as Redis's lookupKeyRead does (hit, or miss and keymiss).
+        ctx.hit(!matches!(r, Ok(None)), src);
+        match r {
             Err(e) => {
                 drop(g);
                 return ctx.error(e);
@@ -1408,16 +1411,17 @@ fn zrandmember_count(ctx: &mut Ctx, args: &Args, l: i64, withscores: bool) {
     let z = match lookup(ctx, &mut shard, h, key) {
         Err(e) => {
             drop(shard);
+            ctx.hit(true, key);
             return ctx.error(e);
         }
         Ok(None) => {
             drop(shard);
-            ctx.hit(false);
+            ctx.hit(false, key);
             return ctx.out.array(0);
         }
         Ok(Some(z)) => z,
     };
-    ctx.hit(true);
+    ctx.hit(true, key);
     let size = z.len();
     let uniq = l >= 0;
     let count = l.unsigned_abs() as usize;
@@ -1474,15 +1478,18 @@ fn zscan(ctx: &mut Ctx, args: &Args) {
     let z = match lookup(ctx, &mut shard, h, key) {
         Err(e) => {
             drop(shard);
+            ctx.hit(true, key);
             return ctx.error(e);
         }
         Ok(None) => {
             drop(shard);
+            ctx.hit(false, key);
             let empty: [&[u8]; 0] = [];
             return reply_scan(ctx, 0, &empty);
         }
         Ok(Some(z)) => z,
     };
+    ctx.hit(true, key);
     let opts = match ScanOpts::parse(args, 3, false) {
         Ok(o) => o,
         Err(e) => {
@@ -1619,8 +1626,10 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
     let (hs, mut g) = lock_keys(ctx, &keys);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    // Read inputs.
+    // Read inputs (before the options, as Redis does): hits, misses and keymiss events key by
+    // key, taken back should the command move to a background thread (it reads them again).
     let mut srcs: Vec<(Src, f64)> = Vec::with_capacity(setnum);
+    let mut found: Vec<bool> = Vec::with_capacity(setnum);
     for i in 0..setnum {
         let shard = g.shard(db, hs[i]);
         let src = match shard.get(hs[i], keys[i], now) {
@@ -1630,6 +1639,9 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
                 Src::of(&e.value)
             }
         };
+        let hit = !matches!(src, Some(Src::Missing));
+        ctx.hit(hit, keys[i]);
+        found.push(hit);
         let src = match src {
             Some(src) => src,
             None => {
@@ -1695,6 +1707,7 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
     if total > crate::background::OFFLOAD_THRESHOLD && ctx.offload() {
         drop(srcs);
         drop(g);
+        ctx.unhit(&found);
         return;
     }
     if op != SetOp::Diff {

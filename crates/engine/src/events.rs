@@ -1,9 +1,11 @@
 //! Key events the engine itself causes and the command layer may want to publish as keyspace
 //! notifications: a key removed because its time ran out (lazy or active expiry) and a key
-//! added to a database. The engine knows nothing about pub/sub; it only records the event on
-//! the current thread when someone asked for that kind (one relaxed atomic load otherwise).
-//! Whoever runs engine code on a thread (a command, the active-expire cycle) takes the events
-//! afterwards with `take` and publishes them.
+//! added to a database; also a read that found no key (`keymiss`), which the command layer
+//! records here so that it is published in order with the `expired` that may have caused it.
+//! The engine knows nothing about pub/sub; it only records the event on the current thread
+//! when someone asked for that kind (one relaxed atomic load otherwise). Whoever runs engine
+//! code on a thread (a command, the active-expire cycle) takes the events afterwards with
+//! `take` and publishes them.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
@@ -12,6 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 pub const EXPIRED: u8 = 1;
 /// A key was added to a database.
 pub const NEW: u8 = 2;
+/// A read lookup found no key (Redis's `keymiss`); recorded by the command layer.
+pub const KEYMISS: u8 = 4;
 
 static WANTED: AtomicU8 = AtomicU8::new(0);
 /// Set while some client tracks keys (client-side caching): expired keys are then also kept
@@ -46,7 +50,7 @@ pub struct KeyEvent {
     pub key: Box<[u8]>,
 }
 
-/// Which kinds to record from now on (a mask of `EXPIRED`, `NEW`; 0 = none).
+/// Which kinds to record from now on (a mask of `EXPIRED`, `NEW`, `KEYMISS`; 0 = none).
 pub fn set_wanted(mask: u8) {
     WANTED.store(mask, Relaxed);
     if mask == 0 {
@@ -74,6 +78,29 @@ pub(crate) fn record(kind: u8, db: usize, key: &[u8]) {
             })
         });
     }
+}
+
+/// A read lookup of `key` in `db` found nothing: recorded while `KEYMISS` is wanted (one
+/// relaxed load otherwise).
+#[inline]
+pub fn keymiss(db: usize, key: &[u8]) {
+    record(KEYMISS, db, key);
+}
+
+/// Forget the last `n` keymiss events recorded on this thread: a command that counted its
+/// reads is about to run again elsewhere, where it reads (and records) them again.
+pub fn forget_keymiss(mut n: usize) {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let mut i = p.len();
+        while n > 0 && i > 0 {
+            i -= 1;
+            if p[i].kind == KEYMISS {
+                p.remove(i);
+                n -= 1;
+            }
+        }
+    });
 }
 
 /// Called for every key the engine deletes because its time ran out (lazily or in the active
