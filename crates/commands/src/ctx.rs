@@ -75,6 +75,9 @@ pub struct Conn {
     pub offloaded: bool,
     /// Write-log LSN right after this client's last write that was logged (WAITAOF's target).
     pub woff: u64,
+    /// FLUSHALL with save points: save the (empty) dataset once the command's atomic unit is
+    /// over, before its reply goes out (Redis's flushAllDataAndResetRDB).
+    pub save_after: bool,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::multi::MultiState>,
     /// WATCHed keys.
@@ -125,6 +128,7 @@ impl Conn {
             offload_pool: crate::background::Pool::Idle,
             offloaded: false,
             woff: 0,
+            save_after: false,
             multi: None,
             watch: Default::default(),
             in_script: false,

@@ -82,6 +82,10 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         let ready = std::mem::take(&mut conn.ready_keys);
         crate::blocking::serve_queue(srv, conn, ready);
     }
+    if conn.save_after && !tern_engine::Store::in_atomic_unit() {
+        conn.save_after = false;
+        crate::persistence::save_after_flushall(srv);
+    }
     if srv.tracking.active() && !conn.serving_blocked {
         // BCAST invalidations go out once per top-level command (a whole transaction), after
         // the clients it unblocked got their replies.
@@ -296,8 +300,10 @@ fn resolve<'s>(
         ));
         return Err(Some(entry));
     }
-    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, entry.spec.name) {
-        let name = entry.spec.name;
+    // The setting is the container's (`enable-module-command` for MODULE LOAD).
+    let container = entry.fullname.split('|').next().unwrap_or(entry.spec.name);
+    if entry.spec.flags & flags::PROTECTED != 0 && !protected_allowed(srv, conn, container) {
+        let name = container;
         out.error(&format!(
             "ERR {} command not allowed. If the enable-{name}-command option is set to \"local\", \
              you can run it from a local connection, otherwise you need to set this option in the \

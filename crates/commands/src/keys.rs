@@ -971,6 +971,12 @@ fn flushall(ctx: &mut Ctx, args: &Args) {
     let all: Vec<usize> = (0..ctx.srv.store.databases()).collect();
     let n = flush_dbs(ctx.srv, &all, asynchronous);
     ctx.dirty(n as u64);
+    // As Redis: a running BGSAVE is given up, and with save points the empty dataset is
+    // saved at once (which resets the changes since the last save).
+    crate::persistence::abort_bgsave();
+    if crate::persistence::has_save_points(ctx.srv) {
+        ctx.conn.save_after = true;
+    }
     ctx.force_propagation();
     ctx.out.ok();
 }

@@ -38,6 +38,7 @@ pub mod introspection;
 pub mod keys;
 pub mod memory;
 pub mod migrate;
+pub mod module_cmd;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
@@ -66,10 +67,11 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 30] {
+pub fn families() -> [&'static [CommandSpec]; 31] {
     [
         acl::COMMANDS,
         cluster::COMMANDS,
+        module_cmd::COMMANDS,
         aof::COMMANDS,
         connection::COMMANDS,
         strings::COMMANDS,

@@ -226,6 +226,8 @@ pub struct RdbState {
     pub last_load_keys_expired: AtomicU64,
     /// Unix seconds of the last save attempt (for the save-points retry delay).
     pub last_attempt: AtomicU64,
+    /// Set to give up the running BGSAVE (FLUSHALL, as Redis kills its RDB child).
+    abort_bgsave: AtomicBool,
     save_lock: parking_lot::Mutex<()>,
 }
 
@@ -243,6 +245,7 @@ pub static RDB: RdbState = RdbState {
     last_load_keys_loaded: AtomicU64::new(0),
     last_load_keys_expired: AtomicU64::new(0),
     last_attempt: AtomicU64::new(0),
+    abort_bgsave: AtomicBool::new(false),
     save_lock: parking_lot::const_mutex(()),
 };
 
@@ -272,8 +275,14 @@ pub(crate) fn rdb_aux(now_ms: u64, aof_base: bool) -> Vec<(&'static str, String)
 }
 
 /// Write a point-in-time RDB of the whole keyspace to a temp file, then rename it over the
-/// configured file. Runs on the calling thread (a background thread for BGSAVE).
+/// configured file. Runs on the calling thread. Returns the keys written.
 pub fn rdb_save(srv: &Server) -> Result<u64, String> {
+    let never = AtomicBool::new(false);
+    rdb_save_abortable(srv, &never).map(|k| k.expect("not aborted"))
+}
+
+/// `rdb_save` that gives up when `abort` is set (Ok(None); the file is left as it was).
+fn rdb_save_abortable(srv: &Server, abort: &AtomicBool) -> Result<Option<u64>, String> {
     let _one = RDB.save_lock.lock();
     RDB.last_attempt.store(unix_secs(), Relaxed);
     let path = rdb_path(srv);
@@ -290,20 +299,25 @@ pub fn rdb_save(srv: &Server) -> Result<u64, String> {
     let now = clock::now_ms();
     let aux = rdb_aux(now, false);
     let dirty_at_cut = AtomicU64::new(0);
-    let w = crate::aof::snapshot_into(
-        srv,
-        Some(&|| dirty_at_cut.store(srv.dirty_total(), Relaxed)),
+    let w = srv.store.snapshot_abortable(
         || {
-            tern_persist::rdb::file::FileWriter::new(
+            let w = tern_persist::rdb::file::FileWriter::new(
                 std::io::BufWriter::with_capacity(1 << 20, file),
                 srv.config.get_bool("rdbcompression"),
                 srv.config.get_bool("rdbchecksum"),
                 &aux,
                 &crate::functions::library_codes(),
                 now,
-            )
+            );
+            dirty_at_cut.store(srv.dirty_total(), Relaxed);
+            w
         },
+        abort,
     );
+    let Some(w) = w else {
+        let _ = std::fs::remove_file(&tmp);
+        return Ok(None);
+    };
     let keys = w.keys;
     let res = w.finish().and_then(|bw| {
         let f = bw.into_inner().map_err(|e| e.into_error())?;
@@ -324,7 +338,22 @@ pub fn rdb_save(srv: &Server) -> Result<u64, String> {
     srv.dirty_at_save.store(dirty_at_cut.load(Relaxed), Relaxed);
     srv.lastsave.store(unix_secs(), Relaxed);
     RDB.saves.fetch_add(1, Relaxed);
-    Ok(keys)
+    Ok(Some(keys))
+}
+
+/// FLUSHALL with save points: save now (outside any atomic unit), as Redis's rdbSave there.
+pub fn save_after_flushall(srv: &Server) {
+    match rdb_save(srv) {
+        Ok(_) => crate::log::notice("DB saved on disk"),
+        Err(e) => crate::log::warning(&e),
+    }
+}
+
+/// FLUSHALL: give up a running BGSAVE (its data is gone), as Redis kills its RDB child.
+pub fn abort_bgsave() {
+    if RDB.bgsave_in_progress.load(Relaxed) {
+        RDB.abort_bgsave.store(true, Relaxed);
+    }
 }
 
 /// Load an RDB file into the (empty) store. Ok(false) when the file does not exist.
@@ -484,15 +513,23 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
         .name("bgsave".into())
         .spawn(move || {
             let start = std::time::Instant::now();
-            let r = rdb_save(&srv);
-            RDB.last_bgsave_ok.store(r.is_ok(), Relaxed);
+            RDB.abort_bgsave.store(false, Relaxed);
+            let r = rdb_save_abortable(&srv, &RDB.abort_bgsave);
             RDB.last_bgsave_time_sec
                 .store(start.elapsed().as_secs() as i64, Relaxed);
-            RDB.bgsave_in_progress.store(false, Relaxed);
             match r {
-                Ok(_) => crate::log::notice("Background saving terminated with success"),
-                Err(e) => crate::log::warning(&format!("Background saving error: {e}")),
+                Ok(Some(_)) => {
+                    RDB.last_bgsave_ok.store(true, Relaxed);
+                    crate::log::notice("Background saving terminated with success")
+                }
+                // Like a child killed on purpose: the last status stays what it was.
+                Ok(None) => crate::log::warning("Background saving aborted (FLUSHALL)"),
+                Err(e) => {
+                    RDB.last_bgsave_ok.store(false, Relaxed);
+                    crate::log::warning(&format!("Background saving error: {e}"))
+                }
             }
+            RDB.bgsave_in_progress.store(false, Relaxed);
         })
         .expect("spawn bgsave thread");
     true

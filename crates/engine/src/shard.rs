@@ -206,13 +206,20 @@ impl ShardData {
         true
     }
 
-    /// Drop every key, handing back the old table (the caller decides where to free it).
+    /// Drop every key, handing back the old table (the caller decides where to free it; empty
+    /// when a running snapshot took it over).
     pub fn clear(&mut self) -> Dict {
-        self.save_all_owed();
         self.touch_all(None);
         self.volatile = 0;
         self.expire_cursor = 0;
-        self.dict.take()
+        let old = self.dict.take();
+        if let Some(snap) = self.snap.take() {
+            // A running snapshot still owes entries of this table: it takes the table over,
+            // writes them out and frees it (instead of this thread encoding them all now).
+            snap.detach(self.db, self.snap_parity, old);
+            return Dict::default();
+        }
+        old
     }
 
     /// Exchange contents with another shard (SWAPDB). Watches stay with their database.
@@ -248,6 +255,15 @@ impl ShardData {
         let (snap, parity, db) = (&self.snap, self.snap_parity, self.db);
         self.dict.for_each_mut(|e| save_owed(snap, parity, db, e));
         self.snap = None;
+    }
+
+    /// An aborted snapshot: mark every owed entry written (without writing it) and drop the
+    /// hook.
+    pub(crate) fn snapshot_skip(&mut self) {
+        if self.snap.take().is_some() {
+            let parity = self.snap_parity;
+            self.dict.for_each_mut(|e| e.set_snap_bit(parity));
+        }
     }
 
     /// One step of the snapshot walk from `cursor`: encode the owed entries of whole buckets

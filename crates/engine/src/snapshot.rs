@@ -22,6 +22,7 @@
 //! completes, marking every entry), and all shards flip together, so entries that move between
 //! shards (RENAME, MOVE, SWAPDB) keep a meaningful bit.
 
+use crate::dict::Dict;
 use crate::entry::Entry;
 use crate::store::Store;
 use parking_lot::Mutex;
@@ -53,6 +54,10 @@ pub(crate) struct SnapShared {
     encoder: Arc<dyn KeyEncoder>,
     /// Keys written out by the threads that changed them, per database, in arrival order.
     side: Mutex<Vec<SidePiece>>,
+    /// Whole tables taken out of the keyspace (FLUSHDB, FLUSHALL) while they still held owed
+    /// entries: (database, parity, table). Nobody else reaches them any more, so the
+    /// snapshotting thread writes their owed entries out at leisure, then frees them.
+    detached: Mutex<Vec<(usize, bool, Dict)>>,
 }
 
 struct SidePiece {
@@ -100,10 +105,42 @@ impl SnapShared {
         self.encoder.encode(out, e)
     }
 
-    fn drain_into(&self, sink: &mut dyn SnapshotSink) {
+    /// Take over a table removed from the keyspace that still holds owed entries.
+    pub(crate) fn detach(&self, db: usize, parity: bool, table: Dict) {
+        self.detached.lock().push((db, parity, table));
+    }
+
+    /// An aborted snapshot drops what it was still to write.
+    fn discard(&self) {
+        self.side.lock().clear();
+        self.detached.lock().clear();
+    }
+
+    fn drain_into(&self, sink: &mut dyn SnapshotSink, buf: &mut Vec<u8>) {
         let pieces = std::mem::take(&mut *self.side.lock());
         for p in pieces {
             sink.records(p.db, &p.bytes, p.keys);
+        }
+        let tables = std::mem::take(&mut *self.detached.lock());
+        for (db, parity, mut table) in tables {
+            let mut keys = 0;
+            table.for_each_mut(|e| {
+                if e.snap_bit() != parity {
+                    if self.encoder.encode(buf, e) {
+                        keys += 1;
+                    }
+                    e.set_snap_bit(parity);
+                }
+                if buf.len() >= STEP_BYTES {
+                    sink.records(db, buf, std::mem::take(&mut keys));
+                    buf.clear();
+                }
+            });
+            if !buf.is_empty() {
+                sink.records(db, buf, keys);
+                buf.clear();
+            }
+            drop(table);
         }
     }
 }
@@ -137,6 +174,19 @@ impl Store {
     ///
     /// Must not be called while this thread runs an atomic unit on this store.
     pub fn snapshot<S: SnapshotSink>(&self, make_at_cut: impl FnOnce() -> S) -> S {
+        let never = AtomicBool::new(false);
+        self.snapshot_abortable(make_at_cut, &never)
+            .expect("a snapshot nobody can abort completes")
+    }
+
+    /// `snapshot`, which gives up when `abort` becomes true (Redis kills a BGSAVE child on
+    /// FLUSHALL): no more records reach the sink, the walk only marks what is left as written
+    /// (so the next snapshot starts clean), and None is returned.
+    pub fn snapshot_abortable<S: SnapshotSink>(
+        &self,
+        make_at_cut: impl FnOnce() -> S,
+        abort: &AtomicBool,
+    ) -> Option<S> {
         let snap = self.snap();
         let _one = snap.running.lock();
         let all: Vec<usize> = (0..self.shard_count()).collect();
@@ -146,6 +196,7 @@ impl Store {
             let shared = Arc::new(SnapShared {
                 encoder: sink.encoder(),
                 side: Mutex::new(Vec::new()),
+                detached: Mutex::new(Vec::new()),
             });
             let mut sizes = vec![(0u64, 0u64); self.databases()];
             for (i, g) in guards.iter_mut() {
@@ -160,19 +211,30 @@ impl Store {
         };
         crate::save_delay::begin();
         let mut buf = Vec::with_capacity(STEP_BYTES + 4096);
+        let mut aborted = false;
         for i in all {
             let db = self.db_of(i);
             let mut cursor = 0;
             loop {
+                aborted = aborted || abort.load(Ordering::Relaxed);
                 let (next, keys) = {
                     let mut g = self.raw_shard(i).lock();
-                    g.snapshot_step(cursor, &mut buf, STEP_BYTES, STEP_ENTRIES)
+                    if aborted {
+                        g.snapshot_skip();
+                        (0, 0)
+                    } else {
+                        g.snapshot_step(cursor, &mut buf, STEP_BYTES, STEP_ENTRIES)
+                    }
                 };
+                if aborted {
+                    shared.discard();
+                    break;
+                }
                 if !buf.is_empty() {
                     sink.records(db, &buf, keys);
                     buf.clear();
                 }
-                shared.drain_into(&mut sink);
+                shared.drain_into(&mut sink, &mut buf);
                 crate::save_delay::settle();
                 if next == 0 {
                     break;
@@ -182,9 +244,13 @@ impl Store {
         }
         crate::save_delay::end();
         // Every shard dropped its hook under its lock: nobody adds to the side buffer now.
-        shared.drain_into(&mut sink);
+        if aborted {
+            shared.discard();
+        } else {
+            shared.drain_into(&mut sink, &mut buf);
+        }
         snap.active.store(false, Ordering::Release);
-        sink
+        (!aborted).then_some(sink)
     }
 
     /// True while a snapshot has shards not yet walked.
@@ -324,10 +390,12 @@ mod tests {
             fn records(&mut self, db: usize, bytes: &[u8], keys: u64) {
                 self.inner.records(db, bytes, keys);
                 if std::mem::take(self.first) {
-                    self.store.lock_dbs(&[0, 1]).swap_dbs(0, 1);
-                    for g in self.store.lock_dbs(&[1]).guards_mut() {
+                    // db 0's tables are taken over by the snapshot (still owed), then db 1's
+                    // keys move to db 0 (written out first), and db 1 gets a new key.
+                    for g in self.store.lock_dbs(&[0]).guards_mut() {
                         g.clear();
                     }
+                    self.store.lock_dbs(&[0, 1]).swap_dbs(0, 1);
                     put(self.store, 1, "after", "x", self.now);
                 }
             }
@@ -350,5 +418,36 @@ mod tests {
         assert_eq!(c.seen.len(), 501);
         assert!(c.seen.contains_key(&(0, b"b7".to_vec())));
         assert!(c.seen.contains_key(&(1, b"after".to_vec())));
+    }
+
+    #[test]
+    fn an_aborted_snapshot_leaves_the_next_one_whole() {
+        let store = Store::new(1, 3);
+        let now = crate::clock::now_ms();
+        for i in 0..3000 {
+            put(&store, 0, &format!("k{i}"), "v", now);
+        }
+        let abort = AtomicBool::new(false);
+        struct Aborting<'a>(&'a AtomicBool, &'a Store, u64);
+        impl SnapshotSink for Aborting<'_> {
+            fn encoder(&self) -> Arc<dyn KeyEncoder> {
+                Arc::new(Pairs)
+            }
+            fn records(&mut self, _db: usize, _bytes: &[u8], _keys: u64) {
+                // Change some owed keys (side buffer), then give up.
+                for i in 0..100 {
+                    put(self.1, 0, &format!("k{}", i * 29), "w", self.2);
+                }
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        assert!(store
+            .snapshot_abortable(|| Aborting(&abort, &store, now), &abort)
+            .is_none());
+        assert!(!store.snapshot_in_progress());
+        let c = store.snapshot(Collect::default);
+        assert_eq!(c.seen.len(), 3000);
+        assert!(c.seen.values().all(|(_, n)| *n == 1));
+        assert_eq!(c.seen[&(0, b"k29".to_vec())].0, b"w");
     }
 }

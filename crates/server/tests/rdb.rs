@@ -358,3 +358,77 @@ fn rdb_key_save_delay_keeps_a_bgsave_running_without_stalling_clients() {
     let mut t = loaded(&t);
     assert_eq!(q(&mut t, &["GET", "k7"]), V::BulkString(b"v".to_vec()));
 }
+
+fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let V::BulkString(b) = q(c, &["INFO", "persistence"]) else {
+        panic!("INFO")
+    };
+    let text = String::from_utf8(b).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("{field} missing"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn flushall_saves_with_save_points_and_gives_up_a_running_bgsave() {
+    // Without save points FLUSHALL leaves the changes counter alone.
+    let dir = fresh_dir("flushall-nosave");
+    let s = Server::tern(&["--dir", dir.to_str().unwrap()]);
+    let mut c = s.conn();
+    q(&mut c, &["SET", "key", "value"]);
+    q(&mut c, &["FLUSHALL"]);
+    assert!(
+        info_field(&mut c, "rdb_changes_since_last_save")
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert!(!dir.join("dump.rdb").exists());
+    drop(s);
+
+    // With save points it saves the empty dataset at once, as Redis.
+    let dir = fresh_dir("flushall-save");
+    let d = dir.to_str().unwrap();
+    let s = Server::tern(&["--dir", d, "--save", "3600 1 300 100 60 10000"]);
+    let mut c = s.conn();
+    q(&mut c, &["SET", "key", "value"]);
+    q(&mut c, &["SAVE"]);
+    q(&mut c, &["SET", "key2", "value"]);
+    q(&mut c, &["FLUSHALL"]);
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    // A BGSAVE that would take 40 s (rdb-key-save-delay) is given up by FLUSHALL: its
+    // data is gone, so it must not later overwrite the empty dump.
+    for i in 0..40 {
+        q(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    q(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    q(&mut c, &["BGSAVE"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "1");
+    let t0 = Instant::now();
+    q(&mut c, &["FLUSHALL"]);
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "FLUSHALL waited for the BGSAVE"
+    );
+    let t0 = Instant::now();
+    while info_field(&mut c, "rdb_bgsave_in_progress") == "1" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "BGSAVE not given up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Killed on purpose, not failed.
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    q(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    q(&mut c, &["SET", "after", "1"]);
+    drop(s);
+    // The dump is FLUSHALL's empty one.
+    let s = Server::tern(&["--dir", d]);
+    let mut c = loaded(&s);
+    assert_eq!(q(&mut c, &["DBSIZE"]), int(0));
+}
