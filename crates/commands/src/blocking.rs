@@ -276,11 +276,25 @@ pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
 }
 
 /// Write the reply for a finished wait into the client's output.
-pub fn write_outcome(out: &mut Reply, w: &Waiter, o: Outcome) {
+pub fn write_outcome(conn: &Conn, out: &mut Reply, w: &Waiter, o: Outcome) {
+    // A served command was counted where it ran; one that timed out or was unblocked with an
+    // error is counted now, once (Redis's updateStatsOnUnblock; not for WAIT and WAITAOF).
+    let key_wait = matches!(
+        w.timeout_reply,
+        TimeoutReply::NullArray | TimeoutReply::NullBulk
+    );
     match o {
         Outcome::Reply(bytes) => out.raw(&bytes),
-        Outcome::Timeout => w.timeout_reply.write(out),
-        Outcome::Error(e) => out.error(&e),
+        Outcome::Timeout => {
+            w.timeout_reply.write(out);
+            if key_wait {
+                crate::dispatch::count_unblocked_call(conn, false);
+            }
+        }
+        Outcome::Error(e) => {
+            out.error(&e);
+            crate::dispatch::count_unblocked_call(conn, true);
+        }
         Outcome::Cancelled => {}
     }
 }

@@ -492,6 +492,17 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     }
 }
 
+/// A blocked command that ended without running again (timeout, CLIENT UNBLOCK ERROR):
+/// count its one call now (`cur_cmd` is still the blocked command).
+pub fn count_unblocked_call(conn: &Conn, failed: bool) {
+    let st = &conn.stats.cmds[conn.cur_cmd];
+    st.calls.add(1);
+    if failed {
+        st.failed.add(1);
+    }
+    conn.stats.commands_processed.add(1);
+}
+
 /// Count error replies: per code, and per command as rejected (before running) or failed.
 fn record_errors(
     srv: &Server,

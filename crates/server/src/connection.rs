@@ -160,7 +160,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             if outcome == Outcome::Cancelled {
                 break;
             }
-            blocking::write_outcome(&mut out, &w, outcome);
+            blocking::write_outcome(&conn, &mut out, &w, outcome);
             conn.start_batch();
             resume = true;
         }

@@ -213,3 +213,51 @@ fn blocked_client_times_out_then_connection_still_works() {
     q(&mut c, &["RPUSH", "x", "1"]);
     assert_eq!(q(&mut c, &["LLEN", "x"]), Value::Int(1));
 }
+
+/// A blocked command that times out or is unblocked with an error is counted once in
+/// commandstats (one call; a failed one for the error), as Redis's updateStatsOnUnblock.
+#[test]
+fn timed_out_and_unblocked_commands_are_counted_once() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    let stat = |c: &mut Connection, name: &str| -> String {
+        let Value::BulkString(b) = q(c, &["INFO", "commandstats"]) else {
+            panic!("INFO")
+        };
+        String::from_utf8(b)
+            .unwrap()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!("cmdstat_{name}:"))
+                    .map(str::to_string)
+            })
+            .unwrap_or_default()
+    };
+    q(&mut c, &["CONFIG", "RESETSTAT"]);
+    assert_eq!(q(&mut c, &["BLPOP", "nolist", "0.05"]), Value::Nil);
+    let st = stat(&mut c, "blpop");
+    assert!(st.starts_with("calls=1,"), "{st}");
+    assert!(st.ends_with("rejected_calls=0,failed_calls=0"), "{st}");
+
+    let mut waiter = s.conn();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut waiter).unwrap();
+    q(&mut c, &["CONFIG", "RESETSTAT"]);
+    let h = thread::spawn(move || {
+        redis::cmd("BRPOP")
+            .arg("nolist")
+            .arg(0)
+            .query::<Value>(&mut waiter)
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !matches!(
+        q(&mut c, &["CLIENT", "UNBLOCK", &id.to_string(), "ERROR"]),
+        Value::Int(1)
+    ) {
+        assert!(Instant::now() < deadline, "never blocked");
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(h.join().unwrap().is_err());
+    let st = stat(&mut c, "brpop");
+    assert!(st.starts_with("calls=1,"), "{st}");
+    assert!(st.ends_with("rejected_calls=0,failed_calls=1"), "{st}");
+}

@@ -520,7 +520,9 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
         let entries_read = if t >= TYPE_STREAM_LISTPACKS_2 {
             r.len()? as i64
         } else {
-            tern_engine::types::stream::INVALID_ENTRIES_READ
+            // Older files have no read counter: estimated from the group's last ID, as
+            // Redis does when it loads them.
+            s.estimate_distance(last)
         };
         let mut g = ConsumerGroup::new(last, entries_read);
         let npel = r.count()?;
