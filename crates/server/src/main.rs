@@ -439,8 +439,12 @@ fn spawn_cron(srv: Arc<Server>) {
                         .clamp(1, 10);
                     // Redis's slow cycle: 25% of each period, more with higher effort.
                     let budget = period * (25 + 2 * (effort as u32 - 1)) / 100;
+                    let started = std::time::Instant::now();
                     srv.expire
                         .cycle(&srv.store, tern_engine::clock::now_ms(), budget);
+                    // As Redis's latency monitor: a cycle that took long (freeing a big
+                    // expired value, say) is an `expire-cycle` event.
+                    srv.latency_event("expire-cycle", started.elapsed().as_millis() as u64);
                     // Keyspace events for the keys this cycle expired.
                     tern_commands::pubsub::flush_engine_events(&srv);
                 }
