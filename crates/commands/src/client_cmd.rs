@@ -1,7 +1,6 @@
 //! CLIENT: the connection-introspection container (ID, SETNAME, GETNAME, LIST, INFO, KILL,
 //! REPLY, NO-EVICT, NO-TOUCH, SETINFO, HELP, and TRACKING, CACHING, GETREDIR, TRACKINGINFO whose
-//! handlers live in `tracking`). PAUSE/UNPAUSE are not offered yet: they need
-//! support in the dispatcher and the connection loop.
+//! handlers live in `tracking`), PAUSE and UNPAUSE (the pause itself lives in `pause`).
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use crate::clients::{cflags, ClientHandle};
@@ -156,6 +155,15 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
             "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
         ),
         sub(
+            "pause",
+            -3,
+            BASE | f::ADMIN,
+            pause,
+            "3.0.0",
+            "O(1)",
+            "Suspends commands processing.",
+        ),
+        sub(
             "reply",
             3,
             BASE,
@@ -181,6 +189,15 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
             "2.6.9",
             "O(1)",
             "Sets the connection name.",
+        ),
+        sub(
+            "unpause",
+            2,
+            BASE | f::ADMIN,
+            unpause,
+            "6.2.0",
+            "O(N) Where N is the number of paused clients",
+            "Resumes processing commands from paused clients.",
         ),
         sub(
             "unblock",
@@ -213,6 +230,39 @@ fn unblock(ctx: &mut Ctx, args: &Args) {
     };
     let done = id >= 0 && ctx.srv.blocking.unblock(id as u64, error);
     ctx.out.int(done as i64);
+}
+
+fn pause(ctx: &mut Ctx, args: &Args) {
+    let all = match args.len() {
+        3 => true,
+        4 if eq_ic(&args[3], "write") => false,
+        4 if eq_ic(&args[3], "all") => true,
+        4 => return ctx.error("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+        _ => {
+            return ctx.error(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                args.str(1)
+            ))
+        }
+    };
+    let Some(ms) = parse_i64(&args[2]) else {
+        return ctx.error("ERR timeout is not an integer or out of range");
+    };
+    if ms < 0 {
+        return ctx.error("ERR timeout is negative");
+    }
+    let now = ctx.now_ms as i64;
+    if ms > i64::MAX - now {
+        return ctx.error("ERR timeout is out of range");
+    }
+    let end = if ms > 0 { (ms + now) as u64 } else { 0 };
+    ctx.srv.pause.pause(end, all);
+    ctx.out.ok();
+}
+
+fn unpause(ctx: &mut Ctx, _args: &Args) {
+    ctx.srv.pause.unpause();
+    ctx.out.ok();
 }
 
 fn getname(ctx: &mut Ctx, _args: &Args) {
@@ -588,6 +638,11 @@ const HELP: &[&str] = &[
     "    Exempt this connection from client eviction, or not.",
     "NO-TOUCH (ON|OFF)",
     "    While on, commands from this connection leave keys' LRU/LFU data alone.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Hold back the commands of all clients (or only those that may write) for",
+    "    <timeout> milliseconds.",
+    "UNPAUSE",
+    "    Stop a pause started by CLIENT PAUSE.",
 ];
 
 fn help(ctx: &mut Ctx, _args: &Args) {

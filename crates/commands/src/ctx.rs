@@ -75,6 +75,9 @@ pub struct Conn {
     pub offloaded: bool,
     /// Write-log LSN right after this client's last write that was logged (WAITAOF's target).
     pub woff: u64,
+    /// Set when CLIENT PAUSE holds the command being dispatched: the connection waits for the
+    /// pause to end, then dispatches it again.
+    pub pending_pause: bool,
     /// FLUSHALL with save points: save the (empty) dataset once the command's atomic unit is
     /// over, before its reply goes out (Redis's flushAllDataAndResetRDB).
     pub save_after: bool,
@@ -129,6 +132,7 @@ impl Conn {
             offloaded: false,
             woff: 0,
             save_after: false,
+            pending_pause: false,
             multi: None,
             watch: Default::default(),
             in_script: false,

@@ -28,6 +28,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         conn.drain_pushes(out);
     }
     let mark = out.buf.len();
+    let mode_before = conn.reply_mode;
     if conn.reply_mode == ReplyMode::SkipNext {
         conn.reply_mode = ReplyMode::Skip;
     }
@@ -45,6 +46,16 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             if entry.spec.flags & flags::ALLOW_BUSY == 0 && is_busy(srv, conn, out, entry) =>
         {
             record_errors(srv, conn, out, Some(entry), true)
+        }
+        // CLIENT PAUSE: the client waits, then sends the command again (after the command's
+        // own checks, before it is queued or run, as Redis's processCommand).
+        Ok(entry)
+            if srv
+                .pause
+                .active()
+                .is_some_and(|all| crate::pause::holds(srv, conn, entry.spec, args, all)) =>
+        {
+            conn.pending_pause = true;
         }
         Ok(entry) if conn.multi.is_some() && !crate::multi::runs_inside_multi(entry.spec.name) => {
             crate::multi::queue(conn, out, args, entry.spec);
@@ -77,6 +88,11 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             crate::multi::flag_error(conn);
             record_errors(srv, conn, out, known, true)
         }
+    }
+    if conn.pending_pause {
+        // Not run: it is dispatched again once the pause is over.
+        conn.reply_mode = mode_before;
+        return;
     }
     if !conn.serving_blocked && !conn.ready_keys.is_empty() {
         let ready = std::mem::take(&mut conn.ready_keys);

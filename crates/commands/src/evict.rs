@@ -131,7 +131,8 @@ fn over_limit(
     budget: Option<std::time::Duration>,
 ) -> bool {
     let mut used = used_memory(now);
-    if used <= limit {
+    // A CLIENT PAUSE holds eviction (and then nothing is refused for memory), as Redis.
+    if used <= limit || srv.pause.holds_expiry() {
         return false;
     }
     let policy = Policy::from_index(srv.config.hot.maxmemory_policy.load(Relaxed));

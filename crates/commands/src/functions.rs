@@ -409,6 +409,15 @@ pub fn fcall_denies_oom(args: &Args) -> bool {
             .is_some_and(|(_, f)| crate::scripting::flags_deny_oom(f.flags))
 }
 
+/// May this FCALL write (CLIENT PAUSE WRITE holds it)? Unless its function says `no-writes`.
+pub fn fcall_may_write(args: &Args) -> bool {
+    args.len() < 2
+        || LIBS
+            .read()
+            .function(&args[1])
+            .is_none_or(|(_, f)| f.flags & sflags::NO_WRITES == 0)
+}
+
 fn fcall(ctx: &mut Ctx, args: &Args) {
     fcall_generic(ctx, args, false)
 }

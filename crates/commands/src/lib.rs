@@ -15,6 +15,7 @@ pub mod float;
 pub mod glob;
 pub mod master_link;
 pub mod notify;
+pub mod pause;
 pub mod propagate;
 pub mod push;
 pub mod registry;

@@ -205,6 +205,27 @@ pub fn flags_deny_oom(fl: u32) -> bool {
     fl & sflags::EVAL_COMPAT == 0 && fl & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0
 }
 
+/// May this EVAL/EVALSHA write (CLIENT PAUSE WRITE holds it)? A script without a shebang, or
+/// not in the cache, may; one with a shebang may unless it declares `no-writes`.
+pub fn eval_may_write(by_sha: bool, args: &Args) -> bool {
+    if args.len() < 2 {
+        return true;
+    }
+    let fl = if by_sha {
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        match CACHE.read().scripts.get(&sha) {
+            Some(s) => s.flags,
+            None => return true,
+        }
+    } else {
+        match shebang_flags(&args[1]) {
+            Ok((fl, _)) => fl,
+            Err(_) => return true,
+        }
+    };
+    fl & sflags::EVAL_COMPAT != 0 || fl & sflags::NO_WRITES == 0
+}
+
 /// Is this EVAL/EVALSHA (and _RO) refused while memory is over `maxmemory`?
 pub fn eval_denies_oom(by_sha: bool, args: &Args) -> bool {
     if args.len() < 2 {

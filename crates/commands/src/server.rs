@@ -62,6 +62,8 @@ pub struct Server {
     pub stat_expired_time_cap: AtomicU64,
     /// Clients waiting in BLPOP, BZPOPMIN, XREAD BLOCK, ...
     pub blocking: crate::blocking::Blocking,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::Pause,
     /// Pub/Sub subscriptions (channels, patterns, shard channels).
     pub pubsub: crate::pubsub::PubSub,
     /// Client-side caching: tracked keys, BCAST prefixes, tracking clients.
@@ -127,6 +129,7 @@ impl Server {
             shutdown: tokio::sync::watch::channel(false).0,
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),
+            pause: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
             acl,

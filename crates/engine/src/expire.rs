@@ -2,7 +2,7 @@
 //! run `hz` times a second. Lazy expiry on access does the rest.
 
 use crate::store::Store;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// True while an append-only file is replayed: nothing expires then (a later command of the
 /// log may still refer to a key whose time has passed since, as Redis's loading rule says).
@@ -17,6 +17,19 @@ pub fn set_loading(on: bool) {
 #[inline]
 pub fn loading() -> bool {
     LOADING.load(Ordering::Relaxed)
+}
+
+/// CLIENT PAUSE: until this unix ms, keys are not expired (a read sees an expired key as
+/// absent but leaves it), as Redis's PAUSE_ACTION_EXPIRE. 0: no pause.
+static PAUSED_UNTIL: AtomicU64 = AtomicU64::new(0);
+
+pub fn set_paused_until(ms: u64) {
+    PAUSED_UNTIL.store(ms, Ordering::Relaxed);
+}
+
+/// True while a pause holds expiry. Read only on the cold path (an expired key).
+pub fn paused(now_ms: u64) -> bool {
+    now_ms < PAUSED_UNTIL.load(Ordering::Relaxed)
 }
 
 /// Redis's checkAlreadyExpired: an absolute time `at_ms` already past, so that a command

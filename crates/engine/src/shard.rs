@@ -94,6 +94,10 @@ impl ShardData {
     fn lookup(&mut self, hash: u64, key: &[u8], now_ms: u64, save: bool) -> Option<&mut Entry> {
         let expired = self.dict.get(hash, key)?.is_expired(now_ms);
         if expired {
+            // A pause holds expiry: a read sees the key absent, nobody deletes it.
+            if !save && crate::expire::paused(now_ms) {
+                return None;
+            }
             self.remove(hash, key);
             self.expired_keys += 1;
             crate::events::expired(self.db, key);
@@ -109,6 +113,9 @@ impl ShardData {
     /// Remove a key found expired by a walk (SCAN, RANDOMKEY), counting it in `expired_keys`
     /// and reporting it like lazy expiry does. Returns whether it was there.
     pub fn remove_expired(&mut self, hash: u64, key: &[u8]) -> bool {
+        if crate::expire::paused(crate::clock::now_ms()) {
+            return self.dict.get(hash, key).is_some();
+        }
         if self.remove(hash, key).is_none() {
             return false;
         }

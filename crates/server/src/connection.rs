@@ -80,6 +80,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         let mut fatal = false;
         let mut blocked = None;
         let mut offload = None;
+        let mut paused = None;
         loop {
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
@@ -98,6 +99,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                         conn.drain_pushes(&mut out);
                     }
                     pos += used;
+                    if std::mem::take(&mut conn.pending_pause) {
+                        paused = Some(OwnedArgs::new(args.iter()));
+                        break;
+                    }
                     if let Some(spec) = conn.pending_block.take() {
                         blocked = Some((spec, args.to_vecs()));
                         break;
@@ -134,6 +139,50 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                 handle.addr
             );
             break;
+        }
+        if let Some(args) = paused {
+            // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
+            // as Redis counts it) and is dispatched again until the pause lets it through.
+            if !out.buf.is_empty() {
+                if tern_commands::aof::must_wait() {
+                    tern_commands::aof::wait_durable(tern_commands::propagate::LOG.appended())
+                        .await;
+                }
+                stats.net_output_bytes.add(out.buf.len() as u64);
+                if stream.write_all(&out.buf).await.is_err() {
+                    break;
+                }
+                out.buf.clear();
+            }
+            handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
+            let shutdown = srv.shutdown.subscribe();
+            loop {
+                srv.pause.changed().await;
+                if handle.is_killed() || *shutdown.borrow() {
+                    break;
+                }
+                conn.start_batch();
+                let a = args.args();
+                dispatch::execute(&srv, &mut conn, &mut out, &a);
+                if std::mem::take(&mut conn.pending_pause) {
+                    continue;
+                }
+                // Let through: it may block, move to another thread or end the connection,
+                // as when it is dispatched straight from the input.
+                if let Some(spec) = conn.pending_block.take() {
+                    blocked = Some((spec, a.to_vecs()));
+                } else if conn.pending_offload {
+                    offload = Some(OwnedArgs::new(a.iter()));
+                } else if conn.close_after_reply {
+                    fatal = true;
+                }
+                break;
+            }
+            handle.set_flag(tern_commands::clients::cflags::BLOCKED, false);
+            if handle.is_killed() || *shutdown.borrow() {
+                break;
+            }
+            resume = true;
         }
         if let Some(args) = offload {
             conn.pending_offload = false;

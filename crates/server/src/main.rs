@@ -430,7 +430,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 if srv.cron_paused.load(Relaxed) {
                     continue;
                 }
-                if srv.active_expire_enabled.load(Relaxed) {
+                if srv.active_expire_enabled.load(Relaxed) && !srv.pause.holds_expiry() {
                     let effort = srv
                         .config
                         .hot

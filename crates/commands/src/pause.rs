@@ -1,0 +1,115 @@
+//! CLIENT PAUSE / UNPAUSE: hold back clients' commands until a time or until UNPAUSE.
+//!
+//! As in Redis 7.2: `ALL` holds every command of normal clients; `WRITE` holds the commands
+//! that may change the dataset or reach replicas (write and may-replicate commands, EXEC of
+//! such a transaction, scripts and functions unless they declare `no-writes`). While paused,
+//! keys are not expired (a read sees an expired key as absent but does not delete it) and
+//! nothing is evicted. A new pause keeps the later end time of the two, and `WRITE` does not
+//! loosen a running `ALL`. The master link and replicas are never paused.
+//!
+//! A held client waits in its connection task (counted in `blocked_clients`) and runs the
+//! command once the pause is over; the pause check comes after the command's own checks
+//! (arity, ACL, ...), so a wrong command is answered at once.
+
+use crate::args::Args;
+use crate::clients::cflags;
+use crate::ctx::Conn;
+use crate::server::Server;
+use crate::table::{flags, CommandSpec};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct Pause {
+    /// Unix ms at which the pause ends (0: none).
+    end_ms: AtomicU64,
+    /// Every command is held, not only writes.
+    all: AtomicBool,
+    /// Wakes the held clients (UNPAUSE, or a pause becoming less strict).
+    changed: tokio::sync::Notify,
+}
+
+impl Pause {
+    /// CLIENT PAUSE: until `end_ms` (keeping a later end already set), `all` or writes only
+    /// (a running ALL pause stays ALL).
+    pub fn pause(&self, end_ms: u64, all: bool) {
+        let now = tern_engine::clock::now_ms();
+        let running = self.end_ms.load(Relaxed) > now;
+        self.all
+            .store(all || (running && self.all.load(Relaxed)), Relaxed);
+        self.end_ms.fetch_max(end_ms, Relaxed);
+        tern_engine::expire::set_paused_until(self.end_ms.load(Relaxed));
+    }
+
+    /// CLIENT UNPAUSE.
+    pub fn unpause(&self) {
+        self.end_ms.store(0, Relaxed);
+        self.all.store(false, Relaxed);
+        tern_engine::expire::set_paused_until(0);
+        self.changed.notify_waiters();
+    }
+
+    /// The pause in force now: None, or Some(all).
+    #[inline]
+    pub fn active(&self) -> Option<bool> {
+        let end = self.end_ms.load(Relaxed);
+        if end == 0 || end <= tern_engine::clock::now_ms() {
+            return None;
+        }
+        Some(self.all.load(Relaxed))
+    }
+
+    /// Expiry and eviction are held while any pause runs.
+    #[inline]
+    pub fn holds_expiry(&self) -> bool {
+        self.active().is_some()
+    }
+
+    /// Wait until the pause may have ended or loosened (the caller checks again).
+    pub async fn changed(&self) {
+        let n = self.changed.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        let end = self.end_ms.load(Relaxed);
+        let now = tern_engine::clock::now_ms();
+        if end <= now {
+            return;
+        }
+        // Re-check at least every 100 ms (a killed client, a shutdown).
+        let left = Duration::from_millis((end - now).min(100));
+        let _ = tokio::time::timeout(left, n).await;
+    }
+}
+
+/// Is this command held by the pause in force (`all`: every command)?
+pub fn holds(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args, all: bool) -> bool {
+    let h = &conn.handle;
+    if h.id == crate::aof::CLIENT_ID || h.has_flag(cflags::MASTER) || h.has_flag(cflags::REPLICA) {
+        return false;
+    }
+    all || may_replicate(srv, conn, spec, args)
+}
+
+/// Redis's is_may_replicate_command with the flags scripts declare (scriptFlagsToCmdFlags):
+/// writes, may-replicate commands, EXEC of a transaction holding one, scripts and functions
+/// that do not declare `no-writes` (or are unknown).
+fn may_replicate(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
+    match spec.name {
+        "eval" | "evalsha" => crate::scripting::eval_may_write(spec.name == "evalsha", args),
+        "fcall" => crate::functions::fcall_may_write(args),
+        "exec" => conn.multi.as_ref().is_some_and(|m| {
+            m.queue.iter().any(|cmd| {
+                let a = cmd.args();
+                srv.commands.get(a.get(0)).is_some_and(|e| {
+                    let spec = if e.subs.is_empty() || a.len() < 2 {
+                        e.spec
+                    } else {
+                        e.sub(a.get(1)).map_or(e.spec, |s| s.spec)
+                    };
+                    may_replicate(srv, conn, spec, &a)
+                })
+            })
+        }),
+        _ => spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0,
+    }
+}
