@@ -81,6 +81,9 @@ pub struct Conn {
     /// FLUSHALL with save points: save the (empty) dataset once the command's atomic unit is
     /// over, before its reply goes out (Redis's flushAllDataAndResetRDB).
     pub save_after: bool,
+    /// `appendfsync always`: the log position the replies of the current batch reveal (what
+    /// the client wrote or read); they go out once the log is durable up to it.
+    pub obs: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::multi::MultiState>,
     /// WATCHed keys.
@@ -133,6 +136,7 @@ impl Conn {
             woff: 0,
             save_after: false,
             pending_pause: false,
+            obs: 0,
             multi: None,
             watch: Default::default(),
             in_script: false,
@@ -152,6 +156,19 @@ impl Conn {
     pub fn start_batch(&mut self) {
         self.now_ms = tern_engine::clock::now_ms();
         self.mark = std::time::Instant::now();
+    }
+
+    /// The batch's replies reveal anything logged so far (`appendfsync always` only).
+    #[inline]
+    pub fn observe_all(&mut self) {
+        if crate::aof::must_wait() {
+            self.obs = self.obs.max(crate::propagate::LOG.appended());
+        }
+    }
+
+    /// Take the log position the replies written so far wait for (see `obs`).
+    pub fn take_observed(&mut self) -> u64 {
+        std::mem::take(&mut self.obs)
     }
 
     pub fn is_monitor(&self) -> bool {
@@ -195,6 +212,8 @@ impl Conn {
             let n = rx.drain_into(None, &mut out.buf, usize::MAX);
             if n > 0 {
                 rx.written(n);
+                // A keyspace event or an invalidation reveals a write: wait for everything.
+                self.observe_all();
             }
         }
     }

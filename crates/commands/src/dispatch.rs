@@ -444,6 +444,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         handler(&mut ctx, args);
     }
     drop(gate);
+    crate::propagate::observe(conn, entry.spec, args);
     if srv.tracking.active() {
         crate::tracking::after_command(srv, conn, args, entry);
     }

@@ -18,7 +18,7 @@ use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
 use crate::table::{flags, CommandSpec, Handler};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
 use std::sync::Arc;
 use tern_engine::{key_hash, LockPlan, Store};
 use tern_persist::wlog::{Ops, WriteLog};
@@ -48,6 +48,97 @@ thread_local! {
     static DIRTY: Cell<u64> = const { Cell::new(0) };
     /// LSN after the last unit this thread appended (0: none since `take_last_append`).
     static LAST_APPEND: Cell<u64> = const { Cell::new(0) };
+    /// The keys the running unit changed, for `CHANGED` once it is appended.
+    static UNIT_KEYS: RefCell<UnitKeys> = RefCell::new(UnitKeys::default());
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a reply reveals, for `appendfsync always`.
+//
+// A reply may leave only once everything its client could have observed is durable. Rather
+// than making every reply wait for the whole log (a GET of a key last written an hour ago
+// would wait for other clients' fsync), each unit that changes keys records, before it
+// releases their shards, its LSN in a slot per (db, key) hash; a reply to a command that names
+// its keys waits for the largest LSN of their slots, read after the command ran (so it covers
+// every change the command could have seen). Commands that see more than their named keys
+// (KEYS, SCAN, DBSIZE, INFO, scripts, EXEC...) and units that change keys they do not name
+// (FLUSHALL, SWAPDB, MOVE...) fall back to the whole log (`BARRIER` for the latter).
+
+const CHANGED_SLOTS: usize = 4096;
+static CHANGED: [AtomicU64; CHANGED_SLOTS] = [const { AtomicU64::new(0) }; CHANGED_SLOTS];
+/// The LSN of the last unit that changed keys it does not name: every reply waits for it.
+static BARRIER: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Default)]
+struct UnitKeys {
+    keys: Vec<(usize, u64)>,
+    /// Changed keys it does not name.
+    unnamed: bool,
+}
+
+#[inline]
+fn changed_slot(db: usize, hash: u64) -> &'static AtomicU64 {
+    let h = hash ^ (db as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    &CHANGED[(h >> 52) as usize % CHANGED_SLOTS]
+}
+
+/// Record the keys a logged command changed (or that it changed keys it does not name).
+fn unit_changed(db: usize, spec: &CommandSpec, args: &Args) {
+    UNIT_KEYS.with(|u| {
+        let mut u = u.borrow_mut();
+        if u.unnamed {
+            return;
+        }
+        let keys = spec.key_positions(args);
+        if keys.is_empty() || crate::txn::needs_every_shard(spec, args) {
+            u.unnamed = true;
+            return;
+        }
+        for (p, _) in keys {
+            if p < args.len() {
+                u.keys.push((db, key_hash(args.get(p))));
+            }
+        }
+    });
+}
+
+/// The unit was appended at `lsn`: publish its changes (its shards are still held).
+fn unit_appended(lsn: u64) {
+    UNIT_KEYS.with(|u| {
+        let mut u = u.borrow_mut();
+        if std::mem::take(&mut u.unnamed) {
+            BARRIER.fetch_max(lsn, Relaxed);
+        }
+        for (db, h) in u.keys.drain(..) {
+            changed_slot(db, h).fetch_max(lsn, Relaxed);
+        }
+    });
+}
+
+/// After a command ran: raise the batch's observed position (`Conn::obs`) by what its reply
+/// reveals. Only under `appendfsync always`.
+pub fn observe(conn: &mut Conn, spec: &CommandSpec, args: &Args) {
+    if !crate::aof::must_wait() {
+        return;
+    }
+    // Commands that reveal no data.
+    if matches!(spec.name, "ping" | "echo" | "time") {
+        return;
+    }
+    let keys = spec.key_positions(args);
+    let named_only = !keys.is_empty()
+        && spec.flags & flags::SCRIPT_CALLER == 0
+        && !crate::txn::needs_every_shard(spec, args);
+    let lsn = if named_only {
+        // Acquire: pairs with the shard unlock that followed each slot's update.
+        keys.into_iter()
+            .filter(|&(p, _)| p < args.len())
+            .map(|(p, _)| changed_slot(conn.db, key_hash(args.get(p))).load(Acquire))
+            .fold(BARRIER.load(Acquire), u64::max)
+    } else {
+        LOG.appended()
+    };
+    conn.obs = conn.obs.max(lsn);
 }
 
 #[inline]
@@ -94,10 +185,14 @@ fn enter() -> Saved {
     }
 }
 
-fn leave(saved: Saved, db: usize, args: &Args, own: bool) {
+fn leave(saved: Saved, db: usize, spec: &CommandSpec, args: &Args, own: bool) {
     let fr = FRAME.with(|f| std::mem::replace(&mut *f.borrow_mut(), saved.frame));
     let dirty = DIRTY.with(|d| d.get()) != saved.dirty;
-    if !own || fr.prevent || !(dirty || fr.force) {
+    if !own || !(dirty || fr.force) {
+        return;
+    }
+    unit_changed(db, spec, args);
+    if fr.prevent {
         return;
     }
     UNIT.with(|u| {
@@ -117,6 +212,7 @@ pub fn flush() {
             let lsn = LOG.append(&u);
             LAST_APPEND.with(|l| l.set(lsn));
             u.clear();
+            unit_appended(lsn);
         }
     });
 }
@@ -169,7 +265,7 @@ pub(crate) fn logged_call(
             };
             handler(&mut ctx, args);
         }
-        leave(saved, conn.db, args, own);
+        leave(saved, conn.db, spec, args, own);
     };
     if !own || Store::in_atomic_unit() {
         call(conn, out);
@@ -200,10 +296,12 @@ pub fn propagate_delete(db: usize, key: &[u8], unlink: bool) {
     let cmd: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
     if Store::in_atomic_unit() {
         UNIT.with(|u| u.borrow_mut().push(db as i32, [cmd, key].into_iter()));
+        UNIT_KEYS.with(|u| u.borrow_mut().keys.push((db, key_hash(key))));
     } else {
         let mut ops = Ops::default();
         ops.push(db as i32, [cmd, key].into_iter());
-        LOG.append(&ops);
+        let lsn = LOG.append(&ops);
+        changed_slot(db, key_hash(key)).fetch_max(lsn, Relaxed);
     }
 }
 

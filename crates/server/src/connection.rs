@@ -44,6 +44,13 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                             // Pub/sub messages or MONITOR lines: write what is queued now.
                             if let Some(f) = frame {
                                 let n = rx.drain_into(Some(f), &mut out.buf, PUSH_BATCH);
+                                // A keyspace event or invalidation reveals a write.
+                                if tern_commands::aof::must_wait() {
+                                    tern_commands::aof::wait_durable(
+                                        tern_commands::propagate::LOG.appended(),
+                                    )
+                                    .await;
+                                }
                                 stats.net_output_bytes.add(n as u64);
                                 let ok = stream.write_all(&out.buf).await.is_ok();
                                 out.buf.clear();
@@ -144,9 +151,9 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
             // as Redis counts it) and is dispatched again until the pause lets it through.
             if !out.buf.is_empty() {
+                let lsn = conn.take_observed();
                 if tern_commands::aof::must_wait() {
-                    tern_commands::aof::wait_durable(tern_commands::propagate::LOG.appended())
-                        .await;
+                    tern_commands::aof::wait_durable(lsn).await;
                 }
                 stats.net_output_bytes.add(out.buf.len() as u64);
                 if stream.write_all(&out.buf).await.is_err() {
@@ -194,9 +201,9 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         if let Some((spec, args)) = blocked {
             // Earlier replies of the pipeline go out before the wait, as in Redis.
             if !out.buf.is_empty() {
+                let lsn = conn.take_observed();
                 if tern_commands::aof::must_wait() {
-                    tern_commands::aof::wait_durable(tern_commands::propagate::LOG.appended())
-                        .await;
+                    tern_commands::aof::wait_durable(lsn).await;
                 }
                 stats.net_output_bytes.add(out.buf.len() as u64);
                 if stream.write_all(&out.buf).await.is_err() {
@@ -210,17 +217,17 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                 break;
             }
             blocking::write_outcome(&conn, &mut out, &w, outcome);
+            // Served by whichever thread wrote its key: what it reveals is not tracked here.
+            conn.observe_all();
             conn.start_batch();
             resume = true;
         }
         if !out.buf.is_empty() {
             // appendfsync always: nothing goes out before what these commands wrote or could
             // have seen is on disk (one fsync covers every client waiting meanwhile).
-            if tern_commands::aof::must_wait() {
-                let lsn = tern_commands::propagate::LOG.appended();
-                if tern_commands::propagate::LOG.durable() < lsn {
-                    tern_commands::aof::wait_durable(lsn).await;
-                }
+            let lsn = conn.take_observed();
+            if tern_commands::aof::must_wait() && tern_commands::propagate::LOG.durable() < lsn {
+                tern_commands::aof::wait_durable(lsn).await;
             }
             stats.net_output_bytes.add(out.buf.len() as u64);
             if stream.write_all(&out.buf).await.is_err() {
