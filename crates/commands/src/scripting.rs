@@ -9,6 +9,7 @@ use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use crate::txn::LockPlan;
 use parking_lot::RwLock;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock};
 
@@ -242,17 +243,38 @@ impl std::hash::Hasher for ShaHasher {
 /// A map keyed by script digest.
 pub type ShaMap<V> = HashMap<Sha, V, std::hash::BuildHasherDefault<ShaHasher>>;
 
+/// A script's digest as a client spelled it (40 hex digits), the key of the per-thread
+/// lookup: no decoding before the lookup, and the first 8 digits are its hash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct HexKey([u8; 40]);
+
+impl std::hash::Hash for HexKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(w));
+    }
+}
+
+/// A thread's reference to a cached script: cloning it is a plain increment, where cloning
+/// the Arc would be an atomic one on a line every thread running the script shares.
+#[allow(clippy::redundant_allocation)]
+type ScriptRef = Rc<Arc<Script>>;
+
+type LocalScripts = HashMap<HexKey, ScriptRef, std::hash::BuildHasherDefault<ShaHasher>>;
+
 thread_local! {
-    /// This thread's view of the script cache (digest -> script) for the generation it was
-    /// filled in: EVALSHA finds a script without the shared lock, whose reader count would
-    /// bounce between the cores of every thread running scripts.
-    static LOCAL: std::cell::RefCell<(u64, ShaMap<Arc<Script>>)> =
-        std::cell::RefCell::new((u64::MAX, ShaMap::default()));
+    /// This thread's view of the script cache for the generation it was filled in: EVALSHA
+    /// finds a script without the shared lock, and takes a thread-local reference to it, so
+    /// that threads running the same script share its cache lines read-only (no reader
+    /// count or reference count bouncing between cores).
+    static LOCAL: std::cell::RefCell<(u64, LocalScripts)> =
+        std::cell::RefCell::new((u64::MAX, LocalScripts::default()));
 }
 
 /// The cached script with digest `hex` (40 hex digits, either case).
-fn lookup(hex: &[u8]) -> Option<Arc<Script>> {
-    let sha = Sha::from_hex(hex)?;
+fn lookup(hex: &[u8]) -> Option<ScriptRef> {
+    let key = HexKey(hex.try_into().ok()?);
     let gen = GEN.load(Relaxed);
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
@@ -260,20 +282,18 @@ fn lookup(hex: &[u8]) -> Option<Arc<Script>> {
             l.1.clear();
             l.0 = gen;
         }
-        if let Some(s) = l.1.get(&sha) {
+        if let Some(s) = l.1.get(&key) {
             return Some(s.clone());
         }
         // Read after `gen`: a SCRIPT FLUSH in between empties the cache first (NOSCRIPT), or
         // bumps the generation after, which clears this copy on the next lookup.
-        let s = CACHE
-            .read()
-            .scripts
-            .get(std::str::from_utf8(hex).ok()?.to_ascii_lowercase().as_str())
-            .cloned()?;
-        l.1.insert(sha, s.clone());
+        let lower = std::str::from_utf8(hex).ok()?.to_ascii_lowercase();
+        let s = Rc::new(CACHE.read().scripts.get(lower.as_str()).cloned()?);
+        l.1.insert(key, s.clone());
         Some(s)
     })
 }
+
 /// Bumped by SCRIPT FLUSH: every thread then starts a fresh Lua state.
 static GEN: AtomicU64 = AtomicU64::new(0);
 
@@ -484,7 +504,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
         }
     } else {
         match create(&args[1]) {
-            Ok(x) => x,
+            Ok(x) => Rc::new(x),
             Err(e) => return ctx.error(&e),
         }
     };
