@@ -180,7 +180,7 @@ impl Conn {
     #[inline]
     pub fn drain_pushes(&mut self, out: &mut Reply) {
         if let Some(rx) = self.push_rx.as_mut() {
-            let n = rx.drain_into(None, &mut out.buf, usize::MAX);
+            let n = rx.drain_into(&mut out.buf);
             if n > 0 {
                 rx.written(n);
             }

@@ -14,8 +14,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const READ_CHUNK: usize = 16 * 1024;
-/// Queued push output written per wake-up at most (the rest follows on the next turn).
-const PUSH_BATCH: usize = 256 * 1024;
 
 pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
@@ -38,21 +36,19 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             let n = match conn.push_rx.as_mut() {
                 None => stream.read_buf(&mut inbuf).await,
                 Some(rx) => {
+                    // Input first: a stream of messages cannot keep a subscriber's commands
+                    // (UNSUBSCRIBE...) from being read.
                     tokio::select! {
+                        biased;
                         r = stream.read_buf(&mut inbuf) => r,
-                        frame = rx.recv() => {
+                        () = rx.ready() => {
                             // Pub/sub messages or MONITOR lines: write what is queued now.
-                            if let Some(f) = frame {
-                                let n = rx.drain_into(Some(f), &mut out.buf, PUSH_BATCH);
-                                stats.net_output_bytes.add(n as u64);
-                                let ok = stream.write_all(&out.buf).await.is_ok();
-                                out.buf.clear();
-                                rx.written(n);
-                                if !ok {
-                                    break 'conn;
-                                }
-                            }
-                            if handle.is_killed() {
+                            let n = rx.drain_into(&mut out.buf);
+                            stats.net_output_bytes.add(n as u64);
+                            let ok = stream.write_all(&out.buf).await.is_ok();
+                            out.buf.clear();
+                            rx.written(n);
+                            if !ok || handle.is_killed() {
                                 break 'conn;
                             }
                             continue 'conn;
@@ -271,15 +267,15 @@ async fn wait_blocked(
                 return blocking::end_wait(srv, w, o);
             }
             // A RESP3 subscriber may block: its messages keep flowing meanwhile.
-            Some(f) = async {
-                match conn.push_rx.as_mut() {
-                    Some(rx) => rx.recv().await,
+            () = async {
+                match conn.push_rx.as_ref() {
+                    Some(rx) => rx.ready().await,
                     None => std::future::pending().await,
                 }
             } => {
                 let Some(rx) = conn.push_rx.as_mut() else { continue };
                 let mut buf = Vec::new();
-                let n = rx.drain_into(Some(f), &mut buf, PUSH_BATCH);
+                let n = rx.drain_into(&mut buf);
                 let ok = stream.write_all(&buf).await.is_ok();
                 rx.written(n);
                 if !ok {
