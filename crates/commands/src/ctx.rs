@@ -77,6 +77,8 @@ pub struct Conn {
     pub woff: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::multi::MultiState>,
+    /// The last transaction's buffers, kept for the next MULTI.
+    pub spare_multi: Option<crate::multi::MultiState>,
     /// WATCHed keys.
     pub watch: crate::multi::WatchState,
     /// True while a script's redis.call runs a command (MONITOR shows it as `lua`).
@@ -123,6 +125,7 @@ impl Conn {
             offloaded: false,
             woff: 0,
             multi: None,
+            spare_multi: None,
             watch: Default::default(),
             in_script: false,
             script_fed: false,
