@@ -15,6 +15,16 @@ use tokio::net::TcpStream;
 
 const READ_CHUNK: usize = 16 * 1024;
 
+thread_local! {
+    /// Replies this worker has written since it last went idle (see `on_worker_park`).
+    static BATCHES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The worker thread is about to wait for I/O: nothing else is ready to run.
+pub fn on_worker_park() {
+    BATCHES.with(|b| b.set(0));
+}
+
 pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
     let mut conn = Conn::new(handle.clone(), false, stats.clone());
@@ -42,7 +52,12 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                         biased;
                         r = stream.read_buf(&mut inbuf) => r,
                         () = rx.ready() => {
-                            // Pub/sub messages or MONITOR lines: write what is queued now.
+                            // Pub/sub messages or MONITOR lines: write what is queued once
+                            // the connections already readable are served (more messages to
+                            // a write when publishers are busy; see the reply path below).
+                            if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
+                                tokio::task::yield_now().await;
+                            }
                             let n = rx.drain_into(&mut out.buf);
                             stats.net_output_bytes.add(n as u64);
                             let ok = stream.write_all(&out.buf).await.is_ok();
@@ -161,6 +176,14 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             resume = true;
         }
         if !out.buf.is_empty() {
+            // While other connections of this worker have been served since it was last idle,
+            // the reply waits until the connections already readable are served too, as
+            // Redis writes its replies before sleeping: a burst of replies then finds the
+            // clients' side awake (on loopback, waking an idle reader is the costliest part
+            // of a write), and a lone client is answered at once.
+            if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
+                tokio::task::yield_now().await;
+            }
             // appendfsync always: nothing goes out before what these commands wrote or could
             // have seen is on disk (one fsync covers every client waiting meanwhile).
             if tern_commands::aof::must_wait() {
