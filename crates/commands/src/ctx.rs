@@ -86,6 +86,8 @@ pub struct Conn {
     pub obs: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::multi::MultiState>,
+    /// The last transaction's buffers, kept for the next MULTI.
+    pub spare_multi: Option<crate::multi::MultiState>,
     /// WATCHed keys.
     pub watch: crate::multi::WatchState,
     /// True while a script's redis.call runs a command (MONITOR shows it as `lua`).
@@ -138,6 +140,7 @@ impl Conn {
             pending_pause: false,
             obs: 0,
             multi: None,
+            spare_multi: None,
             watch: Default::default(),
             in_script: false,
             script_fed: false,
@@ -209,7 +212,7 @@ impl Conn {
     #[inline]
     pub fn drain_pushes(&mut self, out: &mut Reply) {
         if let Some(rx) = self.push_rx.as_mut() {
-            let n = rx.drain_into(None, &mut out.buf, usize::MAX);
+            let n = rx.drain_into(&mut out.buf);
             if n > 0 {
                 rx.written(n);
                 // A keyspace event or an invalidation reveals a write: wait for everything.

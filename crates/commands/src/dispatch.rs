@@ -58,7 +58,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             conn.pending_pause = true;
         }
         Ok(entry) if conn.multi.is_some() && !crate::multi::runs_inside_multi(entry.spec.name) => {
-            crate::multi::queue(conn, out, args, entry.spec);
+            crate::multi::queue(conn, out, args, entry);
             if out.errors > 0 {
                 record_errors(srv, conn, out, Some(entry), true);
             }
@@ -128,9 +128,15 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
 /// Run one command of a transaction inside EXEC (the shards are held already): the checks and
 /// bookkeeping of `execute`, except that clients blocked on the keys it writes are served only
 /// after the whole transaction, by EXEC's own `execute`.
-pub fn execute_queued(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args) {
+pub fn execute_queued(
+    srv: &Arc<Server>,
+    conn: &mut Conn,
+    out: &mut Reply,
+    args: &Args,
+    entry: &CmdEntry,
+) {
     out.errors = 0;
-    match resolve(srv, conn, out, args, true) {
+    match check(srv, conn, out, args, entry, true) {
         Ok(entry) => {
             run(srv, conn, out, args, entry);
             if entry.spec.flags & flags::WRITE != 0 && srv.blocking.any() {
@@ -307,6 +313,19 @@ fn resolve<'s>(
             }
         }
     }
+    check(srv, conn, out, args, entry, in_exec)
+}
+
+/// `resolve`'s checks of a command already found (arity, protection, authentication, ACL,
+/// RESP2 subscriber context, the server's state), replying with Redis's error on failure.
+fn check<'s>(
+    srv: &'s Server,
+    conn: &Conn,
+    out: &mut Reply,
+    args: &Args,
+    entry: &'s CmdEntry,
+    in_exec: bool,
+) -> Result<&'s CmdEntry, Option<&'s CmdEntry>> {
     let arity = entry.spec.arity;
     let argc = args.len() as i32;
     if (arity > 0 && argc != arity) || argc < -arity {

@@ -313,7 +313,7 @@ fn evict_one(
 
 /// While over the limit, is this command refused? `denyoom` commands (scripts and functions by
 /// their flags, EXEC by what it queued), and inside MULTI everything but what ends it.
-pub fn refuses(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
+pub fn refuses(_srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
     if conn.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset") {
         return true;
     }
@@ -325,12 +325,8 @@ pub fn refuses(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bo
         "evalsha" | "evalsha_ro" => crate::scripting::eval_denies_oom(true, args),
         "fcall" | "fcall_ro" => crate::functions::fcall_denies_oom(args),
         "exec" => conn.multi.as_ref().is_some_and(|m| {
-            m.queue.iter().any(|cmd| {
-                let a = cmd.args();
-                srv.commands
-                    .get(a.get(0))
-                    .is_some_and(|e| e.spec.flags & flags::DENYOOM != 0)
-            })
+            m.commands()
+                .any(|(_, e)| e.spec.flags & flags::DENYOOM != 0)
         }),
         _ => false,
     }

@@ -382,7 +382,8 @@ fn fill(vm: &mut lua::Vm, libs: &[Library]) -> Result<(), String> {
     for l in libs {
         let (_, body) = check_library(&l.code)?;
         for f in run_library(vm, body, 0)? {
-            vm.compiled.insert(f.name, f.callback);
+            let c = vm.keep(f.callback)?;
+            vm.compiled.insert(f.name, c);
         }
     }
     Ok(())
@@ -390,11 +391,18 @@ fn fill(vm: &mut lua::Vm, libs: &[Library]) -> Result<(), String> {
 
 /// Run `f` on this thread's function VM, built for the current library set.
 fn with_functions<R>(f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String> {
-    let (gen, libs) = {
-        let l = LIBS.read();
-        (l.gen, l.libs.clone())
-    };
-    lua::with_vm(false, gen, |vm| fill(vm, &libs), f)
+    let gen = LIBS.read().gen;
+    // The libraries are copied only when this thread's VM is (re)built; one newer than `gen`
+    // makes the VM be rebuilt once more on its next use, which is harmless.
+    lua::with_vm(
+        false,
+        gen,
+        |vm| {
+            let libs = LIBS.read().libs.clone();
+            fill(vm, &libs)
+        },
+        f,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,21 +452,19 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
         return;
     }
     let read_only = ro || fl & sflags::NO_WRITES != 0;
-    let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
-    let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();
     let r = with_functions(|vm| -> Result<(), String> {
-        let Some(cb) = vm.compiled.get(&name).cloned() else {
+        let Some(&cb) = vm.compiled.get(&name) else {
             return Err("ERR Function not found".into());
         };
         let spec = lua::Run {
             is_eval: false,
-            name: name.clone(),
+            name: &name,
             read_only,
             allow_oom: fl & sflags::ALLOW_OOM != 0,
-            keys: keys.clone(),
-            argv,
+            command: args,
+            nkeys: nk,
         };
-        lua::run_atomic(ctx, vm, &cb, spec, args, &history);
+        lua::run_atomic(ctx, vm, &cb, spec, &history);
         Ok(())
     });
     match r {

@@ -13,6 +13,7 @@
 use crate::args::{parse_i64, Args, OwnedArgs};
 use crate::clients::cflags;
 use crate::ctx::{Conn, Ctx};
+use crate::registry::CmdEntry;
 use crate::server::Server;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
@@ -86,15 +87,80 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// A client's open transaction.
+/// A queued command: its arguments (`ranges[first..end]`, offsets into `buf`) and the
+/// command-table entry it resolved to when queued.
+struct Queued {
+    first: usize,
+    end: usize,
+    entry: EntryRef,
+}
+
+/// A command-table entry. SAFETY: entries live in the server's registry, which is never
+/// modified after start and outlives every connection (and so every transaction).
+#[derive(Clone, Copy)]
+struct EntryRef(*const CmdEntry);
+
+// SAFETY: see EntryRef; the registry is Sync.
+unsafe impl Send for EntryRef {}
+
+/// A client's open transaction. Its commands' arguments share one buffer, and the state is
+/// kept for the client's next transaction (no allocation per queued command once warm).
 #[derive(Default)]
 pub struct MultiState {
-    pub(crate) queue: Vec<OwnedArgs>,
+    buf: Vec<u8>,
+    ranges: Vec<(usize, usize)>,
+    cmds: Vec<Queued>,
     /// A command was rejected while queueing: EXEC answers EXECABORT.
     aborted: bool,
     /// Flags of the queued commands: any of them has (OR), every one has (AND).
     any_flags: u32,
     all_flags: u32,
+}
+
+/// A kept MultiState bigger than this is dropped instead (one huge transaction does not pin
+/// its buffers for the client's life).
+const KEEP_BYTES: usize = 64 * 1024;
+
+impl MultiState {
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
+    fn push(&mut self, args: &Args, entry: &CmdEntry) {
+        let first = self.ranges.len();
+        for a in args.iter() {
+            let s = self.buf.len();
+            self.buf.extend_from_slice(a);
+            self.ranges.push((s, self.buf.len()));
+        }
+        self.cmds.push(Queued {
+            first,
+            end: self.ranges.len(),
+            entry: EntryRef(entry),
+        });
+    }
+
+    /// The queued commands in order, with their entries.
+    pub fn commands(&self) -> impl Iterator<Item = (Args<'_>, &CmdEntry)> {
+        self.cmds.iter().map(|q| {
+            // SAFETY: see EntryRef.
+            let entry = unsafe { &*q.entry.0 };
+            (Args::new(&self.buf, &self.ranges[q.first..q.end]), entry)
+        })
+    }
+
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.ranges.clear();
+        self.cmds.clear();
+        self.aborted = false;
+        self.any_flags = 0;
+        self.all_flags = 0;
+    }
 }
 
 /// A client's watched keys and the flag their writers raise.
@@ -113,24 +179,23 @@ pub fn runs_inside_multi(name: &str) -> bool {
 }
 
 /// Queue a command of an open transaction (called by the dispatcher, the command resolved).
-pub fn queue(conn: &mut Conn, out: &mut tern_resp::Reply, args: &Args, spec: &CommandSpec) {
+pub fn queue(conn: &mut Conn, out: &mut tern_resp::Reply, args: &Args, entry: &CmdEntry) {
     let Some(state) = conn.multi.as_mut() else {
         return;
     };
+    let spec = entry.spec;
     if spec.flags & f::NO_MULTI != 0 {
         state.aborted = true;
         out.error("ERR Command not allowed inside a transaction");
         return;
     }
-    state.queue.push(OwnedArgs::from_args(args));
-    if state.queue.len() == 1 {
+    state.push(args, entry);
+    if state.len() == 1 {
         state.all_flags = spec.flags;
     }
     state.any_flags |= spec.flags;
     state.all_flags &= spec.flags;
-    conn.handle
-        .multi_len
-        .store(state.queue.len() as i64, Relaxed);
+    conn.handle.multi_len.store(state.len() as i64, Relaxed);
     out.simple(b"QUEUED");
 }
 
@@ -173,10 +238,8 @@ fn multi(ctx: &mut Ctx, _args: &Args) {
     if ctx.conn.multi.is_some() {
         return ctx.error("ERR MULTI calls can not be nested");
     }
-    ctx.conn.multi = Some(MultiState {
-        queue: Vec::with_capacity(8),
-        ..Default::default()
-    });
+    let state = ctx.conn.spare_multi.take().unwrap_or_default();
+    ctx.conn.multi = Some(state);
     ctx.conn.handle.set_flag(cflags::MULTI, true);
     ctx.conn.handle.multi_len.store(0, Relaxed);
     ctx.out.ok();
@@ -188,10 +251,19 @@ fn end_multi(conn: &mut Conn) -> Option<MultiState> {
     conn.multi.take()
 }
 
-fn discard(ctx: &mut Ctx, _args: &Args) {
-    if end_multi(ctx.conn).is_none() {
-        return ctx.error("ERR DISCARD without MULTI");
+/// Keep a finished transaction's buffers for the client's next MULTI.
+fn recycle(conn: &mut Conn, mut state: MultiState) {
+    if state.buf.capacity() <= KEEP_BYTES && state.ranges.capacity() <= KEEP_BYTES / 16 {
+        state.clear();
+        conn.spare_multi = Some(state);
     }
+}
+
+fn discard(ctx: &mut Ctx, _args: &Args) {
+    let Some(state) = end_multi(ctx.conn) else {
+        return ctx.error("ERR DISCARD without MULTI");
+    };
+    recycle(ctx.conn, state);
     unwatch_all(ctx.srv, ctx.conn);
     ctx.out.ok();
 }
@@ -241,21 +313,23 @@ fn exec(ctx: &mut Ctx, _args: &Args) {
     let srv: &Arc<Server> = ctx.srv;
     if state.aborted {
         unwatch_all(srv, ctx.conn);
+        recycle(ctx.conn, state);
         return ctx.error("EXECABORT Transaction discarded because of previous errors.");
     }
     // The server's state may have changed since queueing (Redis checks EXEC as the sum of
     // its commands): a replica now, its link down, too few replicas for writes.
-    if !state.queue.is_empty() && !crate::master_link::obeys(ctx.conn.handle.id) {
+    if !state.is_empty() && !crate::master_link::obeys(ctx.conn.handle.id) {
         let write = state.any_flags & f::WRITE != 0;
         let stale_ok = state.all_flags & f::STALE != 0;
         let denied = crate::master_link::deny_reason(srv, write, stale_ok)
             .or_else(|| write.then(|| crate::replication::deny_write(srv)).flatten());
         if let Some(e) = denied {
             unwatch_all(srv, ctx.conn);
+            recycle(ctx.conn, state);
             return ctx.error(&format!("EXECABORT Transaction discarded because of: {e}"));
         }
     }
-    let plan = plan(srv, ctx.conn, &state.queue);
+    let plan = plan(ctx.conn, &state);
     crate::txn::run_locked(srv, plan, || {
         if watch_failed(srv, ctx.conn, ctx.now_ms) {
             ctx.out.null_array();
@@ -263,15 +337,16 @@ fn exec(ctx: &mut Ctx, _args: &Args) {
         }
         // Blocking commands time out at once and nothing moves to another thread, as in Redis.
         let deny = std::mem::replace(&mut ctx.conn.deny_blocking, true);
-        ctx.out.array(state.queue.len());
-        for cmd in &state.queue {
-            crate::dispatch::execute_queued(srv, ctx.conn, ctx.out, &cmd.args());
+        ctx.out.array(state.len());
+        for (args, entry) in state.commands() {
+            crate::dispatch::execute_queued(srv, ctx.conn, ctx.out, &args, entry);
         }
         ctx.conn.deny_blocking = deny;
         // Errors inside the transaction were counted for their own commands, not for EXEC.
         ctx.out.errors = 0;
     });
     unwatch_all(srv, ctx.conn);
+    recycle(ctx.conn, state);
 }
 
 /// EXEC's abort check, inside the transaction's locks: a watched key was touched, or has
@@ -289,23 +364,11 @@ fn watch_failed(srv: &Server, conn: &Conn, now_ms: u64) -> bool {
 
 /// The shards EXEC must hold: the queued commands' keys in the database each one runs in
 /// (following SELECT), and the watched keys.
-pub(crate) fn plan(srv: &Server, conn: &Conn, queue: &[OwnedArgs]) -> LockPlan {
-    let mut keys: Vec<(usize, u64)> = conn
-        .watch
-        .keys
-        .iter()
-        .map(|(db, k)| (*db, key_hash(k)))
-        .collect();
+pub(crate) fn plan(conn: &Conn, state: &MultiState) -> LockPlan {
+    let mut keys: Vec<(usize, u64)> = Vec::with_capacity(conn.watch.keys.len() + state.cmds.len());
+    keys.extend(conn.watch.keys.iter().map(|(db, k)| (*db, key_hash(k))));
     let mut db = conn.db;
-    for cmd in queue {
-        let args = cmd.args();
-        let Some(entry) = srv.commands.get(args.get(0)) else {
-            continue;
-        };
-        let entry = match (entry.subs.is_empty(), args.len() >= 2) {
-            (false, true) => entry.sub(args.get(1)).unwrap_or(entry),
-            _ => entry,
-        };
+    for (args, entry) in state.commands() {
         let spec = entry.spec;
         if spec.name == "select" {
             if let Some(n) = parse_i64(args.get(1)).filter(|&n| n >= 0) {

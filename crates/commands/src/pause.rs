@@ -98,17 +98,8 @@ fn may_replicate(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> 
         "eval" | "evalsha" => crate::scripting::eval_may_write(spec.name == "evalsha", args),
         "fcall" => crate::functions::fcall_may_write(args),
         "exec" => conn.multi.as_ref().is_some_and(|m| {
-            m.queue.iter().any(|cmd| {
-                let a = cmd.args();
-                srv.commands.get(a.get(0)).is_some_and(|e| {
-                    let spec = if e.subs.is_empty() || a.len() < 2 {
-                        e.spec
-                    } else {
-                        e.sub(a.get(1)).map_or(e.spec, |s| s.spec)
-                    };
-                    may_replicate(srv, conn, spec, &a)
-                })
-            })
+            m.commands()
+                .any(|(a, e)| may_replicate(srv, conn, e.spec, &a))
         }),
         _ => spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0,
     }

@@ -11,7 +11,7 @@ use crate::args::Args;
 use crate::clients::cflags;
 use crate::ctx::{Conn, Ctx};
 use crate::notify;
-use crate::push::{Frame, PushTx};
+use crate::push::PushTx;
 use crate::server::Server;
 use crate::table::{flags as f, kflags, CommandSpec, KeySpec};
 use parking_lot::RwLock;
@@ -173,19 +173,17 @@ impl PubSub {
 
 /// One message encoded at most once per protocol.
 #[derive(Default)]
-struct Encoded([Option<Frame>; 2]);
+struct Encoded([Option<Vec<u8>>; 2]);
 
 impl Encoded {
-    fn get(&mut self, to: &PushTx, parts: &[&[u8]]) -> Frame {
+    fn get(&mut self, to: &PushTx, parts: &[&[u8]]) -> &[u8] {
         let resp3 = to.handle.resp.load(Relaxed) >= 3;
-        self.0[resp3 as usize]
-            .get_or_insert_with(|| encode(resp3, parts))
-            .clone()
+        self.0[resp3 as usize].get_or_insert_with(|| encode(resp3, parts))
     }
 }
 
 /// A push frame: `>n` (RESP3) or `*n` (RESP2) of bulk strings.
-fn encode(resp3: bool, parts: &[&[u8]]) -> Frame {
+fn encode(resp3: bool, parts: &[&[u8]]) -> Vec<u8> {
     let mut out = tern_resp::Reply::new();
     out.buf.clear();
     out.resp = if resp3 { 3 } else { 2 };
@@ -193,7 +191,7 @@ fn encode(resp3: bool, parts: &[&[u8]]) -> Frame {
     for p in parts {
         out.bulk(p);
     }
-    out.buf.into()
+    out.buf
 }
 
 /// What one client is subscribed to; lives on its connection.

@@ -9,6 +9,7 @@ use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use crate::txn::LockPlan;
 use parking_lot::RwLock;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock};
 
@@ -168,6 +169,9 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// One cached script.
 pub struct Script {
+    /// Its SHA1 in lowercase hex (what errors and SCRIPT LOAD show), and as bytes.
+    pub sha: String,
+    pub digest: Sha,
     pub body: Vec<u8>,
     /// Shebang flags (`sflags`), or EVAL_COMPAT without a shebang.
     pub flags: u32,
@@ -185,6 +189,111 @@ struct Cache {
 }
 
 static CACHE: LazyLock<RwLock<Cache>> = LazyLock::new(Default::default);
+
+/// A SHA1 digest, the key of the per-thread lookups.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Sha([u8; 20]);
+
+impl Sha {
+    /// From 40 hex digits, either case; None for anything else (no script has that name).
+    pub fn from_hex(hex: &[u8]) -> Option<Sha> {
+        if hex.len() != 40 {
+            return None;
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        };
+        let mut out = [0u8; 20];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = (digit(hex[2 * i])? << 4) | digit(hex[2 * i + 1])?;
+        }
+        Some(Sha(out))
+    }
+}
+
+impl std::hash::Hash for Sha {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(w));
+    }
+}
+
+/// A digest's bytes are already uniformly spread: its first eight are its hash.
+#[derive(Default)]
+pub struct ShaHasher(u64);
+
+impl std::hash::Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by script digest.
+pub type ShaMap<V> = HashMap<Sha, V, std::hash::BuildHasherDefault<ShaHasher>>;
+
+/// A script's digest as a client spelled it (40 hex digits), the key of the per-thread
+/// lookup: no decoding before the lookup, and the first 8 digits are its hash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct HexKey([u8; 40]);
+
+impl std::hash::Hash for HexKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(w));
+    }
+}
+
+/// A thread's reference to a cached script: cloning it is a plain increment, where cloning
+/// the Arc would be an atomic one on a line every thread running the script shares.
+#[allow(clippy::redundant_allocation)]
+type ScriptRef = Rc<Arc<Script>>;
+
+type LocalScripts = HashMap<HexKey, ScriptRef, std::hash::BuildHasherDefault<ShaHasher>>;
+
+thread_local! {
+    /// This thread's view of the script cache for the generation it was filled in: EVALSHA
+    /// finds a script without the shared lock, and takes a thread-local reference to it, so
+    /// that threads running the same script share its cache lines read-only (no reader
+    /// count or reference count bouncing between cores).
+    static LOCAL: std::cell::RefCell<(u64, LocalScripts)> =
+        std::cell::RefCell::new((u64::MAX, LocalScripts::default()));
+}
+
+/// The cached script with digest `hex` (40 hex digits, either case).
+fn lookup(hex: &[u8]) -> Option<ScriptRef> {
+    let key = HexKey(hex.try_into().ok()?);
+    let gen = GEN.load(Relaxed);
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.0 != gen {
+            l.1.clear();
+            l.0 = gen;
+        }
+        if let Some(s) = l.1.get(&key) {
+            return Some(s.clone());
+        }
+        // Read after `gen`: a SCRIPT FLUSH in between empties the cache first (NOSCRIPT), or
+        // bumps the generation after, which clears this copy on the next lookup.
+        let lower = std::str::from_utf8(hex).ok()?.to_ascii_lowercase();
+        let s = Rc::new(CACHE.read().scripts.get(lower.as_str()).cloned()?);
+        l.1.insert(key, s.clone());
+        Some(s)
+    })
+}
+
 /// Bumped by SCRIPT FLUSH: every thread then starts a fresh Lua state.
 static GEN: AtomicU64 = AtomicU64::new(0);
 
@@ -232,8 +341,7 @@ pub fn eval_denies_oom(by_sha: bool, args: &Args) -> bool {
         return false;
     }
     let fl = if by_sha {
-        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        match CACHE.read().scripts.get(&sha) {
+        match lookup(&args[1]) {
             Some(s) => s.flags,
             None => return false,
         }
@@ -291,26 +399,30 @@ pub fn shebang_flags(body: &[u8]) -> Result<(u32, usize), String> {
     Ok((fl, end))
 }
 
-/// Compile `script` on this thread's VM if it has not been yet.
-fn ensure_compiled(vm: &mut lua::Vm, sha: &str, script: &Script) -> Result<(), String> {
-    if vm.compiled.contains_key(sha) {
-        return Ok(());
+/// `script` compiled on this thread's VM (the first time it runs here).
+fn ensure_compiled(vm: &mut lua::Vm, script: &Script) -> Result<lua::Compiled, String> {
+    let sha = script.digest;
+    if let Some(&c) = vm.scripts.get(&sha) {
+        return Ok(c);
     }
     let f = vm
         .compile(&script.body[script.shebang_len..], "@user_script")
         .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
-    vm.compiled.insert(sha.to_string(), f);
-    Ok(())
+    let c = vm.keep(f)?;
+    vm.scripts.insert(sha, c);
+    Ok(c)
 }
 
 /// Add a script to the cache after compiling it here (SCRIPT LOAD, first EVAL).
-fn create(body: &[u8]) -> Result<(String, Arc<Script>), String> {
+fn create(body: &[u8]) -> Result<Arc<Script>, String> {
     let sha = lua::sha1_hex(body);
     if let Some(s) = CACHE.read().scripts.get(&sha) {
-        return Ok((sha, s.clone()));
+        return Ok(s.clone());
     }
     let (flags, shebang_len) = shebang_flags(body).map_err(|e| format!("ERR {e}"))?;
     let script = Arc::new(Script {
+        digest: Sha::from_hex(sha.as_bytes()).expect("sha1_hex gives 40 hex digits"),
+        sha: sha.clone(),
         body: body.to_vec(),
         flags,
         shebang_len,
@@ -321,14 +433,14 @@ fn create(body: &[u8]) -> Result<(String, Arc<Script>), String> {
         true,
         gen,
         |_| Ok(()),
-        |vm| ensure_compiled(vm, &sha, &script),
+        |vm| ensure_compiled(vm, &script).map(|_| ()),
     )??;
     let mut c = CACHE.write();
     if !c.scripts.contains_key(&sha) {
         c.bytes += body.len() + 40;
-        c.scripts.insert(sha.clone(), script.clone());
+        c.scripts.insert(sha, script.clone());
     }
-    Ok((sha, script))
+    Ok(script)
 }
 
 fn eval(ctx: &mut Ctx, args: &Args) {
@@ -395,12 +507,8 @@ pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
 }
 
 /// The lock plan of a script: its declared keys in the current database.
-pub fn plan(db: usize, keys: &[&[u8]]) -> LockPlan {
-    LockPlan::Keys(
-        keys.iter()
-            .map(|k| (db, tern_engine::key_hash(k)))
-            .collect(),
-    )
+pub fn plan<'a>(db: usize, keys: impl Iterator<Item = &'a [u8]>) -> LockPlan {
+    LockPlan::Keys(keys.map(|k| (db, tern_engine::key_hash(k))).collect())
 }
 
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
@@ -410,15 +518,14 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
     let Some(nk) = numkeys(ctx, args, crate::args::ERR_NOT_INT) else {
         return;
     };
-    let (sha, script) = if by_sha {
-        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        match CACHE.read().scripts.get(&sha) {
-            Some(s) => (sha, s.clone()),
+    let script = if by_sha {
+        match lookup(&args[1]) {
+            Some(s) => s,
             None => return ctx.error("NOSCRIPT No matching script. Please use EVAL."),
         }
     } else {
         match create(&args[1]) {
-            Ok(x) => x,
+            Ok(x) => Rc::new(x),
             Err(e) => return ctx.error(&e),
         }
     };
@@ -430,25 +537,22 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
     }
     let read_only =
         ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
-    let keys: Vec<&[u8]> = (0..nk).map(|i| &args[3 + i]).collect();
-    let argv: Vec<&[u8]> = (3 + nk..args.len()).map(|i| &args[i]).collect();
     let gen = GEN.load(Relaxed);
     let r = lua::with_vm(
         true,
         gen,
         |_| Ok(()),
         |vm| -> Result<(), String> {
-            ensure_compiled(vm, &sha, &script)?;
-            let f = vm.compiled[&sha].clone();
+            let f = ensure_compiled(vm, &script)?;
             let spec = lua::Run {
                 is_eval: true,
-                name: sha.clone(),
+                name: &script.sha,
                 read_only,
                 allow_oom: script.flags & sflags::ALLOW_OOM != 0,
-                keys: keys.clone(),
-                argv,
+                command: args,
+                nkeys: nk,
             };
-            lua::run_atomic(ctx, vm, &f, spec, args, &script.history);
+            lua::run_atomic(ctx, vm, &f, spec, &script.history);
             Ok(())
         },
     );
@@ -460,7 +564,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
 
 fn script_load(ctx: &mut Ctx, args: &Args) {
     match create(&args[2]) {
-        Ok((sha, _)) => ctx.out.bulk(sha.as_bytes()),
+        Ok(s) => ctx.out.bulk(s.sha.as_bytes()),
         Err(e) => ctx.error(&e),
     }
 }

@@ -159,9 +159,8 @@ impl Server {
 
     /// Send one already formatted MONITOR line to every monitor; drop closed ones.
     pub fn feed_monitors(&self, line: &[u8]) {
-        let frame: crate::push::Frame = line.into();
         let mut m = self.monitors.lock();
-        m.retain(|tx| tx.send(self, frame.clone()));
+        m.retain(|tx| tx.send(self, line));
         self.monitor_count.store(m.len(), Relaxed);
     }
 

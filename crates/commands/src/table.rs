@@ -359,8 +359,20 @@ impl CommandSpec {
         if let Some(find) = self.getkeys {
             return find(args);
         }
-        let argc = args.len() as i32;
         let mut out = Vec::new();
+        self.for_each_key(args, |i, f| out.push((i, f)));
+        out
+    }
+
+    /// `key_positions` without collecting them (a command's own key finder still does).
+    pub fn for_each_key(&self, args: &Args, mut out: impl FnMut(usize, u32)) {
+        if let Some(find) = self.getkeys {
+            for (i, f) in find(args) {
+                out(i, f);
+            }
+            return;
+        }
+        let argc = args.len() as i32;
         for ks in self.keys {
             let begin = match ks.begin {
                 BeginSearch::Index(i) => i,
@@ -398,7 +410,7 @@ impl CommandSpec {
                     };
                     let mut i = begin;
                     while i <= last.min(argc - 1) {
-                        out.push((i as usize, ks.flags));
+                        out(i as usize, ks.flags);
                         i += step.max(1);
                     }
                 }
@@ -420,13 +432,12 @@ impl CommandSpec {
                         if i >= argc {
                             break;
                         }
-                        out.push((i as usize, ks.flags));
+                        out(i as usize, ks.flags);
                         i += step.max(1);
                     }
                 }
                 FindKeys::Unknown => {}
             }
         }
-        out
     }
 }

@@ -16,7 +16,7 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use crate::clients::{cflags, ClientHandle};
 use crate::ctx::{Conn, Ctx};
-use crate::push::{Frame, PushTx};
+use crate::push::PushTx;
 use crate::registry::CmdEntry;
 use crate::server::Server;
 use crate::table::{flags, kflags};
@@ -135,7 +135,7 @@ impl Tracking {
 
 /// The frame for `head` (`invalidate` or a message header) followed by an already encoded
 /// last element.
-fn frame(push_resp3: bool, tail: &[u8]) -> Frame {
+fn frame(push_resp3: bool, tail: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(48 + tail.len());
     if push_resp3 {
         out.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
@@ -145,7 +145,7 @@ fn frame(push_resp3: bool, tail: &[u8]) -> Frame {
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(tail);
-    out.into()
+    out
 }
 
 fn is_resp3(h: &ClientHandle) -> bool {
@@ -156,7 +156,7 @@ fn is_resp3(h: &ClientHandle) -> bool {
 fn deliver(srv: &Server, t: &Tracker, tail: &[u8]) {
     if t.redirect == 0 {
         if is_resp3(t.handle()) {
-            t.tx.send(srv, frame(true, tail));
+            t.tx.send(srv, &frame(true, tail));
         }
         return;
     }
@@ -171,15 +171,15 @@ fn deliver(srv: &Server, t: &Tracker, tail: &[u8]) {
             out.push(2);
             out.bulk(b"tracking-redir-broken");
             out.int(t.redirect as i64);
-            t.tx.send(srv, out.buf.into());
+            t.tx.send(srv, &out.buf);
         }
         return;
     };
     let Some(tx) = tx else { return };
     if is_resp3(&h) {
-        tx.send(srv, frame(true, tail));
+        tx.send(srv, &frame(true, tail));
     } else if h.has_flag(cflags::PUBSUB) {
-        tx.send(srv, frame(false, tail));
+        tx.send(srv, &frame(false, tail));
     }
 }
 

@@ -43,9 +43,7 @@ pub fn add_command_keys(
     if needs_every_shard(spec, args) {
         return false;
     }
-    for (pos, _) in spec.key_positions(args) {
-        keys.push((db, key_hash(args.get(pos))));
-    }
+    spec.for_each_key(args, |pos, _| keys.push((db, key_hash(args.get(pos)))));
     true
 }
 
@@ -54,7 +52,7 @@ pub fn add_command_keys(
 pub fn meets_long_unit(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
     let plan = if spec.name == "exec" {
         match &conn.multi {
-            Some(m) => crate::multi::plan(srv, conn, &m.queue),
+            Some(m) => crate::multi::plan(conn, m),
             None => return false,
         }
     } else {

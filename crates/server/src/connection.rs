@@ -14,8 +14,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const READ_CHUNK: usize = 16 * 1024;
-/// Queued push output written per wake-up at most (the rest follows on the next turn).
-const PUSH_BATCH: usize = 256 * 1024;
+
+thread_local! {
+    /// Replies this worker has written since it last went idle (see `on_worker_park`).
+    static BATCHES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The worker thread is about to wait for I/O: nothing else is ready to run.
+pub fn on_worker_park() {
+    BATCHES.with(|b| b.set(0));
+}
 
 pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
@@ -38,28 +46,31 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             let n = match conn.push_rx.as_mut() {
                 None => stream.read_buf(&mut inbuf).await,
                 Some(rx) => {
+                    // Input first: a stream of messages cannot keep a subscriber's commands
+                    // (UNSUBSCRIBE...) from being read.
                     tokio::select! {
+                        biased;
                         r = stream.read_buf(&mut inbuf) => r,
-                        frame = rx.recv() => {
-                            // Pub/sub messages or MONITOR lines: write what is queued now.
-                            if let Some(f) = frame {
-                                let n = rx.drain_into(Some(f), &mut out.buf, PUSH_BATCH);
-                                // A keyspace event or invalidation reveals a write.
-                                if tern_commands::aof::must_wait() {
-                                    tern_commands::aof::wait_durable(
-                                        tern_commands::propagate::LOG.appended(),
-                                    )
-                                    .await;
-                                }
-                                stats.net_output_bytes.add(n as u64);
-                                let ok = stream.write_all(&out.buf).await.is_ok();
-                                out.buf.clear();
-                                rx.written(n);
-                                if !ok {
-                                    break 'conn;
-                                }
+                        () = rx.ready() => {
+                            // Pub/sub messages or MONITOR lines: write what is queued once
+                            // the connections already readable are served (more messages to
+                            // a write when publishers are busy; see the reply path below).
+                            if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
+                                tokio::task::yield_now().await;
                             }
-                            if handle.is_killed() {
+                            let n = rx.drain_into(&mut out.buf);
+                            // A keyspace event or invalidation reveals a write.
+                            if n > 0 && tern_commands::aof::must_wait() {
+                                tern_commands::aof::wait_durable(
+                                    tern_commands::propagate::LOG.appended(),
+                                )
+                                .await;
+                            }
+                            stats.net_output_bytes.add(n as u64);
+                            let ok = stream.write_all(&out.buf).await.is_ok();
+                            out.buf.clear();
+                            rx.written(n);
+                            if !ok || handle.is_killed() {
                                 break 'conn;
                             }
                             continue 'conn;
@@ -223,6 +234,14 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             resume = true;
         }
         if !out.buf.is_empty() {
+            // While other connections of this worker have been served since it was last idle,
+            // the reply waits until the connections already readable are served too, as
+            // Redis writes its replies before sleeping: a burst of replies then finds the
+            // clients' side awake (on loopback, waking an idle reader is the costliest part
+            // of a write), and a lone client is answered at once.
+            if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
+                tokio::task::yield_now().await;
+            }
             // appendfsync always: nothing goes out before what these commands wrote or could
             // have seen is on disk (one fsync covers every client waiting meanwhile).
             let lsn = conn.take_observed();
@@ -327,15 +346,15 @@ async fn wait_blocked(
                 return blocking::end_wait(srv, w, o);
             }
             // A RESP3 subscriber may block: its messages keep flowing meanwhile.
-            Some(f) = async {
-                match conn.push_rx.as_mut() {
-                    Some(rx) => rx.recv().await,
+            () = async {
+                match conn.push_rx.as_ref() {
+                    Some(rx) => rx.ready().await,
                     None => std::future::pending().await,
                 }
             } => {
                 let Some(rx) = conn.push_rx.as_mut() else { continue };
                 let mut buf = Vec::new();
-                let n = rx.drain_into(Some(f), &mut buf, PUSH_BATCH);
+                let n = rx.drain_into(&mut buf);
                 let ok = stream.write_all(&buf).await.is_ok();
                 rx.written(n);
                 if !ok {

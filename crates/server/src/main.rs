@@ -164,7 +164,10 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
             tern_commands::propagate::LOG.defer_wakes_on_this_thread();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .on_thread_park(tern_commands::aof::on_worker_park)
+                .on_thread_park(|| {
+                    tern_commands::aof::on_worker_park();
+                    connection::on_worker_park();
+                })
                 .build()
                 .expect("worker runtime");
             rt.block_on(async move {

@@ -49,16 +49,21 @@ pub mod sflags {
 // ---------------------------------------------------------------------------------------------
 // Where a script runs
 
-/// A script or function whose last run took at least this long runs on a script thread the
-/// next time, so that its connection's worker keeps serving its other clients meanwhile; one
-/// that got fast again comes back. A script's first run (nothing known yet) goes to a script
-/// thread too, so not even one run of a slow script stalls a worker. Below this the thread hop
-/// costs more than it saves.
+/// A script or function whose runs take at least this long runs on a script thread, so that
+/// its connection's worker keeps serving its other clients meanwhile; one that got fast again
+/// comes back. A script's first run (nothing known yet) goes to a script thread too, so not
+/// even one run of a slow script stalls a worker. Below this the thread hop costs more than it
+/// saves.
 pub const SLOW_RUN: std::time::Duration = std::time::Duration::from_millis(1);
 
 const UNKNOWN: u8 = 0;
 const FAST: u8 = 1;
-const SLOW: u8 = 2;
+/// Fast so far, and the last run was slow: still runs on the worker. One slow run of a fast
+/// script is most often the thread being preempted (a busy machine), and moving the script
+/// then would cost more than it saves (a script thread builds a VM to run it, ~1 ms); a second
+/// slow run in a row makes it SLOW.
+const SUSPECT: u8 = 2;
+const SLOW: u8 = 3;
 
 /// What was learnt of one script's (or function's) run time, shared by every thread.
 pub struct RunHistory {
@@ -75,15 +80,22 @@ impl Default for RunHistory {
 
 impl RunHistory {
     /// True when the command is to run again on a script thread (the handler must return at
-    /// once): it is new or was slow last time, and it can move (see `Ctx::offload`).
+    /// once): it is new or was slow twice in a row, and it can move (see `Ctx::offload`).
     pub fn offload(&self, ctx: &mut Ctx) -> bool {
-        self.state.load(Relaxed) != FAST && ctx.offload_to(crate::background::Pool::Script)
+        matches!(self.state.load(Relaxed), UNKNOWN | SLOW)
+            && ctx.offload_to(crate::background::Pool::Script)
     }
 
-    /// Remember how long a run took.
+    /// Remember how long a run took. Written only when the state changes: threads running
+    /// the same fast script share the cache line read-only.
     pub fn note(&self, took: std::time::Duration) {
-        let state = if took >= SLOW_RUN { SLOW } else { FAST };
-        if self.state.load(Relaxed) != state {
+        let old = self.state.load(Relaxed);
+        let state = match (took >= SLOW_RUN, old) {
+            (false, _) => FAST,
+            (true, FAST) => SUSPECT,
+            (true, _) => SLOW,
+        };
+        if old != state {
             self.state.store(state, Relaxed);
         }
     }
@@ -92,22 +104,15 @@ impl RunHistory {
 /// Run a script or function as one atomic unit holding its declared keys' shards, and learn
 /// how long it took. On a script thread (new or known slow) the unit is declared long-running,
 /// so that workers do not wait for its shards on their own threads.
-pub fn run_atomic(
-    ctx: &mut Ctx,
-    vm: &mut Vm,
-    f: &Function,
-    spec: Run,
-    command: &crate::Args,
-    history: &RunHistory,
-) {
-    let srv = ctx.srv.clone();
-    let plan = crate::scripting::plan(ctx.conn.db, &spec.keys);
+pub fn run_atomic(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, history: &RunHistory) {
+    let srv = ctx.srv;
+    let plan = crate::scripting::plan(ctx.conn.db, spec.keys());
     let start = Instant::now();
-    crate::txn::run_locked(&srv, plan, || {
+    crate::txn::run_locked(srv, plan, || {
         if ctx.conn.offloaded {
             srv.store.mark_unit_long();
         }
-        run(ctx, vm, f, spec, command)
+        run(ctx, vm, f, spec, start)
     });
     let took = start.elapsed();
     history.note(took);
@@ -215,23 +220,13 @@ pub fn running_function() -> Result<Option<Arc<RunInfo>>, &'static str> {
     Ok(r.iter().find(|i| !i.is_eval).cloned())
 }
 
-struct Registered(Arc<RunInfo>);
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        let mut r = RUNNING.lock();
-        r.retain(|i| !Arc::ptr_eq(i, &self.0));
-        if self.0.timed_out.load(Relaxed) {
-            TIMED_OUT.fetch_sub(1, Relaxed);
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Memory accounting (INFO memory)
 
-/// (vm id, is_eval, generation, bytes) of every thread's VMs.
-static VM_MEMORY: Mutex<Vec<(u64, bool, u64, i64)>> = Mutex::new(Vec::new());
+/// (vm id, is_eval, generation, bytes) of every thread's VMs; each VM updates its own bytes.
+#[allow(clippy::type_complexity)]
+static VM_MEMORY: Mutex<Vec<(u64, bool, u64, Arc<std::sync::atomic::AtomicI64>)>> =
+    Mutex::new(Vec::new());
 static NEXT_VM_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Bytes used by the script VMs and the function VMs of every thread, counting only VMs of
@@ -242,7 +237,7 @@ pub fn vm_memory(eval_gen: u64, function_gen: u64) -> (u64, u64) {
     let sum = |eval: bool, gen: u64| {
         m.iter()
             .filter(|e| e.1 == eval && e.2 == gen)
-            .map(|e| e.3.max(0) as u64)
+            .map(|e| e.3.load(Relaxed).max(0) as u64)
             .sum::<u64>()
     };
     (sum(true, eval_gen), sum(false, function_gen))
@@ -281,12 +276,65 @@ pub struct RunCtx {
     read_only: bool,
     /// The `allow-oom` flag: growing writes run even over maxmemory.
     allow_oom: bool,
-    info: Arc<RunInfo>,
+    is_eval: bool,
+    /// The script's sha or the function's name, and the EVAL/FCALL command: valid for the
+    /// whole run (they live in the caller's frame).
+    name: *const str,
+    command: *const (),
+    start: Instant,
+    /// A write command ran.
+    wrote: bool,
+    /// The run as other threads see it (SCRIPT KILL, FUNCTION STATS, BUSY), once registered:
+    /// at once on a script thread or without a busy threshold, otherwise at the first look of
+    /// the instruction hook (so that a short script on a worker touches no shared state).
+    info: Option<Arc<RunInfo>>,
     scratch: Reply,
     start_us: u64,
     /// busy-reply-threshold when the script started (ms).
     threshold: u64,
     kill_logged: bool,
+}
+
+impl RunCtx {
+    /// Make the run visible to other threads (RUNNING), if it is not yet.
+    fn register(&mut self) -> &Arc<RunInfo> {
+        if self.info.is_none() {
+            // SAFETY: `name` and `command` point into the frame of `run`, which outlives
+            // this RunCtx.
+            let (name, command) = unsafe { (&*self.name, &*(self.command as *const crate::Args)) };
+            let info = Arc::new(RunInfo {
+                is_eval: self.is_eval,
+                name: name.to_string(),
+                command: command.to_vecs(),
+                start: self.start,
+                wrote: AtomicBool::new(self.wrote),
+                killed: AtomicBool::new(false),
+                timed_out: AtomicBool::new(false),
+            });
+            RUNNING.lock().push(info.clone());
+            self.info = Some(info);
+        }
+        self.info.as_ref().expect("just registered")
+    }
+
+    fn note_write(&mut self) {
+        self.wrote = true;
+        if let Some(i) = &self.info {
+            i.wrote.store(true, Relaxed);
+        }
+    }
+}
+
+impl Drop for RunCtx {
+    fn drop(&mut self) {
+        if let Some(info) = self.info.take() {
+            let mut r = RUNNING.lock();
+            r.retain(|i| !Arc::ptr_eq(i, &info));
+            if info.timed_out.load(Relaxed) {
+                TIMED_OUT.fetch_sub(1, Relaxed);
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -332,11 +380,18 @@ pub fn in_script() -> bool {
 }
 
 fn killed() -> bool {
-    with_run(|rc| rc.info.killed.load(Relaxed)).unwrap_or(false)
+    with_run(|rc| rc.info.as_ref().is_some_and(|i| i.killed.load(Relaxed))).unwrap_or(false)
 }
 
 // ---------------------------------------------------------------------------------------------
 // VMs
+
+/// A compiled script or a function's callback: the registry reference that keeps it for the
+/// VM's life and that `run` pushes it by (no trip through mlua per call).
+#[derive(Clone, Copy)]
+pub struct Compiled {
+    reference: std::ffi::c_int,
+}
 
 /// One sandboxed Lua state.
 pub struct Vm {
@@ -344,17 +399,27 @@ pub struct Vm {
     /// The main state scripts run on (where the kill/timeout hook goes), kept so that setting
     /// the hook per run is two stores rather than a protected call through mlua.
     state: *mut mlua::ffi::lua_State,
-    globals: Table,
-    run: Function,
+    /// Registry reference of the C closure (`runner_fn`) every run goes through.
+    runner: std::ffi::c_int,
+    /// Registry slot a non-scalar result passes through on its way to mlua.
+    result_slot: std::ffi::c_int,
+    /// Registry reference of `gc_step_fn`.
+    gc_fn: std::ffi::c_int,
     compile: Function,
     load_library: Function,
-    /// EVAL VM: sha -> compiled script. Function VM: function name -> callback.
-    pub compiled: std::collections::HashMap<String, Function>,
+    /// Function VM: function name -> callback.
+    pub compiled: std::collections::HashMap<String, Compiled>,
+    /// EVAL VM: sha -> compiled script.
+    pub scripts: crate::scripting::ShaMap<Compiled>,
     /// Script cache / function library generation this VM matches.
     pub gen: u64,
     is_eval: bool,
     id: u64,
     runs: u32,
+    /// This VM's line in VM_MEMORY (INFO memory), once reported.
+    mem: Option<Arc<std::sync::atomic::AtomicI64>>,
+    /// redis.call's reply buffer, reused by every run.
+    scratch: Reply,
     /// When this VM, on a script thread, last ran a new script that proved fast.
     last_probe: Option<Instant>,
 }
@@ -494,7 +559,7 @@ fn execute_stashed(p: *mut RunCtx) -> bool {
     out.resp = rc.resp;
     // Over maxmemory, only a script's first growing write is refused (Redis's
     // scriptVerifyOOM): not once it wrote, nor with allow-oom.
-    let oom_exempt = rc.allow_oom || rc.info.wrote.load(Relaxed);
+    let oom_exempt = rc.allow_oom || rc.wrote;
     let r = CALL_ARGS.with(|c| {
         let c = c.borrow();
         let args = crate::args::Args::new(&c.0, &c.1);
@@ -509,7 +574,7 @@ fn execute_stashed(p: *mut RunCtx) -> bool {
         }
         Ok(f) => {
             if f & flags::WRITE != 0 {
-                rc.info.wrote.store(true, Relaxed);
+                rc.note_write();
             }
             false
         }
@@ -733,7 +798,7 @@ fn wrap_with(lua: &Lua, f: Function, t: mlua::ffi::lua_CFunction) -> mlua::Resul
 /// busy-reply-threshold (from then on other clients get BUSY).
 fn hook_check() -> u8 {
     if let Some(r) = with_run(|rc| {
-        let i = &rc.info;
+        let i = rc.register().clone();
         if i.killed.load(Relaxed) {
             if !rc.kill_logged {
                 rc.kill_logged = true;
@@ -820,20 +885,6 @@ fn main_state(lua: &Lua) -> *mut mlua::ffi::lua_State {
         let _ = lua.exec_raw::<()>((), |state| p = state);
     }
     p
-}
-
-/// Push a Lua array of `items` (KEYS, ARGV).
-///
-/// # Safety
-/// `state` must have room for two more slots (exec_raw guarantees three); may raise a Lua
-/// memory error.
-unsafe fn push_string_array(state: *mut mlua::ffi::lua_State, items: &[&[u8]]) {
-    use mlua::ffi;
-    ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
-    for (i, a) in items.iter().enumerate() {
-        ffi::lua_pushlstring(state, a.as_ptr() as *const std::ffi::c_char, a.len());
-        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
-    }
 }
 
 /// Install (or remove) `script_hook` on the state scripts run on.
@@ -924,34 +975,92 @@ impl Vm {
         let p: Table = env.get("P")?;
         lua.set_globals(p)?;
         let state = main_state(&lua);
+        // SAFETY: Lua's allocator is swapped before any script runs; blocks allocated so far
+        // came from the same global allocator with the same alignment, so either function
+        // frees them.
+        unsafe { mlua::ffi::lua_setallocf(state, lean_alloc, std::ptr::null_mut()) };
+        let handler: Function = env.get("handler")?;
+        let g: Table = env.get("G")?;
+        let mut runner = 0;
+        let mut result_slot = 0;
+        let mut gc_fn = 0;
+        // SAFETY: the handler and G are arguments 1 and 2; the closure takes them as its
+        // upvalues and goes to the registry, as does a placeholder for the result slot.
+        unsafe {
+            lua.exec_raw::<()>((handler, g), |state| {
+                use mlua::ffi;
+                ffi::lua_pushcclosure(state, runner_fn, 2);
+                runner = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
+                ffi::lua_pushboolean(state, 0);
+                result_slot = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
+                ffi::lua_pushcclosure(state, gc_step_fn, 0);
+                gc_fn = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
+            })?
+        };
         let vm = Vm {
             state,
-            globals: env.get("G")?,
-            run: env.get("run")?,
+            runner,
+            result_slot,
+            gc_fn,
             compile: env.get("compile")?,
             load_library: env.get("load_library")?,
             lua,
             compiled: Default::default(),
+            scripts: Default::default(),
             gen: 0,
             is_eval,
             id: NEXT_VM_ID.fetch_add(1, Relaxed),
             runs: 0,
+            mem: None,
+            scratch: Reply {
+                buf: Vec::new(),
+                resp: 2,
+                errors: 0,
+                error_codes: Vec::new(),
+            },
             last_probe: None,
         };
         vm.lua.gc_collect()?;
         Ok(vm)
     }
 
-    fn report_memory(&mut self) {
-        let now = self.lua.used_memory() as i64;
-        let mut m = VM_MEMORY.lock();
-        match m.iter_mut().find(|e| e.0 == self.id) {
-            Some(e) => {
-                e.2 = self.gen;
-                e.3 = now;
-            }
-            None => m.push((self.id, self.is_eval, self.gen, now)),
+    /// Bytes allocated by this Lua state (Lua's own count).
+    fn used_memory(&self) -> i64 {
+        // SAFETY: reading the GC counters of this VM's state cannot raise an error.
+        unsafe {
+            let kb = mlua::ffi::lua_gc(self.state, mlua::ffi::LUA_GCCOUNT, 0) as i64;
+            let rem = mlua::ffi::lua_gc(self.state, mlua::ffi::LUA_GCCOUNTB, 0) as i64;
+            kb * 1024 + rem
         }
+    }
+
+    /// Publish this VM's size for INFO memory: one relaxed store once its line exists.
+    fn report_memory(&mut self) {
+        let now = self.used_memory();
+        if let Some(m) = &self.mem {
+            m.store(now, Relaxed);
+            return;
+        }
+        let m = Arc::new(std::sync::atomic::AtomicI64::new(now));
+        VM_MEMORY
+            .lock()
+            .push((self.id, self.is_eval, self.gen, m.clone()));
+        self.mem = Some(m);
+    }
+
+    /// Keep `f` (a compiled script or a callback) for `run`.
+    pub fn keep(&self, f: Function) -> Result<Compiled, String> {
+        let mut reference = 0;
+        // SAFETY: `f` is argument 1; luaL_ref pops the copy pushed on top.
+        unsafe {
+            self.lua
+                .exec_raw::<()>(&f, |state| {
+                    mlua::ffi::lua_pushvalue(state, 1);
+                    reference = mlua::ffi::luaL_ref(state, mlua::ffi::LUA_REGISTRYINDEX);
+                })
+                .map_err(|e| e.to_string())?
+        };
+        Ok(Compiled { reference })
     }
 
     /// Compile `body` under chunk name `name` ("@user_script"), or Lua's error message.
@@ -1062,29 +1171,161 @@ pub fn sha1_hex(data: &[u8]) -> String {
 pub struct Run<'a> {
     pub is_eval: bool,
     /// The sha (EVAL) or the function's name: what errors and FUNCTION STATS show.
-    pub name: String,
+    pub name: &'a str,
     pub read_only: bool,
     /// Declared `allow-oom` (shebang or function flag).
     pub allow_oom: bool,
-    pub keys: Vec<&'a [u8]>,
-    pub argv: Vec<&'a [u8]>,
+    /// The EVAL/FCALL command as the client sent it: name, script or function, numkeys,
+    /// the keys, then the arguments.
+    pub command: &'a crate::Args<'a>,
+    pub nkeys: usize,
+}
+
+impl<'a> Run<'a> {
+    /// The declared keys.
+    pub fn keys(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let c = self.command;
+        (3..3 + self.nkeys).map(move |i| c.get(i))
+    }
+}
+
+/// What `runner_fn` reads through its light userdata argument.
+struct RunnerArgs<'a> {
+    is_eval: bool,
+    command: &'a crate::Args<'a>,
+    nkeys: usize,
+}
+
+/// Push a Lua array of the command's arguments `from..to` (KEYS, ARGV).
+///
+/// # Safety
+/// `state` must have room for two more slots; may raise a Lua memory error.
+unsafe fn push_args_array(
+    state: *mut mlua::ffi::lua_State,
+    args: &crate::Args,
+    from: usize,
+    to: usize,
+) {
+    use mlua::ffi;
+    ffi::lua_createtable(state, (to - from) as std::ffi::c_int, 0);
+    for (n, i) in (from..to).enumerate() {
+        let a = args.get(i);
+        ffi::lua_pushlstring(state, a.as_ptr() as *const std::ffi::c_char, a.len());
+        ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
+    }
+}
+
+/// The C closure every run goes through (upvalues: the prelude's error handler, the
+/// script globals). Arguments: the script or callback, the RunnerArgs. Sets KEYS and ARGV
+/// (EVAL: as globals; FCALL: as the callback's two arguments), calls it under the handler
+/// and returns (ok, first result or the handler's error value): one protected call, and no
+/// Lua closure per run.
+unsafe extern "C-unwind" fn runner_fn(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY: `run` passes a RunnerArgs that outlives this call.
+    let ra = &*(ffi::lua_touserdata(state, 2) as *const RunnerArgs);
+    ffi::lua_settop(state, 1);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    let (k0, k1, n) = (3, 3 + ra.nkeys, ra.command.len());
+    let nargs = if ra.is_eval {
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+        ffi::lua_pushstring(state, c"KEYS".as_ptr());
+        push_args_array(state, ra.command, k0, k1);
+        ffi::lua_rawset(state, 3);
+        ffi::lua_pushstring(state, c"ARGV".as_ptr());
+        push_args_array(state, ra.command, k1, n);
+        ffi::lua_rawset(state, 3);
+        ffi::lua_settop(state, 2);
+        0
+    } else {
+        push_args_array(state, ra.command, k0, k1);
+        push_args_array(state, ra.command, k1, n);
+        2
+    };
+    let status = ffi::lua_pcall(state, nargs, 1, 1);
+    ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
+    ffi::lua_insert(state, -2);
+    2
+}
+
+/// A script's result that needs no table walk, written straight from the stack; false for a
+/// table (left to `convert::lua_to_reply`).
+///
+/// # Safety
+/// `idx` must be a valid index of `state`.
+unsafe fn scalar_reply(
+    out: &mut Reply,
+    state: *mut mlua::ffi::lua_State,
+    idx: std::ffi::c_int,
+    script_resp: u8,
+) -> bool {
+    use mlua::ffi;
+    match ffi::lua_type(state, idx) {
+        ffi::LUA_TSTRING => {
+            let mut len = 0usize;
+            let p = ffi::lua_tolstring(state, idx, &mut len);
+            out.bulk(std::slice::from_raw_parts(p as *const u8, len));
+        }
+        // As lua_to_reply: integers as they are, other numbers truncated.
+        ffi::LUA_TNUMBER => out.int(ffi::lua_tonumber(state, idx) as i64),
+        ffi::LUA_TBOOLEAN => {
+            let b = ffi::lua_toboolean(state, idx) != 0;
+            if script_resp != 2 {
+                out.boolean(b)
+            } else if b {
+                out.int(1)
+            } else {
+                out.null()
+            }
+        }
+        ffi::LUA_TTABLE => return false,
+        _ => out.null(),
+    }
+    true
+}
+
+/// Lua's allocator for script VMs: the global allocator without mlua's accounting (Lua
+/// counts its bytes itself, and no limit is set), same alignment as mlua's.
+unsafe extern "C" fn lean_alloc(
+    _ud: *mut std::ffi::c_void,
+    ptr: *mut std::ffi::c_void,
+    osize: usize,
+    nsize: usize,
+) -> *mut std::ffi::c_void {
+    use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
+    const ALIGN: usize = mlua::ffi::SYS_MIN_ALIGN;
+    if nsize == 0 {
+        if !ptr.is_null() {
+            dealloc(
+                ptr as *mut u8,
+                Layout::from_size_align_unchecked(osize, ALIGN),
+            );
+        }
+        return std::ptr::null_mut();
+    }
+    if nsize > isize::MAX as usize - ALIGN {
+        return std::ptr::null_mut();
+    }
+    let p = if ptr.is_null() {
+        alloc(Layout::from_size_align_unchecked(nsize, ALIGN))
+    } else {
+        realloc(
+            ptr as *mut u8,
+            Layout::from_size_align_unchecked(osize, ALIGN),
+            nsize,
+        )
+    };
+    if p.is_null() {
+        handle_alloc_error(Layout::from_size_align_unchecked(nsize, ALIGN));
+    }
+    p as *mut std::ffi::c_void
 }
 
 /// Run `f` (a compiled script or a function's callback) on `vm` for the client of `ctx`, and
-/// write its result (or error) to the client in the client's protocol.
-pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate::Args) {
-    let info = Arc::new(RunInfo {
-        is_eval: spec.is_eval,
-        name: spec.name.clone(),
-        command: command.to_vecs(),
-        start: Instant::now(),
-        wrote: AtomicBool::new(false),
-        killed: AtomicBool::new(false),
-        timed_out: AtomicBool::new(false),
-    });
-    RUNNING.lock().push(info.clone());
-    let _registered = Registered(info.clone());
-
+/// write its result (or error) to the client in the client's protocol. `start`: when the
+/// run began (busy-reply-threshold, FUNCTION STATS).
+pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, start: Instant) {
     let threshold = ctx.srv.config.hot.busy_reply_threshold.load(Relaxed);
     if threshold > 0 {
         set_hook(vm.state, true);
@@ -1099,55 +1340,52 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         resp: 2,
         read_only: spec.read_only,
         allow_oom: spec.allow_oom,
-        info: info.clone(),
+        is_eval: spec.is_eval,
+        name: spec.name as *const str,
+        // The command outlives the run (see `register`).
+        command: spec.command as *const crate::Args as *const (),
+        start,
+        wrote: false,
+        info: None,
         threshold,
         kill_logged: false,
         start_us: tern_engine::clock::now_us(),
-        scratch: Reply {
-            buf: Vec::new(),
-            resp: 2,
-            errors: 0,
-            error_codes: Vec::new(),
-        },
+        scratch: std::mem::take(&mut vm.scratch),
     };
+    // Without an instruction hook, or on a script thread (new or slow scripts), the run is
+    // visible to SCRIPT KILL / FUNCTION STATS from its start.
+    if threshold == 0 || ctx.conn.offloaded {
+        rc.register();
+    }
     let prev = CURRENT.with(|c| c.replace(&mut rc as *mut RunCtx));
 
-    let lua = vm.lua.clone();
-    let result: mlua::Result<MultiValue> =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // KEYS and ARGV are built in one protected call (a memory error raised there
-            // unwinds no Rust value: the closures hold only borrows).
-            if spec.is_eval {
-                // SAFETY: the globals table is argument 1; two slots for key + array, one for
-                // the string being added.
-                unsafe {
-                    lua.exec_raw::<()>(&vm.globals, |state| {
-                        use mlua::ffi;
-                        ffi::lua_pushstring(state, c"KEYS".as_ptr());
-                        push_string_array(state, &spec.keys);
-                        ffi::lua_rawset(state, 1);
-                        ffi::lua_pushstring(state, c"ARGV".as_ptr());
-                        push_string_array(state, &spec.argv);
-                        ffi::lua_rawset(state, 1);
-                    })?
-                };
-                vm.run
-                    .call::<MultiValue>((f.clone(), Value::Nil, Value::Nil))
-            } else {
-                // SAFETY: two tables, each with at most one string on top while it fills.
-                let (keys, argv): (Table, Table) = unsafe {
-                    lua.exec_raw((), |state| {
-                        push_string_array(state, &spec.keys);
-                        push_string_array(state, &spec.argv);
-                    })?
-                };
-                vm.run.call::<MultiValue>((f.clone(), keys, argv))
-            }
-        }))
-        .unwrap_or_else(|_| Err(mlua::Error::runtime("panic while running the script")));
+    let state = vm.state;
+    let ra = RunnerArgs {
+        is_eval: spec.is_eval,
+        command: spec.command,
+        nkeys: spec.nkeys,
+    };
+    // SAFETY: `state` is this VM's main state, used on its thread; the stack is restored to
+    // `top` below. The pushes before the protected call cannot raise (a failed allocation
+    // aborts, see lean_alloc).
+    let top = unsafe { mlua::ffi::lua_gettop(state) };
+    let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        use mlua::ffi;
+        ffi::lua_checkstack(state, 4);
+        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, vm.runner as ffi::lua_Integer);
+        ffi::lua_rawgeti(
+            state,
+            ffi::LUA_REGISTRYINDEX,
+            f.reference as ffi::lua_Integer,
+        );
+        ffi::lua_pushlightuserdata(state, &ra as *const RunnerArgs as *mut std::ffi::c_void);
+        ffi::lua_pcall(state, 2, 2, 0)
+    }));
 
     CURRENT.with(|c| c.set(prev));
     let script_resp = rc.resp;
+    let killed = rc.info.as_ref().is_some_and(|i| i.killed.load(Relaxed));
+    vm.scratch = std::mem::take(&mut rc.scratch);
     drop(rc);
     ctx.conn.deny_blocking = saved_deny;
     if ctx.conn.db != saved_db {
@@ -1157,28 +1395,40 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
         set_hook(vm.state, false);
     }
 
-    let killed = info.killed.load(Relaxed);
-    match result {
-        Ok(mv) => {
-            let mut it = mv.into_iter();
-            let ok = matches!(it.next(), Some(Value::Boolean(true)));
-            let v = it.next().unwrap_or(Value::Nil);
-            if ok {
-                convert::lua_to_reply(ctx.out, &v, script_resp, 0);
-            } else {
-                let (mut msg, loc, quiet) = convert::error_info(&v);
-                if killed {
-                    msg = "ERR Script killed by user with SCRIPT KILL...".to_string();
+    match status {
+        Ok(0) => {
+            // SAFETY: the runner left (ok, value) on top of `top`.
+            let ok = unsafe { mlua::ffi::lua_toboolean(state, -2) != 0 };
+            if !(ok && unsafe { scalar_reply(ctx.out, state, -1, script_resp) }) {
+                let v = take_result(vm);
+                if ok {
+                    convert::lua_to_reply(ctx.out, &v, script_resp, 0);
+                } else {
+                    let (mut msg, loc, quiet) = convert::error_info(&v);
+                    if killed {
+                        msg = "ERR Script killed by user with SCRIPT KILL...".to_string();
+                    }
+                    let mut text = format!("-{msg}");
+                    if let Some((source, line)) = loc {
+                        text.push_str(&format!(" script: {}, on {source}:{line}.", spec.name));
+                    }
+                    convert::write_error(ctx.out, &text, !quiet);
                 }
-                let mut text = format!("-{msg}");
-                if let Some((source, line)) = loc {
-                    text.push_str(&format!(" script: {}, on {source}:{line}.", spec.name));
-                }
-                convert::write_error(ctx.out, &text, !quiet);
             }
         }
-        Err(e) => {
-            let msg = e.to_string();
+        Ok(_) => {
+            // Failed outside the script's own protected call (out of memory building KEYS).
+            // SAFETY: the error value is on top.
+            let msg = unsafe {
+                let mut len = 0usize;
+                let p = mlua::ffi::lua_tolstring(state, -1, &mut len);
+                if p.is_null() {
+                    "unknown error".to_string()
+                } else {
+                    String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len))
+                        .into_owned()
+                }
+            };
             let msg: String = msg.chars().take(100).collect();
             convert::write_error(
                 ctx.out,
@@ -1186,14 +1436,62 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Function, spec: Run, command: &crate:
                 true,
             );
         }
+        Err(_) => {
+            // A panic unwound through the Lua state: do not trust it any more.
+            DROP_VM.with(|d| d.set(true));
+            convert::write_error(
+                ctx.out,
+                &format!(
+                    "-ERR Error running script {}, panic while running the script",
+                    spec.name
+                ),
+                true,
+            );
+        }
     }
+    // SAFETY: back to the stack as it was before the run.
+    unsafe { mlua::ffi::lua_settop(state, top) };
     vm.runs += 1;
+    // Every 50 runs, one GC step as big as 50 KB of allocation (as Redis does): with only
+    // Lua's own pacing the heap of a busy VM doubles before each cycle.
     if vm.runs.is_multiple_of(50) {
-        for _ in 0..20 {
-            if vm.lua.gc_step().unwrap_or(true) {
-                break;
+        // SAFETY: a protected call of gc_step_fn; an error (a __gc that raised) is dropped.
+        unsafe {
+            use mlua::ffi;
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, vm.gc_fn as ffi::lua_Integer);
+            if ffi::lua_pcall(state, 0, 0, 0) != 0 {
+                ffi::lua_settop(state, top);
             }
         }
     }
     vm.report_memory();
+}
+
+/// One incremental GC step of Redis's size (as if 50 KB had been allocated), in a protected
+/// call: a userdata's __gc may raise.
+unsafe extern "C-unwind" fn gc_step_fn(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, 50);
+    0
+}
+
+/// The value on top of the VM's stack as an mlua value (popped), through the registry slot
+/// kept for it.
+fn take_result(vm: &Vm) -> Value {
+    use mlua::ffi;
+    let slot = vm.result_slot as ffi::lua_Integer;
+    // SAFETY: moves the top value into the VM's result slot, reads it back through mlua,
+    // then clears the slot; none of these allocate.
+    unsafe {
+        ffi::lua_rawseti(vm.state, ffi::LUA_REGISTRYINDEX, slot);
+        let v = vm
+            .lua
+            .exec_raw::<Value>((), |s| {
+                ffi::lua_rawgeti(s, ffi::LUA_REGISTRYINDEX, slot);
+            })
+            .unwrap_or(Value::Nil);
+        ffi::lua_pushboolean(vm.state, 0);
+        ffi::lua_rawseti(vm.state, ffi::LUA_REGISTRYINDEX, slot);
+        ffi::lua_pushnil(vm.state);
+        v
+    }
 }

@@ -324,10 +324,6 @@ local function handler(err)
   return err
 end
 
-local function run(f, keys, args)
-  return xpcall(function() return f(keys, args) end, handler)
-end
-
 local function compile(body, name)
   local f, err = loadstring(body, name)
   if f then setfenv(f, P) end
@@ -342,4 +338,6 @@ local function load_library(f)
   return ok, err
 end
 
-return { G = G, P = P, run = run, compile = compile, load_library = load_library }
+-- Scripts and function callbacks run under `handler` from the Rust side (a C closure that
+-- calls them with lua_pcall, so no Lua closure is made per run).
+return { G = G, P = P, handler = handler, compile = compile, load_library = load_library }
