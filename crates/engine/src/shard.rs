@@ -213,8 +213,9 @@ impl ShardData {
         self.dict.get(hash, key).filter(|e| !e.is_expired(now_ms))
     }
 
+    /// Whether `key` is live (an expired entry is deleted): never a WATCH touch.
     pub fn contains(&mut self, hash: u64, key: &[u8], now_ms: u64) -> bool {
-        self.get(hash, key, now_ms).is_some()
+        self.lookup(hash, key, now_ms, false).is_some()
     }
 
     /// Store `value` under `key`. An existing entry keeps its expiry only if `keep_ttl`.
@@ -245,6 +246,22 @@ impl ShardData {
         None
     }
 
+    /// Create `key`, absent (or expired), without signalling it for WATCH: Redis's dbAdd with
+    /// no signalModifiedKey after it (a BITFIELD whose every write failed still creates its
+    /// key). Declared to the WATCH checker as a quiet change.
+    pub fn set_quiet(&mut self, hash: u64, key: &[u8], value: Value, now_ms: u64) {
+        let live = self.lookup(hash, key, now_ms, true).is_some();
+        debug_assert!(!live, "set_quiet on a live key");
+        if live {
+            // Never replace a value unannounced.
+            self.set(hash, key, value, false, now_ms);
+            return;
+        }
+        self.quiet_change(key);
+        self.insert(hash, EntryBox::new_at(key, value, now_ms));
+        crate::events::record(crate::events::NEW, self.db, key);
+    }
+
     /// Every insertion: a new entry is not part of a running snapshot's cut.
     fn insert(&mut self, hash: u64, mut entry: EntryBox) {
         entry.set_snap_bit(self.snap_parity);
@@ -253,7 +270,7 @@ impl ShardData {
 
     /// Insert a whole entry (expiry included) for a key known to be absent or expired.
     pub fn insert_entry(&mut self, hash: u64, entry: EntryBox, now_ms: u64) {
-        if self.get(hash, entry.key(), now_ms).is_some() {
+        if self.lookup(hash, entry.key(), now_ms, false).is_some() {
             let k = entry.key().to_vec();
             self.remove(hash, &k);
         }
