@@ -145,9 +145,9 @@ pub fn replace_value(
 }
 
 /// Delete `key` if it is live (an empty STORE result); a big value is freed off this thread.
-/// True if there was a live key.
+/// True if there was a live key (then touched for WATCH by `remove`; an absent key is not).
 pub fn delete_live(shard: &mut tern_engine::ShardData, h: u64, key: &[u8], now_ms: u64) -> bool {
-    if shard.get(h, key, now_ms).is_none() {
+    if shard.get_quiet(h, key, now_ms).is_none() {
         return false;
     }
     match shard.remove(h, key) {

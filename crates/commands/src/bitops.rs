@@ -247,17 +247,19 @@ fn parse_unit(arg: &[u8]) -> Result<bool, &'static str> {
 /// Look a key up for a bit write, the way Redis's lookupStringForBitCommand does: a missing
 /// key becomes a zeroed raw string; an existing string becomes raw and grows with zero bytes
 /// so that byte `min_len - 1` exists. `f` gets the buffer and whether the key was created or
-/// grew. Err means the key holds another type.
+/// grew, and says whether it changed the key (Redis signals it then, and only then: a SETBIT
+/// of the bit already there, a BITFIELD whose writes all failed, are no WATCH touch). Err
+/// means the key holds another type.
 fn with_bit_string<R>(
     ctx: &mut Ctx,
     shard: &mut ShardData,
     h: u64,
     key: &[u8],
     min_len: usize,
-    f: impl FnOnce(&mut Vec<u8>, bool) -> R,
-) -> Result<R, &'static str> {
+    f: impl FnOnce(&mut Vec<u8>, bool) -> (R, bool),
+) -> Result<(R, bool), &'static str> {
     let now = ctx.now_ms;
-    match shard.get(h, key, now) {
+    match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             let s = as_str_mut(&mut e.value).ok_or(ERR_WRONGTYPE)?;
@@ -266,13 +268,27 @@ fn with_bit_string<R>(
             if grown {
                 buf.resize(min_len, 0);
             }
-            Ok(f(buf, grown))
+            let (r, changed) = f(buf, grown);
+            if changed {
+                shard.touch(key);
+            } else if grown {
+                // Grown with zeros but no write counted (every BITFIELD write failed): Redis
+                // keeps the longer string without signalling it.
+                shard.quiet_change(key);
+            }
+            Ok((r, changed))
         }
         None => {
             let mut buf = vec![0u8; min_len];
-            let r = f(&mut buf, true);
-            shard.set(h, key, Value::Str(RString::Raw(buf)), false, now);
-            Ok(r)
+            let (r, changed) = f(&mut buf, true);
+            let value = Value::Str(RString::Raw(buf));
+            if changed {
+                shard.set(h, key, value, false, now);
+            } else {
+                // Redis creates the key before the writes, and signals it only if one was made.
+                shard.set_quiet(h, key, value, now);
+            }
+            Ok((r, changed))
         }
     }
 }
@@ -285,7 +301,7 @@ fn read_string<R>(
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>, &'static str> {
     let (h, mut shard) = ctx.lock(key);
-    let r = match shard.get(h, key, ctx.now_ms) {
+    let r = match ctx.read_key(&mut shard, h, key) {
         None => None,
         Some(e) => {
             ctx.touch(e);
@@ -520,12 +536,12 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
     let dest = &args[2];
     let (hashes, mut g) = crate::keys::lock_args(ctx, args, 2);
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
     let mut res: Vec<u8> = Vec::new();
     for (j, &h) in hashes.iter().enumerate().skip(1) {
         let key = &args[2 + j];
         let first = j == 1;
-        match g.shard(db, h).get(h, key, now) {
+        // Sources are only read: never a WATCH touch.
+        match ctx.read_key(g.shard(db, h), h, key) {
             None => {
                 ctx.hit(false, key);
                 fold_source(&mut res, &[], first, op);
@@ -842,8 +858,9 @@ fn bitfield_generic(ctx: &mut Ctx, args: &Args, read_only: bool) {
                 }
             })
             .collect();
-        (replies, changes)
-    });
+        ((replies, changes), changes > 0)
+    })
+    .map(|(r, _)| r);
     drop(shard);
     match r {
         Ok((replies, changes)) => {

@@ -238,6 +238,23 @@ impl<'a> Ctx<'a> {
         srv.store.lock(self.conn.db, key)
     }
 
+    /// Look up a key the running command only reads (Redis's lookupKeyRead): `get` for a read
+    /// command; for a write command (a STORE variant's sources, COPY's source...) `get_quiet`,
+    /// as such a key is never touched for WATCH.
+    #[inline]
+    pub fn read_key<'s>(
+        &self,
+        shard: &'s mut tern_engine::ShardData,
+        h: u64,
+        key: &[u8],
+    ) -> Option<&'s mut tern_engine::Entry> {
+        if self.cmd.flags & crate::table::flags::WRITE != 0 {
+            shard.get_quiet(h, key, self.now_ms)
+        } else {
+            shard.get(h, key, self.now_ms)
+        }
+    }
+
     /// Count a write for `rdb_changes_since_last_save` (and, later, the write log).
     #[inline]
     pub fn dirty(&self, n: u64) {

@@ -98,6 +98,32 @@ pub fn entry_digest(e: &Entry) -> Digest {
     d
 }
 
+/// The WATCH checker's fingerprint of an entry (`tern_engine::watch::enable_check`): its
+/// contents as DIGEST-VALUE sees them (so no encoding change shows), its exact expiry, and for
+/// a stream the state the digest leaves out (IDs, counters, consumer groups).
+pub fn watch_fingerprint(e: &Entry) -> Vec<u8> {
+    let mut d = [0u8; 20];
+    value_digest(&mut d, &e.value, false);
+    let mut out = d.to_vec();
+    out.extend_from_slice(&e.expire_at().to_le_bytes());
+    if let Value::Stream(s) = &e.value {
+        let meta = format!(
+            "{:?} {:?} {:?} {} {:?}",
+            s.last_id, s.first_id, s.max_deleted_entry_id, s.entries_added, s.groups
+        );
+        out.extend_from_slice(meta.as_bytes());
+    }
+    out
+}
+
+/// Turn on the WATCH checker in debug builds, or when `TERN_WATCH_CHECK=1` is in the
+/// environment (the tests set it for release builds).
+pub fn maybe_enable_watch_check() {
+    if cfg!(debug_assertions) || std::env::var("TERN_WATCH_CHECK").is_ok_and(|v| v == "1") {
+        tern_engine::watch::enable_check(watch_fingerprint);
+    }
+}
+
 pub fn hex(d: &Digest) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }

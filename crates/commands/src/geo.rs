@@ -189,14 +189,15 @@ pub static COMMANDS: &[CommandSpec] = &[
 // ---------------------------------------------------------------------------------------------
 
 /// The sorted set at `key` for a read (counts a keyspace hit or miss): Ok(None) when missing,
-/// Err(WRONGTYPE) for another type.
+/// Err(WRONGTYPE) for another type. The source of GEORADIUS and the STORE variants (write
+/// commands) is only read: `get_quiet`, never a WATCH touch.
 fn lookup_read<'s>(
     ctx: &mut Ctx,
     shard: &'s mut ShardData,
     h: u64,
     key: &[u8],
 ) -> Result<Option<&'s ZSetValue>, &'static str> {
-    match shard.get(h, key, ctx.now_ms) {
+    match ctx.read_key(shard, h, key) {
         None => {
             ctx.hit(false, key);
             Ok(None)
@@ -293,7 +294,7 @@ fn geoadd(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let mut fresh: Option<ZSetValue> = None;
-    let z: &mut ZSetValue = match shard.get(h, key, now) {
+    let z: &mut ZSetValue = match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             match &mut e.value {
@@ -324,10 +325,14 @@ fn geoadd(ctx: &mut Ctx, args: &Args) {
             AddOutcome::Same(_) | AddOutcome::Nop | AddOutcome::Nan => {}
         }
     }
-    if let Some(v) = fresh {
-        if !v.is_empty() {
+    // As ZADD: only members added or moved are a change for WATCH.
+    match fresh {
+        Some(v) if !v.is_empty() => {
             shard.set(h, key, Value::ZSet(v), false, now);
         }
+        Some(_) => {}
+        None if added + updated > 0 => shard.touch(key),
+        None => {}
     }
     drop(shard);
     if added + updated > 0 {

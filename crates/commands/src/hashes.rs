@@ -253,10 +253,18 @@ enum Found<'a> {
     Hash(&'a mut HashValue),
 }
 
-/// Look `key` up in a locked shard for a read or write, touching its access clock when found.
+/// Look `key` up in a locked shard, touching its access clock when found: `lookup!(read ...)`
+/// for a read, `lookup!(write ...)` for a write (`get_quiet`: the handler calls `touch` for
+/// WATCH when it changes the hash, and only then).
 macro_rules! lookup {
-    ($ctx:expr, $shard:expr, $h:expr, $key:expr) => {
-        match $shard.get($h, $key, $ctx.now_ms) {
+    (read $ctx:expr, $shard:expr, $h:expr, $key:expr) => {
+        lookup!(@found $ctx, $shard.get($h, $key, $ctx.now_ms))
+    };
+    (write $ctx:expr, $shard:expr, $h:expr, $key:expr) => {
+        lookup!(@found $ctx, $shard.get_quiet($h, $key, $ctx.now_ms))
+    };
+    (@found $ctx:expr, $lookup:expr) => {
+        match $lookup {
             None => Found::Missing,
             Some(e) => {
                 $ctx.touch(e);
@@ -292,12 +300,17 @@ fn hset(ctx: &mut Ctx, args: &Args) {
         created
     };
     let (h, mut shard) = ctx.lock(key);
-    let created = match lookup!(ctx, shard, h, key) {
+    let created = match lookup!(write ctx, shard, h, key) {
         Found::WrongType => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
         }
-        Found::Hash(hv) => apply(hv),
+        // HSET signals the key even when every value was already there.
+        Found::Hash(hv) => {
+            let n = apply(hv);
+            shard.touch(key);
+            n
+        }
         Found::Missing => {
             let mut hv = HashValue::new();
             let n = apply(&mut hv);
@@ -323,7 +336,7 @@ fn hsetnx(ctx: &mut Ctx, args: &Args) {
         hv.set(field, value);
     };
     let (h, mut shard) = ctx.lock(key);
-    match lookup!(ctx, shard, h, key) {
+    match lookup!(write ctx, shard, h, key) {
         Found::WrongType => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -334,6 +347,7 @@ fn hsetnx(ctx: &mut Ctx, args: &Args) {
                 return ctx.out.int(0);
             }
             apply(hv);
+            shard.touch(key);
         }
         Found::Missing => {
             let mut hv = HashValue::new();
@@ -352,7 +366,7 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let mut deleted = 0i64;
     let mut emptied = false;
-    match lookup!(ctx, shard, h, key) {
+    match lookup!(write ctx, shard, h, key) {
         Found::Missing => {
             drop(shard);
             return ctx.out.int(0);
@@ -375,6 +389,8 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
     }
     if emptied {
         shard.remove(h, key);
+    } else if deleted > 0 {
+        shard.touch(key);
     }
     drop(shard);
     if deleted > 0 {
@@ -388,20 +404,27 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
 }
 
 /// Run `f` on the hash at `key`, created empty when missing. A new hash that `f` leaves empty
-/// (because it failed) is not stored. Replies WRONGTYPE itself and then returns None.
+/// (because it failed) is not stored. Replies WRONGTYPE itself and then returns None. `f`
+/// succeeding is a change (a WATCH touch), failing is none.
 fn with_hash_for_write<R>(
     ctx: &mut Ctx,
     key: &[u8],
-    f: impl FnOnce(&mut HashValue) -> R,
-) -> Option<R> {
+    f: impl FnOnce(&mut HashValue) -> Result<R, &'static str>,
+) -> Option<Result<R, &'static str>> {
     let (h, mut shard) = ctx.lock(key);
-    let r = match lookup!(ctx, shard, h, key) {
+    let r = match lookup!(write ctx, shard, h, key) {
         Found::WrongType => {
             drop(shard);
             ctx.error(ERR_WRONGTYPE);
             return None;
         }
-        Found::Hash(hv) => f(hv),
+        Found::Hash(hv) => {
+            let r = f(hv);
+            if r.is_ok() {
+                shard.touch(key);
+            }
+            r
+        }
         Found::Missing => {
             let mut hv = HashValue::new();
             let r = f(&mut hv);
@@ -489,7 +512,7 @@ fn read_hash(
     f: impl FnOnce(&mut Ctx, &mut HashValue),
 ) {
     let (h, mut shard) = ctx.lock(key);
-    match lookup!(ctx, shard, h, key) {
+    match lookup!(read ctx, shard, h, key) {
         Found::Missing => {
             drop(shard);
             ctx.hit(false, key);

@@ -133,7 +133,8 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let mut updated = 0u64;
-    match shard.get(h, key, now) {
+    // A change (and a WATCH touch) only when a register grows or the key is created.
+    match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             if let Err(msg) = hll_of(&e.value) {
@@ -151,7 +152,7 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
             updated += 1;
         }
     }
-    let e = shard.get(h, key, now).expect("key just checked");
+    let e = shard.get_quiet(h, key, now).expect("key just checked");
     let s = unshare(&mut e.value);
     for ele in args.iter().skip(2) {
         match fmt::add(s, ele, max_bytes) {
@@ -165,6 +166,7 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
     }
     if updated > 0 {
         fmt::invalidate_cache(s);
+        shard.touch(key);
     }
     drop(shard);
     if updated > 0 {
@@ -180,7 +182,9 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
     }
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, ctx.now_ms) else {
+    // `get_quiet` although PFCOUNT is a read: it may write the cardinality it computes back
+    // into the string, and then signals the key for WATCH as Redis does.
+    let Some(e) = shard.get_quiet(h, key, ctx.now_ms) else {
         drop(shard);
         ctx.hit(false, key);
         return ctx.out.int(0);
@@ -199,6 +203,7 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
     match fmt::count(s) {
         Ok(card) => {
             fmt::set_cached_card(s, card);
+            shard.touch(key);
             drop(shard);
             ctx.dirty(1);
             ctx.out.int(card as i64);
@@ -248,7 +253,7 @@ fn pfmerge(ctx: &mut Ctx, args: &Args) {
     let mut use_dense = false;
     // The destination is merged too: it is the first key read.
     for (i, &h) in hashes.iter().enumerate() {
-        let Some(e) = g.shard(db, h).get(h, &args[i + 1], now) else {
+        let Some(e) = ctx.read_key(g.shard(db, h), h, &args[i + 1]) else {
             ctx.hit(false, &args[i + 1]);
             continue;
         };
@@ -272,7 +277,9 @@ fn pfmerge(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let h = hashes[0];
     let shard = g.shard(db, h);
-    match shard.get(h, key, now) {
+    // Always a change of the destination, as in Redis (a WATCH touch).
+    shard.touch(key);
+    match shard.get_quiet(h, key, now) {
         Some(e) => ctx.touch(e),
         None => {
             shard.set(
@@ -284,7 +291,7 @@ fn pfmerge(ctx: &mut Ctx, args: &Args) {
             );
         }
     }
-    let e = shard.get(h, key, now).expect("key just checked");
+    let e = shard.get_quiet(h, key, now).expect("key just checked");
     let s = unshare(&mut e.value);
     if use_dense && fmt::sparse_to_dense(s).is_err() {
         drop(g);
@@ -312,7 +319,9 @@ fn pfdebug(ctx: &mut Ctx, args: &Args) {
     let sub = &args[1];
     let key = &args[2];
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, ctx.now_ms) else {
+    // GETREG and TODENSE may re-encode the HLL: Redis never signals that (no WATCH touch).
+    shard.quiet_change(key);
+    let Some(e) = shard.get_quiet(h, key, ctx.now_ms) else {
         drop(shard);
         return ctx.error("ERR The specified key does not exist");
     };

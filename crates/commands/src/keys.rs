@@ -435,7 +435,8 @@ fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
         let shard = g.shard(db, h);
-        if shard.get(h, key, now).is_some() {
+        // Only a removal is a change (`remove` touches the key for WATCH).
+        if shard.get_quiet(h, key, now).is_some() {
             if let Some(e) = shard.remove(h, key) {
                 removed.push(e);
             }
@@ -533,7 +534,9 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
     let (hs, hd) = (hashes[0], hashes[1]);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let Some(e) = g.shard(db, hs).get(hs, src, now) else {
+    // RENAME k k, a refused RENAMENX and errors change nothing; the changes below (remove,
+    // insert_entry) touch both keys for WATCH.
+    let Some(e) = g.shard(db, hs).get_quiet(hs, src, now) else {
         drop(g);
         return ctx.error(ERR_NO_SUCH_KEY);
     };
@@ -543,7 +546,7 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
         return if nx { ctx.out.int(0) } else { ctx.out.ok() };
     }
     let dst_shard = g.shard(db, hd);
-    if nx && dst_shard.get(hd, dst, now).is_some() {
+    if nx && dst_shard.get_quiet(hd, dst, now).is_some() {
         drop(g);
         return ctx.out.int(0);
     }
@@ -580,12 +583,13 @@ fn move_cmd(ctx: &mut Ctx, args: &Args) {
     let Some((src, dst)) = g.pair((src_db, h), (dst_db, h)) else {
         unreachable!("distinct databases never share a shard")
     };
-    let Some(e) = src.get(h, key, now) else {
+    // Only a move is a change (remove and insert_entry touch both sides for WATCH).
+    let Some(e) = src.get_quiet(h, key, now) else {
         drop(g);
         return ctx.out.int(0);
     };
     ctx.touch(e);
-    if dst.get(h, key, now).is_some() {
+    if dst.get_quiet(h, key, now).is_some() {
         drop(g);
         return ctx.out.int(0);
     }
@@ -626,7 +630,9 @@ fn copy(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let srv: &crate::Server = ctx.srv;
     let mut g = srv.store.lock_many([(src_db, hs), (dst_db, hd)]);
-    let (value, expire_at) = match g.shard(src_db, hs).get(hs, src, now) {
+    // The source is only read (Redis never signals it); the target changes, and is touched
+    // for WATCH, only when the copy is made (remove, insert_entry).
+    let (value, expire_at) = match g.shard(src_db, hs).get_quiet(hs, src, now) {
         Some(e) => {
             ctx.touch(e);
             (e.value.clone(), e.expire_at())
@@ -640,7 +646,7 @@ fn copy(ctx: &mut Ctx, args: &Args) {
     ctx.hit(true, src);
     let dshard = g.shard(dst_db, hd);
     let mut overwritten = None;
-    if dshard.get(hd, dst, now).is_some() {
+    if dshard.get_quiet(hd, dst, now).is_some() {
         if !replace {
             drop(g);
             return ctx.out.int(0);
@@ -732,7 +738,9 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, now) else {
+    // A refused EXPIRE (NX XX GT LT) is no change; setting a time is one, the same time too
+    // (set_expire and remove touch the key for WATCH).
+    let Some(e) = shard.get_quiet(h, key, now) else {
         drop(shard);
         return ctx.out.int(0);
     };
@@ -778,7 +786,8 @@ fn persist(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, now) else {
+    // Only removing a TTL is a change (set_expire touches the key for WATCH).
+    let Some(e) = shard.get_quiet(h, key, now) else {
         drop(shard);
         return ctx.out.int(0);
     };

@@ -306,14 +306,32 @@ fn reply_entry(out: &mut Reply, e: LpEntry<'_>) {
     }
 }
 
-/// The list under `key`: Ok(None) when absent, Err(()) when the key holds another type.
+/// The list under `key` for a read: Ok(None) when absent, Err(()) when the key holds another
+/// type.
 fn list_of<'s>(
     shard: &'s mut ShardData,
     h: u64,
     key: &[u8],
     now: u64,
 ) -> Result<Option<&'s mut tern_engine::Entry>, ()> {
-    match shard.get(h, key, now) {
+    list_checked(shard.get(h, key, now))
+}
+
+/// `list_of` for a write (`get_quiet`): the handler calls `touch` for WATCH when it changes
+/// the list, and only then.
+fn list_for_write<'s>(
+    shard: &'s mut ShardData,
+    h: u64,
+    key: &[u8],
+    now: u64,
+) -> Result<Option<&'s mut tern_engine::Entry>, ()> {
+    list_checked(shard.get_quiet(h, key, now))
+}
+
+fn list_checked(
+    found: Option<&mut tern_engine::Entry>,
+) -> Result<Option<&mut tern_engine::Entry>, ()> {
+    match found {
         None => Ok(None),
         Some(e) if matches!(e.value, Value::List(_)) => Ok(Some(e)),
         Some(_) => Err(()),
@@ -387,7 +405,7 @@ fn push_generic(ctx: &mut Ctx, args: &Args, front: bool, xx: bool) {
     let n = args.len() - 2;
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let len = match list_of(&mut shard, h, key, now) {
+    let len = match list_for_write(&mut shard, h, key, now) {
         Err(()) => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -396,7 +414,9 @@ fn push_generic(ctx: &mut Ctx, args: &Args, front: bool, xx: bool) {
             ctx.touch(e);
             let l = as_list(e);
             l.push_all(items, front);
-            l.len()
+            let len = l.len();
+            shard.touch(key);
+            len
         }
         Ok(None) => {
             if xx {
@@ -453,9 +473,11 @@ fn pop_reply(out: &mut Reply, l: &mut ListValue, front: bool, count: Option<usiz
     }
 }
 
-/// After elements left the list at `key`: delete it when empty. Returns whether it was deleted.
+/// After elements left the list at `key`: a change (touched for WATCH); delete the list when
+/// empty. Returns whether it was deleted.
 fn remove_if_empty(shard: &mut ShardData, h: u64, key: &[u8], now: u64) -> bool {
-    let empty = matches!(shard.get(h, key, now), Some(e) if matches!(&e.value, Value::List(l) if l.is_empty()));
+    shard.touch(key);
+    let empty = matches!(shard.peek(h, key, now), Some(e) if matches!(&e.value, Value::List(l) if l.is_empty()));
     if empty {
         shard.remove(h, key);
     }
@@ -488,7 +510,7 @@ fn pop_generic(ctx: &mut Ctx, args: &Args, front: bool) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let e = match list_of(&mut shard, h, key, now) {
+    let e = match list_for_write(&mut shard, h, key, now) {
         Err(()) => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -529,7 +551,7 @@ fn pop_first_of(
     let now = ctx.now_ms;
     for &key in keys {
         let (h, mut shard) = ctx.lock(key);
-        let e = match list_of(&mut shard, h, key, now) {
+        let e = match list_for_write(&mut shard, h, key, now) {
             Err(()) if skip_wrong => continue,
             Err(()) => {
                 drop(shard);
@@ -698,8 +720,9 @@ fn move_generic(
     let (hs, hd) = (key_hash(src), key_hash(dst));
     let srv: &crate::Server = ctx.srv;
     let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
-    // Source: must exist and be a list.
-    match list_of(g.shard(db, hs), hs, src, now) {
+    // Source: must exist and be a list. Nothing changes (or is touched for WATCH) before both
+    // keys are checked.
+    match list_for_write(g.shard(db, hs), hs, src, now) {
         Err(()) => {
             if ctx.serving_blocked() {
                 return MoveResult::NoSource;
@@ -717,7 +740,7 @@ fn move_generic(
         }
     }
     // Destination: absent or a list.
-    let dst_exists = match list_of(g.shard(db, hd), hd, dst, now) {
+    let dst_exists = match list_for_write(g.shard(db, hd), hd, dst, now) {
         Err(()) => {
             drop(g);
             ctx.error(ERR_WRONGTYPE);
@@ -730,14 +753,15 @@ fn move_generic(
         }
     };
     let value = {
-        let e = g.shard(db, hs).get(hs, src, now).expect("source checked");
+        let sh = g.shard(db, hs);
+        sh.touch(src);
+        let e = sh.get_quiet(hs, src, now).expect("source checked");
         as_list(e).pop(from_front).expect("non-empty source")
     };
     if dst_exists || src == dst {
-        let e = g
-            .shard(db, hd)
-            .get(hd, dst, now)
-            .expect("destination checked");
+        let sh = g.shard(db, hd);
+        sh.touch(dst);
+        let e = sh.get_quiet(hd, dst, now).expect("destination checked");
         as_list(e).push_all(std::iter::once(value.as_slice()), to_front);
     } else {
         let mut l = ListValue::new();
@@ -747,7 +771,7 @@ fn move_generic(
     // The source after the pop: delete when empty, else maybe back to a listpack.
     let deleted = {
         let sh = g.shard(db, hs);
-        let e = sh.get(hs, src, now).expect("source present");
+        let e = sh.get_quiet(hs, src, now).expect("source present");
         let l = as_list(e);
         if l.is_empty() {
             sh.remove(hs, src);
@@ -1041,7 +1065,7 @@ fn lset(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let val = &args[3];
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
+    let e = match list_for_write(&mut shard, h, key, ctx.now_ms) {
         Err(()) => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -1061,8 +1085,10 @@ fn lset(ctx: &mut Ctx, args: &Args) {
     l.try_grow(val.len(), 1);
     match l.norm_index(index) {
         Some(i) => {
+            // A change for WATCH even when the element was already `val` (as in Redis).
             l.set(i, val);
             l.try_shrink();
+            shard.touch(key);
             drop(shard);
             ctx.out.ok();
             ctx.dirty(1);
@@ -1086,7 +1112,7 @@ fn linsert(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (pivot, val) = (&args[3], &args[4]);
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
+    let e = match list_for_write(&mut shard, h, key, ctx.now_ms) {
         Err(()) => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -1105,6 +1131,7 @@ fn linsert(ctx: &mut Ctx, args: &Args) {
         return ctx.out.int(-1);
     }
     let len = l.len();
+    shard.touch(key);
     drop(shard);
     ctx.dirty(1);
     ctx.notify(notify::LIST, "linsert", key);
@@ -1118,7 +1145,7 @@ fn lrem(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_of(&mut shard, h, key, now) {
+    let e = match list_for_write(&mut shard, h, key, now) {
         Err(()) => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -1138,6 +1165,7 @@ fn lrem(ctx: &mut Ctx, args: &Args) {
     } else {
         if removed > 0 {
             l.try_shrink();
+            shard.touch(key);
         }
         false
     };
@@ -1162,7 +1190,7 @@ fn ltrim(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_of(&mut shard, h, key, now) {
+    let e = match list_for_write(&mut shard, h, key, now) {
         Err(()) => {
             drop(shard);
             return ctx.error(ERR_WRONGTYPE);
@@ -1178,11 +1206,13 @@ fn ltrim(ctx: &mut Ctx, args: &Args) {
     let len = l.len();
     let (s, n) = norm_range(start, end, len).unwrap_or((0, 0));
     l.trim(s, n);
+    // A change for WATCH even when it keeps every element (as in Redis).
     let deleted = if l.is_empty() {
         shard.remove(h, key);
         true
     } else {
         l.try_shrink();
+        shard.touch(key);
         false
     };
     drop(shard);

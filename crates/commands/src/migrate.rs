@@ -295,7 +295,9 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     // (key index, ttl, payload) of each key to send.
     let mut found: Vec<usize> = Vec::new();
     for (i, (&h, key)) in hashes.iter().zip(&keys).enumerate() {
-        let hit = g.shard(db, h).get(h, key, now).is_some();
+        // Only read here: the keys change (and are touched for WATCH) only when MIGRATE
+        // deletes them after a successful transfer without COPY.
+        let hit = ctx.read_key(g.shard(db, h), h, key).is_some();
         // A read lookup in Redis (hit or miss, keymiss).
         ctx.hit(hit, key);
         if hit {
@@ -309,7 +311,7 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     let mut items: Vec<(usize, i64, Vec<u8>)> = Vec::with_capacity(found.len());
     for &i in &found {
         let (h, key) = (hashes[i], keys[i]);
-        let Some(e) = g.shard(db, h).get(h, key, now) else {
+        let Some(e) = ctx.read_key(g.shard(db, h), h, key) else {
             continue;
         };
         let at = e.expire_at();

@@ -133,7 +133,7 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     {
         let (h, mut g) = ctx.lock(key);
-        if !replace && g.get(h, key, now).is_some() {
+        if !replace && g.get_quiet(h, key, now).is_some() {
             return ctx.error("BUSYKEY Target key name already exists.");
         }
     }
@@ -169,7 +169,7 @@ fn restore(ctx: &mut Ctx, args: &Args) {
         access = abs as u32;
     }
     let (h, mut g) = ctx.lock(key);
-    if !replace && g.get(h, key, now).is_some() {
+    if !replace && g.get_quiet(h, key, now).is_some() {
         drop(g);
         return ctx.error("BUSYKEY Target key name already exists.");
     }

@@ -344,7 +344,7 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     let mut added = 0u64;
-    match shard.get(h, key, now) {
+    match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             let Some(s) = as_set_mut(&mut e.value) else {
@@ -356,6 +356,10 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
                 added += s.add(m) as u64;
             }
             s.compact();
+            // Members already there change nothing (a conversion of encoding is no change).
+            if added > 0 {
+                shard.touch(key);
+            }
         }
         None => {
             let mut s = SetValue::create(&args[2], members);
@@ -378,7 +382,7 @@ fn srem(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, now) else {
+    let Some(e) = shard.get_quiet(h, key, now) else {
         drop(shard);
         return ctx.out.int(0);
     };
@@ -397,6 +401,9 @@ fn srem(ctx: &mut Ctx, args: &Args) {
                 break;
             }
         }
+    }
+    if deleted > 0 {
+        shard.touch(key);
     }
     let freed = if emptied { shard.remove(h, key) } else { None };
     drop(shard);
@@ -461,7 +468,7 @@ fn spop_one(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, now) else {
+    let Some(e) = shard.get_quiet(h, key, now) else {
         drop(shard);
         return ctx.out.null();
     };
@@ -472,6 +479,7 @@ fn spop_one(ctx: &mut Ctx, args: &Args) {
     };
     let m = s.pop_random(&mut ctx.conn.rng);
     let emptied = s.is_empty();
+    shard.touch(key);
     let freed = if emptied { shard.remove(h, key) } else { None };
     drop(shard);
     drop(freed);
@@ -493,7 +501,7 @@ fn spop_count(ctx: &mut Ctx, args: &Args) {
     };
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, now) else {
+    let Some(e) = shard.get_quiet(h, key, now) else {
         drop(shard);
         return empty_set(ctx);
     };
@@ -535,6 +543,7 @@ fn spop_count(ctx: &mut Ctx, args: &Args) {
             popped.push(m.with_bytes(|b| b.to_vec()));
         }
     });
+    shard.touch(key);
     drop(shard);
     // Replayed as SREMs of what was popped, 1024 members per command, as Redis does.
     for chunk in popped.chunks(1024) {
@@ -727,11 +736,10 @@ impl<'a> Locked<'a> {
     /// key by key) and return whether each was found (for `Ctx::unhit` should the command be
     /// offloaded). None after replying WRONGTYPE when one holds another type.
     fn check(&mut self, ctx: &mut Ctx, keys: &[&[u8]]) -> Option<Vec<bool>> {
-        let now = ctx.now_ms;
         let mut found = Vec::with_capacity(keys.len());
         for (i, key) in keys.iter().enumerate() {
             let h = self.locked[i];
-            match self.g.shard(self.db, h).get(h, key, now) {
+            match ctx.read_key(self.g.shard(self.db, h), h, key) {
                 Some(e) => {
                     ctx.touch(e);
                     ctx.hit(true, key);

@@ -182,7 +182,8 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
     let mut found = false;
     let src = {
         let (h, mut shard) = ctx.lock(key);
-        match shard.get(h, key, ctx.now_ms) {
+        // Only read, even by SORT ... STORE: never a WATCH touch.
+        match ctx.read_key(&mut shard, h, key) {
             None => {
                 drop(shard);
                 ctx.hit(false, key);
@@ -383,7 +384,7 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<
     key.extend_from_slice(postfix);
     let (h, mut shard) = ctx.lock(&key);
     // A read lookup in Redis: a hit, or a miss and its keymiss event.
-    let e = shard.get(h, &key, ctx.now_ms);
+    let e = ctx.read_key(&mut shard, h, &key);
     ctx.hit(e.is_some(), &key);
     let e = e?;
     match (&e.value, field) {

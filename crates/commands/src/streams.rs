@@ -12,7 +12,7 @@ use tern_engine::types::stream::{
     AppendError, Consumer, ConsumerGroup, Nack, StreamEntry, StreamId, StreamValue, Trim,
     INVALID_ENTRIES_READ,
 };
-use tern_engine::{key_hash, Entry, Value};
+use tern_engine::{key_hash, Entry, ShardData, Value};
 
 const ST: u64 = acl::STREAM;
 
@@ -508,6 +508,34 @@ enum Found<'e> {
     Stream(&'e mut StreamValue),
 }
 
+/// Look a stream up for a command that may change only its consumer groups or its IDs
+/// (XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, XGROUP, XSETID): Redis never signals those changes,
+/// so they are no WATCH touch (declared to the WATCH checker as quiet changes).
+fn get_group_state<'s>(
+    shard: &'s mut ShardData,
+    h: u64,
+    key: &[u8],
+    now: u64,
+) -> Option<&'s mut Entry> {
+    shard.quiet_change(key);
+    shard.get_quiet(h, key, now)
+}
+
+/// XREAD's lookup (a read), or XREADGROUP's (`get_group_state`).
+fn read_stream<'s>(
+    shard: &'s mut ShardData,
+    h: u64,
+    key: &[u8],
+    now: u64,
+    group_mode: bool,
+) -> Option<&'s mut Entry> {
+    if group_mode {
+        get_group_state(shard, h, key, now)
+    } else {
+        shard.get(h, key, now)
+    }
+}
+
 fn lookup<'e>(ctx: &mut Ctx, e: Option<&'e mut Entry>) -> Found<'e> {
     match e {
         None => Found::Missing,
@@ -698,7 +726,7 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let exists = match lookup(ctx, shard.get(h, key, now)) {
+    let exists = match lookup(ctx, shard.get_quiet(h, key, now)) {
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Stream(_) => true,
         Found::Missing => false,
@@ -707,9 +735,13 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
         if p.no_mkstream {
             return ctx.out.null();
         }
-        shard.set(h, key, Value::Stream(Box::default()), false, now);
+        // Created before the append, signalled (touched for WATCH) only once it succeeds.
+        shard.set_quiet(h, key, Value::Stream(Box::default()), now);
     }
-    let Some(s) = shard.get(h, key, now).and_then(|e| as_stream(&mut e.value)) else {
+    let Some(s) = shard
+        .get_quiet(h, key, now)
+        .and_then(|e| as_stream(&mut e.value))
+    else {
         return ctx.error(ERR_WRONGTYPE);
     };
     if s.last_id == StreamId::MAX {
@@ -732,6 +764,7 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
     };
     let generated = (p.id.is_none() || !p.seq_given).then_some(id);
     propagate_add_trim(ctx, args, &p, s, generated);
+    shard.touch(key);
     drop(shard);
     reply_id(ctx, id);
     ctx.notify(notify::STREAM, "xadd", key);
@@ -750,7 +783,7 @@ fn xtrim(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, shard.get(h, key, now)) {
+    let s = match lookup(ctx, shard.get_quiet(h, key, now)) {
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Missing => return ctx.out.int(0),
         Found::Stream(s) => s,
@@ -760,6 +793,9 @@ fn xtrim(ctx: &mut Ctx, args: &Args) {
         None => 0,
     };
     propagate_add_trim(ctx, args, &p, s, None);
+    if deleted > 0 {
+        shard.touch(key);
+    }
     drop(shard);
     if deleted > 0 {
         ctx.notify(notify::STREAM, "xtrim", key);
@@ -868,7 +904,7 @@ fn xdel(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, shard.get(h, key, now)) {
+    let s = match lookup(ctx, shard.get_quiet(h, key, now)) {
         Found::Missing => return ctx.out.int(0),
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Stream(s) => s,
@@ -881,6 +917,9 @@ fn xdel(ctx: &mut Ctx, args: &Args) {
         }
     }
     let deleted = ids.into_iter().filter(|&id| s.delete(id)).count();
+    if deleted > 0 {
+        shard.touch(key);
+    }
     drop(shard);
     if deleted > 0 {
         ctx.notify(notify::STREAM, "xdel", key);
@@ -924,7 +963,7 @@ fn xsetid(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, shard.get(h, key, now)) {
+    let s = match lookup(ctx, get_group_state(&mut shard, h, key, now)) {
         Found::Missing => return ctx.error(ERR_NO_SUCH_KEY),
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Stream(s) => s,
@@ -1068,7 +1107,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         let key = keys[j];
         let id_arg = &args[streams_arg + nstreams + j];
         let shard = g.shard(db, hashes[j]);
-        let found = lookup(ctx, shard.get(hashes[j], key, now));
+        let found = lookup(ctx, read_stream(shard, hashes[j], key, now, group_mode));
         ctx.hit(!matches!(found, Found::Missing), key);
         let s = match found {
             Found::WrongType => {
@@ -1116,7 +1155,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
     for j in 0..nstreams {
         let shard = g.shard(db, hashes[j]);
         // Redis reads every stream a second time here (a second hit or miss and keymiss).
-        let e = shard.get(hashes[j], keys[j], now);
+        let e = read_stream(shard, hashes[j], keys[j], now, group_mode);
         ctx.hit(e.is_some(), keys[j]);
         let Some(s) = e.and_then(|e| as_stream(&mut e.value)) else {
             plan.push(Serve::Skip);
@@ -1185,8 +1224,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         }
         ctx.out.bulk(keys[j]);
         let shard = g.shard(db, hashes[j]);
-        let s = shard
-            .get(hashes[j], keys[j], now)
+        let s = read_stream(shard, hashes[j], keys[j], now, group_mode)
             .and_then(|e| as_stream(&mut e.value))
             .expect("stream checked");
         let limit = if count == 0 { usize::MAX } else { count };
@@ -1362,7 +1400,8 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
     let gname: &[u8] = &args[3];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let exists = match lookup(ctx, shard.get(h, key, now)) {
+    // Only MKSTREAM's creation of the stream is signalled (touched for WATCH), by `set`.
+    let exists = match lookup(ctx, get_group_state(&mut shard, h, key, now)) {
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
         Found::Missing => false,
         Found::Stream(_) => true,
@@ -1371,8 +1410,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
         if !exists {
             return ctx.error("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.");
         }
-        let has_group = shard
-            .get(h, key, now)
+        let has_group = get_group_state(&mut shard, h, key, now)
             .and_then(|e| as_stream(&mut e.value))
             .is_some_and(|s| s.groups.contains_key(gname));
         if !has_group && (setid || eq_ic(opt, "CREATECONSUMER") || eq_ic(opt, "DELCONSUMER")) {
@@ -1385,8 +1423,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
     }
     if create && (5..=8).contains(&argc) {
         let id = if &args[4] == b"$" {
-            shard
-                .get(h, key, now)
+            get_group_state(&mut shard, h, key, now)
                 .and_then(|e| as_stream(&mut e.value))
                 .map(|s| s.last_id)
                 .unwrap_or_default()
@@ -1399,8 +1436,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
         if !exists {
             shard.set(h, key, Value::Stream(Box::default()), false, now);
         }
-        let s = shard
-            .get(h, key, now)
+        let s = get_group_state(&mut shard, h, key, now)
             .and_then(|e| as_stream(&mut e.value))
             .expect("stream exists");
         if s.groups.contains_key(gname) {
@@ -1414,7 +1450,8 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
         ctx.notify(notify::STREAM, "xgroup-create", key);
         return;
     }
-    let Some(s) = shard.get(h, key, now).and_then(|e| as_stream(&mut e.value)) else {
+    let Some(s) = get_group_state(&mut shard, h, key, now).and_then(|e| as_stream(&mut e.value))
+    else {
         return subcommand_syntax_error(ctx, args);
     };
     if setid && (argc == 5 || argc == 7) {
@@ -1490,7 +1527,7 @@ fn xack(ctx: &mut Ctx, args: &Args) {
     let gname: &[u8] = &args[2];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let found = lookup(ctx, shard.get(h, key, now));
+    let found = lookup(ctx, get_group_state(&mut shard, h, key, now));
     ctx.hit(!matches!(found, Found::Missing), key);
     let g = match found {
         Found::WrongType => return ctx.error(ERR_WRONGTYPE),
@@ -1744,7 +1781,12 @@ fn xclaim(ctx: &mut Ctx, args: &Args) {
     let cname: &[u8] = &args[3];
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let s = match claim_target(ctx, shard.get(h, key, now as u64), key, gname) {
+    let s = match claim_target(
+        ctx,
+        get_group_state(&mut shard, h, key, now as u64),
+        key,
+        gname,
+    ) {
         Ok(s) => s,
         Err(e) => return ctx.error(&e),
     };
@@ -1918,7 +1960,7 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
     // counts the read (and its keymiss); the type and the group are checked after them.
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = lookup(ctx, shard.get(h, key, now as u64));
+    let found = lookup(ctx, get_group_state(&mut shard, h, key, now as u64));
     ctx.hit(!matches!(found, Found::Missing), key);
     let minidle = match parse_i64(&args[4]) {
         Some(n) => n.max(0),

@@ -334,6 +334,7 @@ fn too_long_for(limit: i64, size: i64, extra: i64) -> bool {
 
 /// Store `value` under `key` the way Redis's setKey does: an existing entry is touched and
 /// keeps its access clock (so LFU counters survive overwrites); its TTL goes unless `keep_ttl`.
+/// Always a change for WATCH, as setKey always signals the key.
 pub(crate) fn store_value(
     ctx: &mut Ctx,
     shard: &mut ShardData,
@@ -343,13 +344,15 @@ pub(crate) fn store_value(
     keep_ttl: bool,
 ) {
     let now = ctx.now_ms;
-    match shard.get(h, key, now) {
+    match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             let old = std::mem::replace(&mut e.value, value);
             let effort = old.free_effort();
             crate::background::drop_later(old, effort);
-            if !keep_ttl && e.expire_at() != 0 {
+            let drop_ttl = !keep_ttl && e.expire_at() != 0;
+            shard.touch(key);
+            if drop_ttl {
                 shard.set_expire(h, key, 0, now);
             }
         }
@@ -495,7 +498,8 @@ fn set_generic(
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let mut found = false;
-    if let Some(e) = shard.get(h, key, now) {
+    // Changes (and touches for WATCH) only in store_value, past the NX/XX and type checks.
+    if let Some(e) = shard.get_quiet(h, key, now) {
         found = true;
         if fl & opt::GET != 0 {
             ctx.touch(e);
@@ -602,7 +606,8 @@ fn getset(ctx: &mut Ctx, args: &Args) {
 fn getdel(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, ctx.now_ms) else {
+    // A change (and a WATCH touch) only in `remove`.
+    let Some(e) = shard.get_quiet(h, key, ctx.now_ms) else {
         drop(shard);
         ctx.hit(false, key);
         return ctx.out.null();
@@ -629,7 +634,9 @@ fn getex(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let Some(e) = shard.get(h, key, now) else {
+    // Changes (and WATCH touches) only in `remove` and `set_expire` below: GETEX without an
+    // option, or PERSIST of a key without a TTL, leaves the key alone.
+    let Some(e) = shard.get_quiet(h, key, now) else {
         drop(shard);
         ctx.hit(false, key);
         return ctx.out.null();
@@ -734,7 +741,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
         let any = hashes
             .iter()
             .enumerate()
-            .any(|(i, &h)| g.shard(db, h).get(h, &args[1 + 2 * i], now).is_some());
+            .any(|(i, &h)| g.shard(db, h).get_quiet(h, &args[1 + 2 * i], now).is_some());
         if any {
             drop(g);
             return ctx.out.int(0);
@@ -771,7 +778,7 @@ fn msetnx(ctx: &mut Ctx, args: &Args) {
 fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let result = match shard.get(h, key, now) {
+    let result = match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             match as_str_mut(&mut e.value) {
@@ -799,6 +806,10 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
             Ok(delta)
         }
     };
+    // Every successful increment signals the key, INCRBY 0 included.
+    if result.is_ok() {
+        shard.touch(key);
+    }
     drop(shard);
     match result {
         Ok(v) => {
@@ -837,7 +848,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let result = match shard.get(h, key, now) {
+    let result = match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             match as_str_mut(&mut e.value) {
@@ -864,6 +875,9 @@ fn incrbyfloat(ctx: &mut Ctx, args: &Args) {
             })
             .map_err(float_error),
     };
+    if result.is_ok() {
+        shard.touch(key);
+    }
     drop(shard);
     match result {
         Ok(v) => {
@@ -894,7 +908,7 @@ fn append(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let limit = max_bulk_len(ctx);
-    let result = match shard.get(h, key, now) {
+    let result = match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             match as_str_mut(&mut e.value) {
@@ -915,6 +929,10 @@ fn append(ctx: &mut Ctx, args: &Args) {
             Ok(tail.len())
         }
     };
+    // Redis signals every APPEND that succeeds, of an empty string too.
+    if result.is_ok() {
+        shard.touch(key);
+    }
     drop(shard);
     match result {
         Ok(n) => {
@@ -996,7 +1014,7 @@ fn setrange(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let too_big = too_long_for(max_bulk_len(ctx), offset, patch.len() as i64);
-    let result = match shard.get(h, key, now) {
+    let result = match shard.get_quiet(h, key, now) {
         Some(e) => {
             ctx.touch(e);
             match as_str_mut(&mut e.value) {
@@ -1020,6 +1038,11 @@ fn setrange(ctx: &mut Ctx, args: &Args) {
             Ok((n, true))
         }
     };
+    // An empty patch changes nothing (and is no WATCH touch); any other one is, even when it
+    // writes the bytes already there.
+    if let Ok((_, true)) = result {
+        shard.touch(key);
+    }
     drop(shard);
     match result {
         Ok((n, changed)) => {

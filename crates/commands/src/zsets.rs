@@ -374,14 +374,35 @@ pub static COMMANDS: &[CommandSpec] = &[
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// The sorted set at `key`: Ok(None) when missing, Err(WRONGTYPE) when another type.
+/// The sorted set at `key` for a read: Ok(None) when missing, Err(WRONGTYPE) when another
+/// type.
 fn lookup<'s>(
     ctx: &mut Ctx,
     shard: &'s mut ShardData,
     h: u64,
     key: &[u8],
 ) -> Result<Option<&'s mut ZSetValue>, &'static str> {
-    match shard.get(h, key, ctx.now_ms) {
+    let found = shard.get(h, key, ctx.now_ms);
+    zset_of(ctx, found)
+}
+
+/// `lookup` for a key a write command may change (`get_quiet`): the handler touches it for
+/// WATCH when it changes it, and only then.
+fn lookup_write<'s>(
+    ctx: &mut Ctx,
+    shard: &'s mut ShardData,
+    h: u64,
+    key: &[u8],
+) -> Result<Option<&'s mut ZSetValue>, &'static str> {
+    let found = shard.get_quiet(h, key, ctx.now_ms);
+    zset_of(ctx, found)
+}
+
+fn zset_of<'s>(
+    ctx: &mut Ctx,
+    found: Option<&'s mut tern_engine::Entry>,
+) -> Result<Option<&'s mut ZSetValue>, &'static str> {
+    match found {
         None => Ok(None),
         Some(e) => {
             ctx.touch(e);
@@ -541,7 +562,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let mut fresh: Option<ZSetValue> = None;
-    let z: &mut ZSetValue = match lookup(ctx, &mut shard, h, key) {
+    let z: &mut ZSetValue = match lookup_write(ctx, &mut shard, h, key) {
         Err(e) => {
             drop(shard);
             return ctx.error(e);
@@ -591,10 +612,14 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
             AddOutcome::Nop => {}
         }
     }
-    if let Some(v) = fresh {
-        if !v.is_empty() {
+    // Only members added or given a new score are a change (ZINCRBY 0 is none).
+    match fresh {
+        Some(v) if !v.is_empty() => {
             shard.set(h, key, Value::ZSet(v), false, now);
         }
+        Some(_) => {}
+        None if added + updated > 0 => shard.touch(key),
+        None => {}
     }
     drop(shard);
     if added + updated > 0 {
@@ -618,7 +643,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
 fn zrem(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match lookup(ctx, &mut shard, h, key) {
+    let z = match lookup_write(ctx, &mut shard, h, key) {
         Err(e) => {
             drop(shard);
             return ctx.error(e);
@@ -639,6 +664,9 @@ fn zrem(ctx: &mut Ctx, args: &Args) {
         }
     }
     let removed_key = z.is_empty();
+    if deleted > 0 {
+        shard.touch(key);
+    }
     if removed_key {
         shard.remove(h, key);
     }
@@ -1010,7 +1038,8 @@ fn zrangestore(ctx: &mut Ctx, args: &Args) {
     let db = ctx.conn.db;
     let pairs = {
         let shard = g.shard(db, hs[1]);
-        let r = lookup(ctx, shard, hs[1], src);
+        let found = ctx.read_key(shard, hs[1], src);
+        let r = zset_of(ctx, found);
         // The source is read as Redis's lookupKeyRead does (hit, or miss and keymiss).
         ctx.hit(!matches!(r, Ok(None)), src);
         match r {
@@ -1050,7 +1079,7 @@ fn zremrange_generic(ctx: &mut Ctx, args: &Args, rtype: RangeType) {
         },
     };
     let (h, mut shard) = ctx.lock(key);
-    let z = match lookup(ctx, &mut shard, h, key) {
+    let z = match lookup_write(ctx, &mut shard, h, key) {
         Err(e) => {
             drop(shard);
             return ctx.error(e);
@@ -1088,6 +1117,9 @@ fn zremrange_generic(ctx: &mut Ctx, args: &Args, rtype: RangeType) {
         None => 0,
     };
     let removed_key = z.is_empty();
+    if deleted > 0 {
+        shard.touch(key);
+    }
     if removed_key {
         shard.remove(h, key);
     }
@@ -1126,12 +1158,15 @@ fn pop_from(
     max: bool,
     count: usize,
 ) -> Result<Option<Pairs>, &'static str> {
-    let z = match lookup(ctx, shard, h, key)? {
+    let z = match lookup_write(ctx, shard, h, key)? {
         None => return Ok(None),
         Some(z) => z,
     };
     let popped = z.pop(max, count);
     let empty = z.is_empty();
+    if !popped.is_empty() {
+        shard.touch(key);
+    }
     if empty {
         shard.remove(h, key);
     }
@@ -1625,14 +1660,14 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
     }
     let (hs, mut g) = lock_keys(ctx, &keys);
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
     // Read inputs (before the options, as Redis does): hits, misses and keymiss events key by
     // key, taken back should the command move to a background thread (it reads them again).
     let mut srcs: Vec<(Src, f64)> = Vec::with_capacity(setnum);
     let mut found: Vec<bool> = Vec::with_capacity(setnum);
     for i in 0..setnum {
         let shard = g.shard(db, hs[i]);
-        let src = match shard.get(hs[i], keys[i], now) {
+        // A STORE variant only reads its sources: no WATCH touch.
+        let src = match ctx.read_key(shard, hs[i], keys[i]) {
             None => Some(Src::Missing),
             Some(e) => {
                 ctx.touch(e);

@@ -26,6 +26,17 @@ pub struct ShardData {
     snap_parity: bool,
     /// The running snapshot, until its walk has finished this shard (see `snapshot`).
     snap: Option<Arc<SnapShared>>,
+    /// WATCH checker (`watch::enable_check`): the watched keys the current lock holder looked up
+    /// with `get_quiet` or touched. Empty unless checking.
+    quiet: Vec<(Box<[u8]>, Quiet)>,
+}
+
+/// What the WATCH checker knows of a watched key while its shard is locked.
+enum Quiet {
+    /// Looked up with `get_quiet` (its fingerprint then; None: absent), not touched since.
+    Seen(Option<Vec<u8>>),
+    /// Touched, or declared a quiet change: it may change freely until the lock goes.
+    Declared,
 }
 
 /// Write `e` out to the running snapshot if it is still owed (before it changes).
@@ -70,7 +81,8 @@ impl ShardData {
     }
 
     /// The live entry for `key`, deleting it first if it has expired. Under a write command a
-    /// found key counts as touched for WATCH (the caller may change it in place).
+    /// found key counts as touched for WATCH (the caller may change it in place): the safe
+    /// default for a handler that does not decide itself (see `get_quiet`).
     /// Under a write command the entry is also written out first to a running snapshot
     /// that still owes it (a read command's `&mut` only moves the access clock).
     #[inline]
@@ -82,10 +94,89 @@ impl ShardData {
         self.lookup(hash, key, now_ms, save)
     }
 
-    /// `get` without counting as a WATCH touch: for a write command that may leave the key
-    /// unchanged and calls `touch` itself when it does change it.
+    /// `get` without counting as a WATCH touch, for a write command that touches exactly when
+    /// Redis signals the key as modified: the caller may change the entry, and then must call
+    /// `touch(key)` under this same lock (before or after the change, never after unlocking),
+    /// or `quiet_change(key)` where Redis changes it without signalling. The WATCH checker
+    /// (`watch::enable_check`) holds handlers to that.
     pub fn get_quiet(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        if self.watched.is_some() && watch::checker().is_some() {
+            let found = self.lookup(hash, key, now_ms, true).is_some();
+            self.note_quiet(hash, key);
+            return if found {
+                self.dict.get_mut(hash, key)
+            } else {
+                None
+            };
+        }
         self.lookup(hash, key, now_ms, true)
+    }
+
+    /// WATCH checker: remember how a watched key looked when `get_quiet` handed it out.
+    #[cold]
+    fn note_quiet(&mut self, hash: u64, key: &[u8]) {
+        let Some(fingerprint) = watch::checker() else {
+            return;
+        };
+        let watched = self.watched.as_ref().is_some_and(|t| t.contains_key(key));
+        if !watched || self.quiet.iter().any(|(k, _)| &**k == key) {
+            return;
+        }
+        let print = self.dict.get(hash, key).map(fingerprint);
+        self.quiet.push((key.into(), Quiet::Seen(print)));
+    }
+
+    /// A change Redis makes to `key` without signalling it (so without invalidating WATCH):
+    /// stream consumer-group state, PFDEBUG's re-encoding. Not a touch; it only tells the WATCH
+    /// checker that the change is deliberate.
+    pub fn quiet_change(&mut self, key: &[u8]) {
+        if self.watched.is_some() && watch::checker().is_some() {
+            self.declare(key);
+        }
+    }
+
+    /// WATCH checker: `key` may change until the lock goes (touched or a quiet change).
+    #[cold]
+    fn declare(&mut self, key: &[u8]) {
+        let watched = self.watched.as_ref().is_some_and(|t| t.contains_key(key));
+        match self.quiet.iter_mut().find(|(k, _)| &**k == key) {
+            Some((_, q)) => *q = Quiet::Declared,
+            None if watched => self.quiet.push((key.into(), Quiet::Declared)),
+            None => {}
+        }
+    }
+
+    /// WATCH checker, when the shard's lock is released: every watched key handed out by
+    /// `get_quiet` and neither touched nor declared a quiet change must be as it was.
+    #[inline]
+    pub(crate) fn verify_quiet(&mut self) {
+        if !self.quiet.is_empty() {
+            self.verify_quiet_slow();
+        }
+    }
+
+    #[cold]
+    fn verify_quiet_slow(&mut self) {
+        let seen = std::mem::take(&mut self.quiet);
+        let Some(fingerprint) = watch::checker() else {
+            return;
+        };
+        for (key, q) in seen {
+            let Quiet::Seen(before) = q else { continue };
+            let now = self
+                .dict
+                .get(crate::hash::key_hash(&key), &key)
+                .map(fingerprint);
+            if now != before && !std::thread::panicking() {
+                eprintln!(
+                    "WATCH checker: key {:?} of db {} changed without a touch (a lost WATCH \
+                     invalidation); aborting",
+                    String::from_utf8_lossy(&key),
+                    self.db
+                );
+                std::process::abort();
+            }
+        }
     }
 
     /// The live entry (an expired one is deleted); `save`: the caller may change it, so a
@@ -129,8 +220,9 @@ impl ShardData {
         self.dict.get(hash, key).filter(|e| !e.is_expired(now_ms))
     }
 
+    /// Whether `key` is live (an expired entry is deleted): never a WATCH touch.
     pub fn contains(&mut self, hash: u64, key: &[u8], now_ms: u64) -> bool {
-        self.get(hash, key, now_ms).is_some()
+        self.lookup(hash, key, now_ms, false).is_some()
     }
 
     /// Store `value` under `key`. An existing entry keeps its expiry only if `keep_ttl`.
@@ -161,6 +253,22 @@ impl ShardData {
         None
     }
 
+    /// Create `key`, absent (or expired), without signalling it for WATCH: Redis's dbAdd with
+    /// no signalModifiedKey after it (a BITFIELD whose every write failed still creates its
+    /// key). Declared to the WATCH checker as a quiet change.
+    pub fn set_quiet(&mut self, hash: u64, key: &[u8], value: Value, now_ms: u64) {
+        let live = self.lookup(hash, key, now_ms, true).is_some();
+        debug_assert!(!live, "set_quiet on a live key");
+        if live {
+            // Never replace a value unannounced.
+            self.set(hash, key, value, false, now_ms);
+            return;
+        }
+        self.quiet_change(key);
+        self.insert(hash, EntryBox::new_at(key, value, now_ms));
+        crate::events::record(crate::events::NEW, self.db, key);
+    }
+
     /// Every insertion: a new entry is not part of a running snapshot's cut.
     fn insert(&mut self, hash: u64, mut entry: EntryBox) {
         entry.set_snap_bit(self.snap_parity);
@@ -169,7 +277,7 @@ impl ShardData {
 
     /// Insert a whole entry (expiry included) for a key known to be absent or expired.
     pub fn insert_entry(&mut self, hash: u64, entry: EntryBox, now_ms: u64) {
-        if self.get(hash, entry.key(), now_ms).is_some() {
+        if self.lookup(hash, entry.key(), now_ms, false).is_some() {
             let k = entry.key().to_vec();
             self.remove(hash, &k);
         }
@@ -372,6 +480,7 @@ impl ShardData {
 
     #[cold]
     fn touch_slow(&mut self, key: &[u8]) {
+        self.quiet_change(key);
         let exists = self.dict.get(crate::hash::key_hash(key), key).is_some();
         let Some(list) = self.watched.as_mut().and_then(|t| t.get_mut(key)) else {
             return;
@@ -389,6 +498,7 @@ impl ShardData {
     /// contents (SWAPDB): flag the watchers of keys that exist on either side, as Redis's
     /// touchAllWatchedKeysInDb does (stale keys that stay absent or stale are no change).
     fn touch_all(&mut self, with: Option<&ShardData>) {
+        self.quiet.clear();
         let Some(table) = self.watched.as_mut() else {
             return;
         };

@@ -59,6 +59,15 @@ impl DerefMut for ShardGuard<'_> {
     }
 }
 
+/// The WATCH checker looks at what the handler did before the lock goes (see
+/// `watch::enable_check`); one branch when it is off.
+impl Drop for ShardGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.deref_mut().verify_quiet();
+    }
+}
+
 /// Which shards an atomic unit holds for its whole run.
 #[derive(Debug, Clone)]
 pub enum LockPlan {

@@ -38,3 +38,23 @@ pub fn set_writing(on: bool) {
 pub(crate) fn writing() -> bool {
     WRITING.with(|w| w.get())
 }
+
+/// What the WATCH checker compares to find a change: a fingerprint of an entry's contents and
+/// expiry that ignores its encoding and access clock (see `enable_check`).
+pub type Fingerprint = fn(&crate::entry::Entry) -> Vec<u8>;
+
+static CHECK: std::sync::OnceLock<Fingerprint> = std::sync::OnceLock::new();
+
+/// Turn on the WATCH checker (debug builds, tests): every watched key a handler looks up with
+/// `ShardData::get_quiet` is fingerprinted, and when the shard's lock is released the key must
+/// be unchanged unless the handler called `ShardData::touch` (or `ShardData::quiet_change`) for
+/// it. A change nobody declared is a lost WATCH invalidation: the process aborts, naming the
+/// key and the command's shard.
+pub fn enable_check(fingerprint: Fingerprint) {
+    let _ = CHECK.set(fingerprint);
+}
+
+#[inline]
+pub(crate) fn checker() -> Option<Fingerprint> {
+    CHECK.get().copied()
+}

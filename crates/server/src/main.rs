@@ -37,6 +37,7 @@ fn main() {
     tern_commands::log::set_logger(log::log);
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
     tern_engine::events::set_expire_hook(tern_commands::propagate::on_expired);
+    tern_commands::digest::maybe_enable_watch_check();
     let threads = match config.get_i64("threads") {
         n if n > 0 => n as usize,
         _ => std::thread::available_parallelism()

@@ -48,6 +48,11 @@ pub struct Server {
 impl Server {
     /// Start tern-server with `--port <free> --save ""` plus `extra` arguments.
     pub fn tern(extra: &[&str]) -> Server {
+        Self::tern_env(extra, &[])
+    }
+
+    /// `tern` with extra environment variables for the server process.
+    pub fn tern_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
         let port = free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern-server"));
         cmd.args([
@@ -64,6 +69,7 @@ impl Server {
             cmd.args(x.split_whitespace());
         }
         cmd.args(extra);
+        cmd.envs(env.iter().copied());
         Self::spawn(cmd, port)
     }
 
