@@ -22,10 +22,9 @@ use tern_resp::Reply;
 /// What a timed-out client receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutReply {
-    /// `*-1` (RESP2) / `_` (RESP3): BLPOP, BRPOP, BLMPOP, BZPOPMIN/MAX, BZMPOP, XREAD.
+    /// `*-1` (RESP2) / `_` (RESP3): BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN/MAX,
+    /// BZMPOP, XREAD.
     NullArray,
-    /// `$-1` / `_`: BLMOVE, BRPOPLPUSH.
-    NullBulk,
     /// An integer: WAIT's count of acknowledging replicas.
     Int(i64),
     /// WAITAOF's `[local, replicas]`, the local count as it stands at the time of the reply.
@@ -42,7 +41,6 @@ impl TimeoutReply {
     pub fn write(&self, out: &mut Reply) {
         match *self {
             TimeoutReply::NullArray => out.null_array(),
-            TimeoutReply::NullBulk => out.null(),
             TimeoutReply::Int(n) => out.int(n),
             TimeoutReply::WaitAof { woff, .. } => crate::wait::waitaof_reply(out, woff),
         }
@@ -279,10 +277,7 @@ pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
 pub fn write_outcome(conn: &Conn, out: &mut Reply, w: &Waiter, o: Outcome) {
     // A served command was counted where it ran; one that timed out or was unblocked with an
     // error is counted now, once (Redis's updateStatsOnUnblock; not for WAIT and WAITAOF).
-    let key_wait = matches!(
-        w.timeout_reply,
-        TimeoutReply::NullArray | TimeoutReply::NullBulk
-    );
+    let key_wait = matches!(w.timeout_reply, TimeoutReply::NullArray);
     match o {
         Outcome::Reply(bytes) => out.raw(&bytes),
         Outcome::Timeout => {

@@ -829,7 +829,7 @@ fn blmove_generic(
         ctx.block(BlockSpec {
             keys: vec![src.to_vec()],
             deadline_ms: deadline,
-            timeout_reply: TimeoutReply::NullBulk,
+            timeout_reply: TimeoutReply::NullArray,
             rewritten_args: None,
             unblock_on_nokey: false,
         });

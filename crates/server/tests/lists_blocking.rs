@@ -79,12 +79,15 @@ fn timeouts_with_decimals() {
             "{args:?} returned after {el:?}"
         );
     }
-    // RESP2 shapes of the timeout replies: null array vs null bulk.
+    // RESP2 shape of the timeout replies: a null array, BLMOVE and BRPOPLPUSH included (as
+    // Redis's replyToBlockedClientTimedOut for every list wait).
     let mut raw = s.raw();
     let r = common::raw_roundtrip(&mut raw, b"BLPOP nokey 0.1\r\n", 5);
     assert_eq!(r, b"*-1\r\n");
     let r = common::raw_roundtrip(&mut raw, b"BRPOPLPUSH nokey d 0.1\r\n", 5);
-    assert_eq!(r, b"$-1\r\n");
+    assert_eq!(r, b"*-1\r\n");
+    let r = common::raw_roundtrip(&mut raw, b"BLMOVE nokey d LEFT RIGHT 0.1\r\n", 5);
+    assert_eq!(r, b"*-1\r\n");
     // RESP3: `_` for both.
     let mut c3 = s.conn_resp3();
     assert_eq!(q(&mut c3, &["BLPOP", "nokey", "0.1"]), Value::Nil);

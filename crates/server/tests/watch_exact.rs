@@ -1401,12 +1401,9 @@ fn watch_invalidation_matches_redis() {
 }
 
 /// Cases whose writer replies are not the same on two servers (random picks, generated IDs,
-/// encodings and internals that differ between Redis versions). Also BLMOVE's timeout: tern
-/// replies a nil bulk string where Redis replies a nil array (a difference of its own, not
-/// WATCH's).
+/// encodings and internals that differ between Redis versions).
 fn nondeterministic(name: &str) -> bool {
     [
-        "BLMOVE timeout",
         "SPOP",
         "SMEMBERS",
         "ZRANGE",
