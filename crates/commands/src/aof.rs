@@ -592,14 +592,7 @@ fn write_base(
     let res: std::io::Result<std::io::BufWriter<File>> = if rdb {
         let aux = crate::persistence::rdb_aux(now, true);
         snapshot_into(srv, at_cut, || {
-            tern_persist::rdb::file::FileWriter::new(
-                out,
-                srv.config.get_bool("rdbcompression"),
-                srv.config.get_bool("rdbchecksum"),
-                &aux,
-                &crate::functions::library_codes(),
-                now,
-            )
+            crate::persistence::rdb_writer(srv, out, &aux, now)
         })
         .finish()
     } else {

@@ -268,14 +268,7 @@ impl<'a> Ctx<'a> {
     /// While `m` is off a miss costs one relaxed load more.
     #[inline]
     pub fn hit(&self, found: bool, key: &[u8]) {
-        if self.conn.quiet_reads {
-            return;
-        }
-        let s = &self.conn.stats;
-        if found {
-            s.keyspace_hits.add(1);
-        } else {
-            s.keyspace_misses.add(1);
+        if self.hit_quiet(found) && !found {
             tern_engine::events::keymiss(self.conn.db, key);
         }
     }
@@ -294,10 +287,11 @@ impl<'a> Ctx<'a> {
     }
 
     /// A read lookup Redis makes with LOOKUP_NONOTIFY (OBJECT, DEBUG OBJECT): counted as a hit
-    /// or miss, never a `keymiss` event.
-    pub fn hit_quiet(&self, found: bool) {
+    /// or miss, never a `keymiss` event. False when this run's reads are not counted.
+    #[inline]
+    pub fn hit_quiet(&self, found: bool) -> bool {
         if self.conn.quiet_reads {
-            return;
+            return false;
         }
         let s = &self.conn.stats;
         if found {
@@ -305,6 +299,7 @@ impl<'a> Ctx<'a> {
         } else {
             s.keyspace_misses.add(1);
         }
+        true
     }
 
     /// Record an access on an entry's LRU/LFU clock, unless the client asked for NO-TOUCH.

@@ -274,6 +274,24 @@ pub(crate) fn rdb_aux(now_ms: u64, aof_base: bool) -> Vec<(&'static str, String)
     ]
 }
 
+/// An RDB file writer with the configured compression and checksum, starting with `aux` and
+/// the function libraries (made at a snapshot's cut, so the libraries are the cut's).
+pub(crate) fn rdb_writer<W: std::io::Write + Send>(
+    srv: &Server,
+    out: W,
+    aux: &[(&str, String)],
+    now_ms: u64,
+) -> tern_persist::rdb::file::FileWriter<W> {
+    tern_persist::rdb::file::FileWriter::new(
+        out,
+        srv.config.get_bool("rdbcompression"),
+        srv.config.get_bool("rdbchecksum"),
+        aux,
+        &crate::functions::library_codes(),
+        now_ms,
+    )
+}
+
 /// Write a point-in-time RDB of the whole keyspace to a temp file, then rename it over the
 /// configured file. Runs on the calling thread. Returns the keys written.
 pub fn rdb_save(srv: &Server) -> Result<u64, String> {
@@ -301,12 +319,10 @@ fn rdb_save_abortable(srv: &Server, abort: &AtomicBool) -> Result<Option<u64>, S
     let dirty_at_cut = AtomicU64::new(0);
     let w = srv.store.snapshot_abortable(
         || {
-            let w = tern_persist::rdb::file::FileWriter::new(
+            let w = rdb_writer(
+                srv,
                 std::io::BufWriter::with_capacity(1 << 20, file),
-                srv.config.get_bool("rdbcompression"),
-                srv.config.get_bool("rdbchecksum"),
                 &aux,
-                &crate::functions::library_codes(),
                 now,
             );
             dirty_at_cut.store(srv.dirty_total(), Relaxed);

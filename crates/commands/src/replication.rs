@@ -270,12 +270,10 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
             let mut aux = crate::persistence::rdb_aux(now, false);
             aux.extend(extra);
             aux.push(("repl-offset", LOG.repl_offset().to_string()));
-            tern_persist::rdb::file::FileWriter::new(
+            crate::persistence::rdb_writer(
+                srv,
                 std::io::BufWriter::with_capacity(1 << 20, file),
-                srv.config.get_bool("rdbcompression"),
-                srv.config.get_bool("rdbchecksum"),
                 &aux,
-                &crate::functions::library_codes(),
                 now,
             )
         },

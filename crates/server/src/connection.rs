@@ -161,16 +161,8 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         if let Some(args) = paused {
             // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
             // as Redis counts it) and is dispatched again until the pause lets it through.
-            if !out.buf.is_empty() {
-                let lsn = conn.take_observed();
-                if tern_commands::aof::must_wait() {
-                    tern_commands::aof::wait_durable(lsn).await;
-                }
-                stats.net_output_bytes.add(out.buf.len() as u64);
-                if stream.write_all(&out.buf).await.is_err() {
-                    break;
-                }
-                out.buf.clear();
+            if !write_replies(&mut conn, &mut out, &mut stream, &stats).await {
+                break;
             }
             handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
             let shutdown = srv.shutdown.subscribe();
@@ -211,16 +203,8 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         }
         if let Some((spec, args)) = blocked {
             // Earlier replies of the pipeline go out before the wait, as in Redis.
-            if !out.buf.is_empty() {
-                let lsn = conn.take_observed();
-                if tern_commands::aof::must_wait() {
-                    tern_commands::aof::wait_durable(lsn).await;
-                }
-                stats.net_output_bytes.add(out.buf.len() as u64);
-                if stream.write_all(&out.buf).await.is_err() {
-                    break;
-                }
-                out.buf.clear();
+            if !write_replies(&mut conn, &mut out, &mut stream, &stats).await {
+                break;
             }
             let w = blocking::start_wait(&srv, &conn, out.resp, spec, args);
             let outcome = wait_blocked(&srv, &w, &mut stream, &mut inbuf, &mut conn).await;
@@ -242,17 +226,9 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
                 tokio::task::yield_now().await;
             }
-            // appendfsync always: nothing goes out before what these commands wrote or could
-            // have seen is on disk (one fsync covers every client waiting meanwhile).
-            let lsn = conn.take_observed();
-            if tern_commands::aof::must_wait() && tern_commands::propagate::LOG.durable() < lsn {
-                tern_commands::aof::wait_durable(lsn).await;
-            }
-            stats.net_output_bytes.add(out.buf.len() as u64);
-            if stream.write_all(&out.buf).await.is_err() {
+            if !write_replies(&mut conn, &mut out, &mut stream, &stats).await {
                 break;
             }
-            out.buf.clear();
             if out.buf.capacity() > 1 << 20 {
                 out.buf.shrink_to(64 * 1024);
             }
@@ -283,6 +259,28 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
     handle.detach_socket();
     srv.clients.unregister(handle.id);
     let _ = stream.shutdown().await;
+}
+
+/// Write the replies gathered so far (false: the client is gone). With `appendfsync always`
+/// nothing goes out before what those commands wrote or read is on disk (one fsync covers
+/// every client waiting meanwhile).
+async fn write_replies(
+    conn: &mut Conn,
+    out: &mut Reply,
+    stream: &mut TcpStream,
+    stats: &tern_commands::stats::ThreadStats,
+) -> bool {
+    if out.buf.is_empty() {
+        return true;
+    }
+    let lsn = conn.take_observed();
+    if tern_commands::aof::must_wait() && tern_commands::propagate::LOG.durable() < lsn {
+        tern_commands::aof::wait_durable(lsn).await;
+    }
+    stats.net_output_bytes.add(out.buf.len() as u64);
+    let ok = stream.write_all(&out.buf).await.is_ok();
+    out.buf.clear();
+    ok
 }
 
 /// Wait until a writer serves the blocked command, its deadline passes, CLIENT UNBLOCK ends
