@@ -24,9 +24,14 @@ AOF cannot look fast. The files of the AOF directory are listed after the table.
 
 BENCH_DIR must be a real disk: on tmpfs fsync costs nothing (the file system type is printed).
 
+Busy disk (BENCH_DISK_NOISE=1): during each run a co-tenant process on core 1 writes 1 MiB
+blocks to a file in BENCH_DIR and fdatasyncs each one, so both servers' fsyncs wait behind other
+I/O, as on a shared or network-attached disk (on this VM's idle disk an fsync takes ~0.2 ms and
+Redis's once-per-event-loop fsync costs it little).
+
 Environment: TERN_SERVER, TERN_BENCH, BENCH_SECONDS (per run, default 15), BENCH_KEYSPACE
 (default 100000), BENCH_ROUNDS (default 1; medians, servers interleaved), BENCH_DIR (default
-bench-results/), BENCH_PORT_BASE (default 35500).
+bench-results/), BENCH_PORT_BASE (default 35500), BENCH_DISK_NOISE (default off).
 """
 
 from __future__ import annotations
@@ -51,6 +56,17 @@ BENCH_DIR = os.environ.get("BENCH_DIR", str(ROOT / "bench-results"))
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35500"))
 CLIENTS, SIZE = 50, 100
 PIPELINES = [1, 20]
+DISK_NOISE = os.environ.get("BENCH_DISK_NOISE", "") not in ("", "0")
+# The co-tenant: 1 MiB written and fdatasynced in a loop (the file is reused every 256 MiB).
+NOISE_SCRIPT = (
+    "import os,sys\n"
+    "fd=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o644)\n"
+    "b=os.urandom(1<<20)\n"
+    "n=0\n"
+    "while True:\n"
+    "    os.write(fd,b); os.fdatasync(fd); n+=1\n"
+    "    if n%256==0: os.ftruncate(fd,0); os.lseek(fd,0,0)\n"
+)
 AOF_DIR = "appendonlydir"
 # Automatic rewrites are off so the AOF's growth can be checked against the SETs' bytes (a
 # rewrite in the middle of a run replaces the logged history with a smaller base).
@@ -94,8 +110,20 @@ def run_once(label: str, pipeline: int, port: int, commands: dict[str, str]) -> 
         aof_before = sum(dir_sizes(aof).values())
         argv = load_argv(port, pipeline)
         commands["load"] = shlex.join(argv)
+        noise = None
+        if DISK_NOISE:
+            noise_file = os.path.join(server.dir, "noise.bin")
+            noise = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", NOISE_SCRIPT,
+                                      noise_file])
+            commands["disk noise"] = shlex.join(["taskset", "-c", "1", "python3", "-c", "<1 MiB write+fdatasync loop>", noise_file])
         cpu0 = server.cpu_seconds()
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=SECONDS + 120)
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=SECONDS + 120)
+        finally:
+            if noise:
+                noise.kill()
+                noise.wait()
+                os.remove(noise_file)
         cpu = server.cpu_seconds() - cpu0
         files = dir_sizes(aof)
         aof_after = sum(files.values())
@@ -174,11 +202,13 @@ def main() -> None:
         f"{'Medians of %d interleaved rounds' % ROUNDS if ROUNDS > 1 else 'One round'} of {SECONDS:g} s per run; "
         f"fresh server per run, appendfsync always, AOF on {fstype} ({BENCH_DIR}). Load generator: tern-bench "
         f"`setget` (SET/GET alternating 1:1 per connection, {CLIENTS} connections, random keys of {KEYSPACE:,} "
-        "populated ones), core 1; servers on core 0. -P20 latency is per 20-command round trip.",
+        "populated ones), core 1; servers on core 0. -P20 latency is per 20-command round trip."
+        + (" Busy disk: a co-tenant writes and fdatasyncs 1 MiB blocks in BENCH_DIR during every run."
+           if DISK_NOISE else ""),
         "",
         "Commands (last run; -P1 runs use --pipeline 1):",
         "",
-        *(f"    {commands[k]}" for k in [*SERVERS, "load"]),
+        *(f"    {commands[k]}" for k in [*SERVERS, "load", *(["disk noise"] if DISK_NOISE else [])]),
         f"    {invocation()}   # this report",
     ]
     save_table("\n".join(lines), "bench-durable")
