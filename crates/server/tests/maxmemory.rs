@@ -193,8 +193,10 @@ fn volatile_policies_only_remove_keys_with_a_ttl() {
             "OK"
         );
     }
-    limit_above_now(&mut c, 100 * 1024);
-    let mut refused = false;
+    // Headroom for what the server allocates besides keys (thread caches, tables growing),
+    // which a fresh clone's first run showed can exceed 100 KB right after the limit is set.
+    let limit = limit_above_now(&mut c, 400 * 1024);
+    let mut refused = None;
     for i in 0..5000 {
         let r = c.qa(&[
             b"SET",
@@ -204,12 +206,15 @@ fn volatile_policies_only_remove_keys_with_a_ttl() {
             format!("{}", 10_000 + i).as_bytes(),
         ]);
         if r.starts_with("!OOM") {
-            refused = true;
+            refused = Some(i);
             break;
         }
         assert_eq!(r, "OK");
     }
-    assert!(!refused, "volatile keys were there to evict");
+    if let Some(i) = refused {
+        let used = info_u64(&mut c, "memory", "used_memory");
+        panic!("volatile keys were there to evict: OOM at v:{i}, used {used}, limit {limit}");
+    }
     // Every persistent key survived. Eviction samples keys and takes the nearest expiry of
     // the sample, so the survivors are mostly the later-expiring half.
     for i in 0..200 {
