@@ -155,10 +155,13 @@ pub fn set_fsync_policy(v: &str) {
     notify_durable();
 }
 
-/// True when replies must wait until what they could have observed is durable.
+/// True when replies must wait until what they could have observed is in the AOF: fsynced
+/// under `appendfsync always`; written to the file (the kernel has it, so a crash of the
+/// process loses nothing acknowledged) under `everysec` and `no`, as Redis writes the AOF
+/// before it sends the replies of an event-loop pass.
 #[inline]
 pub fn must_wait() -> bool {
-    AOF.fsync.load(Relaxed) == FSYNC_ALWAYS && LOG.active()
+    AOF.enabled.load(Relaxed) && LOG.active() && !AOF.wait_rewrite.load(Relaxed)
 }
 
 /// Durability news, per worker thread: the writer wakes each worker once (`notify_one` keeps

@@ -57,6 +57,9 @@ pub struct ClientHandle {
     pub ssub_count: AtomicUsize,
     pub qbuf: AtomicUsize,
     pub qbuf_free: AtomicUsize,
+    /// Reply bytes produced for this client and not yet written to its socket (set while a
+    /// write waits for the client to read).
+    pub reply_pending: AtomicUsize,
     pub obuf: AtomicUsize,
     pub tot_mem: AtomicUsize,
     /// Bytes queued for this client by others (pub/sub, MONITOR) and not yet written.
@@ -94,6 +97,7 @@ impl ClientHandle {
             ssub_count: AtomicUsize::new(0),
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
+            reply_pending: AtomicUsize::new(0),
             obuf: AtomicUsize::new(0),
             tot_mem: AtomicUsize::new(0),
             push_pending: AtomicUsize::new(0),
@@ -186,8 +190,11 @@ impl ClientHandle {
         };
         let qbuf = self.qbuf.load(Relaxed);
         let qbuf_free = self.qbuf_free.load(Relaxed);
-        let obl = self.obuf.load(Relaxed);
-        let omem = self.push_pending.load(Relaxed);
+        // As Redis: the first REPLY_STATIC bytes of pending replies sit in the client's
+        // static buffer (obl), the rest in its reply list (omem).
+        let pending = self.reply_pending.load(Relaxed);
+        let obl = pending.min(REPLY_STATIC);
+        let omem = pending - obl + self.push_pending.load(Relaxed);
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
@@ -210,7 +217,7 @@ impl ClientHandle {
             qbuf + qbuf_free,
             qbuf,
             obl,
-            0,
+            (pending - obl).div_ceil(REPLY_STATIC),
             omem,
             self.tot_mem.load(Relaxed).max(qbuf + qbuf_free + obl) + omem,
             cmd_name,
@@ -221,6 +228,27 @@ impl ClientHandle {
             lossy(&m.lib_ver),
         )
     }
+}
+
+/// Redis's per-client static reply buffer (PROTO_REPLY_CHUNK_BYTES): output up to this size
+/// is not counted against client-output-buffer-limit; output past it is (omem).
+pub const REPLY_STATIC: usize = 16 * 1024;
+
+/// The client-output-buffer-limit class of a client: 0 normal, 1 replica, 2 pub/sub.
+pub fn obuf_class(h: &ClientHandle) -> usize {
+    if h.has_flag(cflags::REPLICA) {
+        1
+    } else if h.has_flag(cflags::PUBSUB) {
+        2
+    } else {
+        0
+    }
+}
+
+/// (hard, soft, soft seconds) of the client's class; 0 = no such limit.
+pub fn obuf_limits(srv: &crate::server::Server, h: &ClientHandle) -> (u64, u64, u64) {
+    let l = &srv.config.hot.obuf_limits[obuf_class(h)];
+    (l[0].load(Relaxed), l[1].load(Relaxed), l[2].load(Relaxed))
 }
 
 #[derive(Default)]

@@ -709,6 +709,9 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, withvalues: bool) {
                 header(out, count);
                 for _ in 0..count {
                     emit(out, rng.gen_range(0..size) as usize);
+                    if out.overflowed() {
+                        break;
+                    }
                 }
                 return;
             }

@@ -873,6 +873,9 @@ fn keys(ctx: &mut Ctx, args: &Args) {
     ctx.out.array(found.len());
     for key in &found {
         ctx.out.bulk(key);
+        if ctx.out.overflowed() {
+            break;
+        }
     }
 }
 

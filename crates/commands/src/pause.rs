@@ -15,16 +15,16 @@ use crate::args::Args;
 use crate::clients::cflags;
 use crate::ctx::Conn;
 use crate::table::{flags, CommandSpec};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
+/// The pause's end time lives in the engine (`tern_engine::expire::paused_until`), which holds
+/// expiry by it; this adds what only the command layer needs.
 #[derive(Default)]
 pub struct Pause {
-    /// Unix ms at which the pause ends (0: none).
-    end_ms: AtomicU64,
     /// Every command is held, not only writes.
     all: AtomicBool,
-    /// Wakes the held clients (UNPAUSE, or a pause becoming less strict).
+    /// Wakes the held clients on UNPAUSE.
     changed: tokio::sync::Notify,
 }
 
@@ -32,27 +32,23 @@ impl Pause {
     /// CLIENT PAUSE: until `end_ms` (keeping a later end already set), `all` or writes only
     /// (a running ALL pause stays ALL).
     pub fn pause(&self, end_ms: u64, all: bool) {
-        let now = tern_engine::clock::now_ms();
-        let running = self.end_ms.load(Relaxed) > now;
+        let running = self.active().is_some();
         self.all
             .store(all || (running && self.all.load(Relaxed)), Relaxed);
-        self.end_ms.fetch_max(end_ms, Relaxed);
-        tern_engine::expire::set_paused_until(self.end_ms.load(Relaxed));
+        tern_engine::expire::extend_pause(end_ms);
     }
 
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
-        self.end_ms.store(0, Relaxed);
         self.all.store(false, Relaxed);
-        tern_engine::expire::set_paused_until(0);
+        tern_engine::expire::end_pause();
         self.changed.notify_waiters();
     }
 
     /// The pause in force now: None, or Some(all).
     #[inline]
     pub fn active(&self) -> Option<bool> {
-        let end = self.end_ms.load(Relaxed);
-        if end == 0 || end <= tern_engine::clock::now_ms() {
+        if tern_engine::expire::paused_until() <= tern_engine::clock::now_ms() {
             return None;
         }
         Some(self.all.load(Relaxed))
@@ -69,7 +65,7 @@ impl Pause {
         let n = self.changed.notified();
         tokio::pin!(n);
         n.as_mut().enable();
-        let end = self.end_ms.load(Relaxed);
+        let end = tern_engine::expire::paused_until();
         let now = tern_engine::clock::now_ms();
         if end <= now {
             return;

@@ -9,7 +9,7 @@
 //! between the receivers' threads) and wakes the connection only when the buffer was empty,
 //! so a burst of messages costs one wake-up; the connection takes the whole buffer at once.
 
-use crate::clients::{cflags, ClientHandle};
+use crate::clients::ClientHandle;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::future::Future;
@@ -167,10 +167,13 @@ impl Drop for PushRx {
 /// the soft limit continuously for more than its seconds. Pub/sub subscribers use the
 /// `pubsub` class, everyone else (MONITOR) the `normal` one.
 fn over_limit(srv: &Server, h: &ClientHandle, used: usize) -> bool {
-    let class = if h.has_flag(cflags::PUBSUB) { 2 } else { 0 };
-    let l = &srv.config.hot.obuf_limits[class];
-    let (hard, soft, secs) = (l[0].load(Relaxed), l[1].load(Relaxed), l[2].load(Relaxed));
-    let used = used as u64;
+    let (hard, soft, secs) = crate::clients::obuf_limits(srv, h);
+    // Replies still waiting for the client to read count too, past the static buffer.
+    let replies = h
+        .reply_pending
+        .load(Relaxed)
+        .saturating_sub(crate::clients::REPLY_STATIC);
+    let used = (used + replies) as u64;
     if hard != 0 && used >= hard {
         return true;
     }

@@ -612,6 +612,9 @@ fn srandmember_count(ctx: &mut Ctx, args: &Args) {
         let mut overflow = false;
         s.random_members(count, unique, &mut ctx.conn.rng, |m| {
             reply_member(out, m);
+            if out.overflowed() {
+                return false;
+            }
             if out.buf.len() > REPLY_LIMIT {
                 overflow = true;
                 return false;

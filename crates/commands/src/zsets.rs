@@ -416,26 +416,29 @@ fn zset_of<'s>(
 
 /// Write a list of members, with scores when asked (RESP3: `[member, score]` pairs).
 fn reply_pairs(out: &mut Reply, pairs: &[(Vec<u8>, f64)], withscores: bool) {
-    if withscores {
-        if out.is_resp3() {
-            out.array(pairs.len());
-            for (m, s) in pairs {
-                out.array(2);
-                out.bulk(m);
-                reply_double(out, *s);
-            }
-        } else {
-            out.array(pairs.len() * 2);
-            for (m, s) in pairs {
-                out.bulk(m);
-                reply_double(out, *s);
-            }
-        }
+    reply_pairs_header(out, pairs.len(), withscores);
+    for (m, s) in pairs {
+        reply_pair(out, m, *s, withscores);
+    }
+}
+
+/// The array header for `n` members, with or without their scores.
+fn reply_pairs_header(out: &mut Reply, n: usize, withscores: bool) {
+    out.array(if withscores && !out.is_resp3() {
+        n * 2
     } else {
-        out.array(pairs.len());
-        for (m, _) in pairs {
-            out.bulk(m);
-        }
+        n
+    });
+}
+
+/// One member (and its score: a pair in RESP3, two elements in RESP2).
+fn reply_pair(out: &mut Reply, m: &[u8], s: f64, withscores: bool) {
+    if withscores && out.is_resp3() {
+        out.array(2);
+    }
+    out.bulk(m);
+    if withscores {
+        reply_double(out, s);
     }
 }
 
@@ -1464,14 +1467,22 @@ fn zrandmember_count(ctx: &mut Ctx, args: &Args, l: i64, withscores: bool) {
         drop(shard);
         return ctx.out.array(0);
     }
-    let pairs: Vec<(Vec<u8>, f64)> = if !uniq || count == 1 {
-        let mut v = Vec::with_capacity(count.min(1 << 20));
+    if !uniq || count == 1 {
+        // Repeats allowed: streamed straight into the reply (the count may be huge; the
+        // client's output limit stops it).
+        let out = &mut *ctx.out;
+        reply_pairs_header(out, count, withscores);
         for _ in 0..count {
             let i = ctx.conn.rng.gen_range(0..size);
-            v.push(z.element_at(i).expect("index in range"));
+            let (m, s) = z.element_at(i).expect("index in range");
+            reply_pair(out, &m, s, withscores);
+            if out.overflowed() {
+                break;
+            }
         }
-        v
-    } else if count >= size {
+        return;
+    }
+    let pairs: Vec<(Vec<u8>, f64)> = if count >= size {
         // Redis walks the set from its highest member down here.
         z.range(size - 1, size, true)
     } else {

@@ -20,11 +20,23 @@ pub fn loading() -> bool {
 }
 
 /// CLIENT PAUSE: until this unix ms, keys are not expired (a read sees an expired key as
-/// absent but leaves it), as Redis's PAUSE_ACTION_EXPIRE. 0: no pause.
+/// absent but leaves it), as Redis's PAUSE_ACTION_EXPIRE. 0: no pause. The one record of the
+/// pause's end (the command layer's `pause` reads it too).
 static PAUSED_UNTIL: AtomicU64 = AtomicU64::new(0);
 
-pub fn set_paused_until(ms: u64) {
-    PAUSED_UNTIL.store(ms, Ordering::Relaxed);
+/// Pause until `ms` at least (a later end already set is kept).
+pub fn extend_pause(ms: u64) {
+    PAUSED_UNTIL.fetch_max(ms, Ordering::Relaxed);
+}
+
+/// End the pause now.
+pub fn end_pause() {
+    PAUSED_UNTIL.store(0, Ordering::Relaxed);
+}
+
+/// The unix ms the pause ends at (0 or past: none).
+pub fn paused_until() -> u64 {
+    PAUSED_UNTIL.load(Ordering::Relaxed)
 }
 
 /// True while a pause holds expiry. Read only on the cold path (an expired key).

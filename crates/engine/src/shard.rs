@@ -277,7 +277,9 @@ impl ShardData {
 
     /// Insert a whole entry (expiry included) for a key known to be absent or expired.
     pub fn insert_entry(&mut self, hash: u64, entry: EntryBox, now_ms: u64) {
-        if self.lookup(hash, entry.key(), now_ms, false).is_some() {
+        // The caller replaces the key: `save` (not a read), so an expired entry goes even
+        // while a pause holds expiry, never leaving the key twice in the table.
+        if self.lookup(hash, entry.key(), now_ms, true).is_some() {
             let k = entry.key().to_vec();
             self.remove(hash, &k);
         }

@@ -122,20 +122,18 @@ impl SnapShared {
             sink.records(p.db, &p.bytes, p.keys);
         }
         let tables = std::mem::take(&mut *self.detached.lock());
-        for (db, parity, mut table) in tables {
+        for (db, parity, table) in tables {
+            // Out of the keyspace: only read, then freed here (off the clients' threads).
             let mut keys = 0;
-            table.for_each_mut(|e| {
-                if e.snap_bit() != parity {
-                    if self.encoder.encode(buf, e) {
-                        keys += 1;
-                    }
-                    e.set_snap_bit(parity);
+            for e in table.iter().filter(|e| e.snap_bit() != parity) {
+                if self.encoder.encode(buf, e) {
+                    keys += 1;
                 }
                 if buf.len() >= STEP_BYTES {
                     sink.records(db, buf, std::mem::take(&mut keys));
                     buf.clear();
                 }
-            });
+            }
             if !buf.is_empty() {
                 sink.records(db, buf, keys);
                 buf.clear();
@@ -191,7 +189,7 @@ impl Store {
         let _one = snap.running.lock();
         let all: Vec<usize> = (0..self.shard_count()).collect();
         let (mut sink, shared) = {
-            let mut guards = self.lock_raw_all_or_none(&all);
+            let mut guards = self.lock_all_or_none(&all);
             let mut sink = make_at_cut();
             let shared = Arc::new(SnapShared {
                 encoder: sink.encoder(),

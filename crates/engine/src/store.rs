@@ -322,7 +322,7 @@ impl Store {
         let guards = if in_unit || idx.len() <= 1 {
             idx.into_iter().map(|i| (i, self.guard(i))).collect()
         } else {
-            self.lock_raw_all_or_none(&idx)
+            self.lock_all_or_none(&idx)
                 .into_iter()
                 .map(|(i, g)| (i, ShardGuard(GuardKind::Owned(g))))
                 .collect()
@@ -334,7 +334,7 @@ impl Store {
     }
 
     /// Lock shards by global index, all or none: never waits while holding one.
-    pub(crate) fn lock_raw_all_or_none(
+    pub(crate) fn lock_all_or_none(
         &self,
         idx: &[usize],
     ) -> Vec<(usize, MutexGuard<'_, ShardData>)> {
@@ -412,7 +412,7 @@ impl Store {
         let guards = if idx.is_empty() {
             Vec::new()
         } else {
-            self.lock_raw_all_or_none(&idx)
+            self.lock_all_or_none(&idx)
                 .into_iter()
                 .map(|(_, g)| g)
                 .collect()

@@ -10,6 +10,10 @@ pub struct Reply {
     pub errors: u32,
     /// Codes (`ERR`, `WRONGTYPE`, ...) of those errors, for INFO errorstats.
     pub error_codes: Vec<String>,
+    /// Bytes `buf` may hold (a client's output-buffer hard limit); past it the reply is
+    /// dropped and `overflowed` set, so the connection closes instead of writing it.
+    limit: usize,
+    overflowed: bool,
 }
 
 impl Default for Reply {
@@ -20,12 +24,51 @@ impl Default for Reply {
 
 impl Reply {
     pub fn new() -> Self {
+        Self::with_buffer(Vec::with_capacity(16 * 1024))
+    }
+
+    /// A RESP2 reply writing into `buf`.
+    pub fn with_buffer(buf: Vec<u8>) -> Self {
         Reply {
-            buf: Vec::with_capacity(16 * 1024),
+            buf,
             resp: 2,
             errors: 0,
             error_codes: Vec::new(),
+            limit: usize::MAX,
+            overflowed: false,
         }
+    }
+
+    /// Cap what the buffer may hold (`usize::MAX`: no cap).
+    pub fn set_limit(&mut self, bytes: usize) {
+        self.limit = bytes;
+    }
+
+    /// The buffer went past its limit: what it held was dropped, and the client must be
+    /// closed without being sent anything more. Loops that produce replies without bound
+    /// (HRANDFIELD with a huge negative count, KEYS...) stop when they see it.
+    #[inline]
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// Forget an overflow (the buffer is reused for another client or command set).
+    pub fn clear_overflow(&mut self) {
+        self.overflowed = false;
+    }
+
+    #[inline]
+    fn check_limit(&mut self) {
+        if self.buf.len() > self.limit {
+            self.overflow();
+        }
+    }
+
+    #[cold]
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        // Free the memory now: nothing of it will be written.
+        self.buf = Vec::new();
     }
 
     pub fn is_resp3(&self) -> bool {
@@ -34,6 +77,7 @@ impl Reply {
 
     #[inline]
     fn header(&mut self, prefix: u8, n: i64) {
+        self.check_limit();
         self.buf.push(prefix);
         self.buf
             .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
@@ -81,6 +125,7 @@ impl Reply {
         self.header(b'$', s.len() as i64);
         self.buf.extend_from_slice(s);
         self.buf.extend_from_slice(b"\r\n");
+        self.check_limit();
     }
 
     pub fn bulk_int(&mut self, n: i64) {
@@ -174,6 +219,7 @@ impl Reply {
     /// Raw protocol bytes, already encoded.
     pub fn raw(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
+        self.check_limit();
     }
 }
 
@@ -187,6 +233,23 @@ fn is_error_code(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limit_drops_the_reply_and_flags_it() {
+        let mut r = Reply::new();
+        r.set_limit(100);
+        r.array(3);
+        r.bulk(&[b'x'; 60]);
+        assert!(!r.overflowed());
+        r.bulk(&[b'y'; 60]);
+        assert!(r.overflowed());
+        assert!(r.buf.is_empty());
+        // Further output stays bounded by the limit.
+        for _ in 0..1000 {
+            r.bulk(b"z");
+        }
+        assert!(r.buf.len() <= 100 + 16);
+    }
 
     #[test]
     fn resp2_and_resp3_shapes() {

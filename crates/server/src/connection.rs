@@ -59,17 +59,15 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                                 tokio::task::yield_now().await;
                             }
                             let n = rx.drain_into(&mut out.buf);
-                            // A keyspace event or invalidation reveals a write.
-                            if n > 0 && tern_commands::aof::must_wait() {
-                                tern_commands::aof::wait_durable(
-                                    tern_commands::propagate::LOG.appended(),
-                                )
-                                .await;
+                            if n > 0 {
+                                // A keyspace event or invalidation reveals a write.
+                                conn.observe_all();
                             }
-                            stats.net_output_bytes.add(n as u64);
-                            let ok = stream.write_all(&out.buf).await.is_ok();
-                            out.buf.clear();
-                            rx.written(n);
+                            let ok = write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await;
+                            // Counted against the output limit until written.
+                            if let Some(rx) = conn.push_rx.as_mut() {
+                                rx.written(n);
+                            }
                             if !ok || handle.is_killed() {
                                 break 'conn;
                             }
@@ -89,6 +87,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         }
         resume = false;
         conn.start_batch();
+        out.set_limit(reply_cap(&srv, &handle));
         handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
             max_bulk_len: srv.config.hot.proto_max_bulk_len.load(Relaxed),
@@ -132,7 +131,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                     if conn.pending_sync.is_some() {
                         break;
                     }
-                    if conn.close_after_reply || handle.is_killed() {
+                    if conn.close_after_reply || handle.is_killed() || out.overflowed() {
                         fatal = true;
                         break;
                     }
@@ -161,7 +160,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         if let Some(args) = paused {
             // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
             // as Redis counts it) and is dispatched again until the pause lets it through.
-            if !write_replies(&mut conn, &mut out, &mut stream, &stats).await {
+            if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
                 break;
             }
             handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
@@ -203,7 +202,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         }
         if let Some((spec, args)) = blocked {
             // Earlier replies of the pipeline go out before the wait, as in Redis.
-            if !write_replies(&mut conn, &mut out, &mut stream, &stats).await {
+            if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
                 break;
             }
             let w = blocking::start_wait(&srv, &conn, out.resp, spec, args);
@@ -217,6 +216,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             conn.start_batch();
             resume = true;
         }
+        if out.overflowed() {
+            close_over_limit(&srv, &handle);
+            break;
+        }
         if !out.buf.is_empty() {
             // While other connections of this worker have been served since it was last idle,
             // the reply waits until the connections already readable are served too, as
@@ -226,7 +229,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
                 tokio::task::yield_now().await;
             }
-            if !write_replies(&mut conn, &mut out, &mut stream, &stats).await {
+            if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
                 break;
             }
             if out.buf.capacity() > 1 << 20 {
@@ -265,11 +268,16 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
 /// nothing goes out before what those commands wrote or read is on disk (one fsync covers
 /// every client waiting meanwhile).
 async fn write_replies(
+    srv: &Server,
     conn: &mut Conn,
     out: &mut Reply,
     stream: &mut TcpStream,
     stats: &tern_commands::stats::ThreadStats,
 ) -> bool {
+    if out.overflowed() {
+        close_over_limit(srv, &conn.handle);
+        return false;
+    }
     if out.buf.is_empty() {
         return true;
     }
@@ -278,9 +286,80 @@ async fn write_replies(
         tern_commands::aof::wait_durable(lsn).await;
     }
     stats.net_output_bytes.add(out.buf.len() as u64);
-    let ok = stream.write_all(&out.buf).await.is_ok();
+    // Usually the socket takes it all at once; a client that does not read gets the slow path.
+    let ok = match stream.write(&out.buf).await {
+        Ok(n) if n == out.buf.len() => true,
+        Ok(n) if n > 0 => write_rest(srv, &conn.handle, &out.buf, n, stream).await,
+        _ => false,
+    };
     out.buf.clear();
     ok
+}
+
+/// The rest of a reply the client is slow to read: the bytes waiting show in CLIENT LIST
+/// (obl/omem), and the client is closed once they stay over its class's soft limit for longer
+/// than the limit's seconds, as Redis's checkClientOutputBufferLimits.
+async fn write_rest(
+    srv: &Server,
+    handle: &ClientHandle,
+    buf: &[u8],
+    mut off: usize,
+    stream: &mut TcpStream,
+) -> bool {
+    let mut soft_since: Option<tokio::time::Instant> = None;
+    let ok = loop {
+        let pending = buf.len() - off;
+        if pending == 0 {
+            break true;
+        }
+        handle.reply_pending.store(pending, Relaxed);
+        let (_, soft, secs) = tern_commands::clients::obuf_limits(srv, handle);
+        let over_soft =
+            soft != 0 && pending.saturating_sub(tern_commands::clients::REPLY_STATIC) as u64 > soft;
+        let deadline = if over_soft {
+            let since = *soft_since.get_or_insert_with(tokio::time::Instant::now);
+            // Redis counts whole seconds and checks from its cron: never earlier than that.
+            Some(since + std::time::Duration::from_millis(secs * 1000 + 500))
+        } else {
+            soft_since = None;
+            None
+        };
+        tokio::select! {
+            r = stream.write(&buf[off..]) => match r {
+                Ok(n) if n > 0 => off += n,
+                _ => break false,
+            },
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                close_over_limit(srv, handle);
+                break false;
+            }
+        }
+    };
+    handle.reply_pending.store(0, Relaxed);
+    ok
+}
+
+/// Redis's hard (or soft) output-buffer limit: the client goes without what was not written.
+fn close_over_limit(srv: &Server, handle: &ClientHandle) {
+    srv.pubsub.obuf_limit_disconnections.fetch_add(1, Relaxed);
+    crate::warning!(
+        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        handle.info_line("NULL", tern_engine::clock::now_ms())
+    );
+}
+
+/// What a batch's replies may hold for this client: its class's hard limit plus the static
+/// buffer Redis does not count (no cap when the limit is 0).
+fn reply_cap(srv: &Server, handle: &ClientHandle) -> usize {
+    match tern_commands::clients::obuf_limits(srv, handle).0 {
+        0 => usize::MAX,
+        hard => hard as usize + tern_commands::clients::REPLY_STATIC,
+    }
 }
 
 /// Wait until a writer serves the blocked command, its deadline passes, CLIENT UNBLOCK ends

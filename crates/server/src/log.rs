@@ -57,6 +57,19 @@ pub fn log(level: u8, msg: &str) {
     }
 }
 
+/// Text written as it is, without the line prefix (Redis's logo).
+pub fn raw(text: &str) {
+    let mut sink = SINK.lock();
+    match sink.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(text.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+}
+
 /// `22 Nov 2026 02:22:34.123` in UTC.
 fn format_time(ms: u64) -> String {
     let secs = (ms / 1000) as i64;

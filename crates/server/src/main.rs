@@ -44,14 +44,9 @@ fn main() {
             .map(|n| n.get())
             .unwrap_or(1),
     };
+    let has_config_file = config.file.read().is_some();
     let srv = Arc::new(Server::new(config, threads));
-    notice!(
-        "tern {} (Redis {} compatible) starting, pid={}, threads={}",
-        env!("CARGO_PKG_VERSION"),
-        tern_commands::REDIS_VERSION,
-        std::process::id(),
-        threads
-    );
+    log_startup(&srv, has_config_file, threads);
     if let Err(e) = tern_commands::acl::load_at_startup(&srv) {
         warning!("{e}");
         std::process::exit(1);
@@ -153,6 +148,35 @@ fn main() {
     }
     notice!("tern is now ready to exit, bye bye...");
     std::process::exit(code);
+}
+
+/// The start-up lines Redis logs (operators' tooling and Redis's own test suite wait for them:
+/// the banner's `PID:` line, then `Server initialized`).
+fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
+    let pid = std::process::id();
+    warning!("oO0OoO0OoO0Oo tern is starting oO0OoO0OoO0Oo");
+    warning!(
+        "Redis version={}, bits=64, commit=00000000, modified=0, pid={pid}, just started",
+        tern_commands::REDIS_VERSION
+    );
+    if has_config_file {
+        warning!("Configuration loaded");
+    } else {
+        warning!("Warning: no config file specified, using the default config. In order to specify a config file use tern-server /path/to/tern.conf");
+    }
+    let port = srv.config.get_i64("port");
+    let logfile = srv.config.get("logfile").unwrap_or_default();
+    let tty = logfile.is_empty() && unsafe { libc::isatty(1) } == 1;
+    if srv.config.get_bool("always-show-logo") || tty {
+        log::raw(&format!(
+            "\n    tern {} (Redis {} compatible), 64 bit\n    Running in standalone mode with {threads} threads\n    Port: {port}\n    PID: {pid}\n\n",
+            env!("CARGO_PKG_VERSION"),
+            tern_commands::REDIS_VERSION,
+        ));
+    } else {
+        notice!("Running mode=standalone, port={port}.");
+    }
+    warning!("Server initialized");
 }
 
 fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {

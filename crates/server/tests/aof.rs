@@ -529,18 +529,16 @@ fn kill9_under_load_loses_no_acknowledged_write() {
 }
 
 #[test]
-fn kill9_with_everysec_or_no_loses_at_most_the_last_seconds() {
+fn kill9_with_everysec_or_no_loses_no_acknowledged_write() {
+    // A killed process (unlike a power loss) loses nothing acknowledged under any policy: the
+    // log reaches the file before the replies that reveal it go out; only the fsync waits.
+    // Several short rounds: the loss this guards against showed in about 2 runs of 5.
     for policy in ["everysec", "no"] {
-        let dir = fresh_dir(&format!("crash-{policy}"));
-        // everysec: about the last 2 seconds may go (the writes before are checked); `no`:
-        // the OS decides, so only the prefix property is checked.
-        let (run, window) = if policy == "everysec" {
-            (Duration::from_millis(3500), Duration::from_secs(2))
-        } else {
-            (Duration::from_millis(1500), Duration::from_secs(3600))
-        };
-        let (acked, killed) = kill9_under_load(&dir, policy, run);
-        check_after_crash(&dir, &acked, killed, window);
+        for round in 0..4 {
+            let dir = fresh_dir(&format!("crash-{policy}-{round}"));
+            let (acked, killed) = kill9_under_load(&dir, policy, Duration::from_millis(700));
+            check_after_crash(&dir, &acked, killed, Duration::ZERO);
+        }
     }
 }
 

@@ -1012,12 +1012,7 @@ impl Vm {
             id: NEXT_VM_ID.fetch_add(1, Relaxed),
             runs: 0,
             mem: None,
-            scratch: Reply {
-                buf: Vec::new(),
-                resp: 2,
-                errors: 0,
-                error_codes: Vec::new(),
-            },
+            scratch: Reply::with_buffer(Vec::new()),
             last_probe: None,
         };
         vm.lua.gc_collect()?;

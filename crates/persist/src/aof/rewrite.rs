@@ -78,15 +78,6 @@ impl<W: Write + Send> CommandWriter<W> {
         self.buf.clear();
     }
 
-    /// The commands for one key.
-    pub fn key(&mut self, key: &[u8], value: &Value, expire_at: u64) {
-        key_commands(&mut self.buf, key, value, expire_at);
-        self.keys += 1;
-        if self.buf.len() >= 64 * 1024 {
-            self.flush();
-        }
-    }
-
     /// Write what is buffered and return the output.
     pub fn finish(mut self) -> std::io::Result<W> {
         self.flush();

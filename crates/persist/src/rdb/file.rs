@@ -111,15 +111,6 @@ impl<W: Write + Send> FileWriter<W> {
         self.w.buf.clear();
     }
 
-    /// One key: expiry opcode if it has one, the value, and the key.
-    pub fn key(&mut self, key: &[u8], value: &Value, expire_at: u64) {
-        KeyRecords::write(&mut self.w, key, value, expire_at);
-        self.keys += 1;
-        if self.w.buf.len() >= 64 * 1024 {
-            self.flush();
-        }
-    }
-
     /// Switch to database `db` (SELECTDB; RESIZEDB with its size at the cut, once).
     fn select(&mut self, db: usize) {
         if self.cur_db == Some(db) {

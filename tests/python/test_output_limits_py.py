@@ -1,0 +1,185 @@
+"""client-output-buffer-limit for normal clients, as Redis applies it: replies are counted as
+they are produced; a client that crosses the hard limit is closed without getting anything of
+that batch (even in the middle of one command's reply); a client over the soft limit for longer
+than its seconds is closed; CLIENT LIST shows what waits for a slow reader (omem).
+
+Every test runs against tern and against Debian's redis-server (the `server` fixture), so the
+expectations are Redis's own.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from conftest import encode
+
+
+@pytest.fixture(params=["tern", "redis"])
+def server(request, tern_factory, redis_factory):
+    return (tern_factory if request.param == "tern" else redis_factory)()
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def client_line(c, name: str) -> str | None:
+    for line in c.execute_command("CLIENT", "LIST").splitlines():
+        if f" name={name} " in line:
+            return line
+    return None
+
+
+def field(line: str, name: str) -> int:
+    for part in line.split():
+        if part.startswith(name + "="):
+            return int(part.split("=", 1)[1])
+    raise AssertionError(f"no {name} in {line}")
+
+
+def read_all(sock: socket.socket, timeout: float = 2.0) -> bytes:
+    """Everything the server sends until it closes the connection (or goes quiet)."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                return data
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        return data
+
+
+def named_socket(port: int, name: str) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(encode("CLIENT", "SETNAME", name))
+    assert s.recv(64) == b"+OK\r\n"
+    return s
+
+
+def test_big_reply_over_hard_limit_closes_without_reply(server):
+    c = server.client()
+    c.config_set("client-output-buffer-limit", "normal 100000 0 0")
+    c.rpush("big", *(["x" * 1000] * 150))
+    s = named_socket(server.port, "biglist")
+    s.sendall(encode("LRANGE", "big", "0", "-1"))
+    assert read_all(s) == b"", "nothing of the reply is sent"
+    assert client_line(c, "biglist") is None
+    # INFO field of Redis 7.2 (Debian's 7.0 lacks it).
+    stats = c.info("stats")
+    if "client_output_buffer_limit_disconnections" in stats or server.kind == "tern":
+        assert int(stats["client_output_buffer_limit_disconnections"]) == 1
+    # Under the limit the same reply is delivered whole.
+    c.config_set("client-output-buffer-limit", "normal 1mb 0 0")
+    assert len(c.lrange("big", 0, -1)) == 150
+
+
+def test_pipeline_over_hard_limit_gets_nothing(server):
+    c = server.client()
+    c.config_set("client-output-buffer-limit", "normal 100000 0 0")
+    c.set("bigkey", "x" * 10000)
+    s = named_socket(server.port, "pipe")
+    s.sendall(b"".join(encode("SET", str(i), str(i)) + encode("GET", "bigkey") for i in range(15)))
+    assert read_all(s) == b""
+    assert client_line(c, "pipe") is None
+    # The commands before the limit was crossed ran.
+    assert c.get("0") == "0"
+
+
+def test_transaction_runs_completely_even_when_its_reply_is_dropped(server):
+    c = server.client()
+    c.config_set("client-output-buffer-limit", "normal 100000 0 0")
+    c.rpush("big", *(["x" * 1000] * 150))
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(
+        encode("MULTI")
+        + encode("SET", "k2", "v2")
+        + encode("LRANGE", "big", "0", "-1")
+        + encode("SET", "k3", "v3")
+        + encode("EXEC")
+    )
+    data = read_all(s)
+    assert b"*" not in data.split(b"+QUEUED")[-1], "EXEC's reply is never sent"
+    assert c.get("k2") == "v2" and c.get("k3") == "v3"
+
+
+@pytest.mark.parametrize(
+    "setup,cmd",
+    [
+        (("HSET", "h", "a", "b"), ("HRANDFIELD", "h", "-9223372036854775807")),
+        (("ZADD", "z", "1", "a"), ("ZRANDMEMBER", "z", "-100000000")),
+        (("SADD", "s", "a"), ("SRANDMEMBER", "s", "-2000000000")),
+    ],
+)
+def test_huge_random_count_stops_at_the_limit(server, setup, cmd):
+    c = server.client()
+    c.config_set("client-output-buffer-limit", "normal 64mb 0 0")
+    c.execute_command(*setup)
+    before = rss_bytes(server.proc.pid)
+    s = socket.create_connection(("127.0.0.1", server.port))
+    t0 = time.monotonic()
+    s.sendall(encode(*cmd))
+    read_all(s, timeout=20)
+    took = time.monotonic() - t0
+    assert took < 15, f"{cmd[0]} ran {took:.1f}s"
+    assert c.ping()
+    grew = rss_bytes(server.proc.pid) - before
+    assert grew < 200 << 20, f"server grew by {grew >> 20} MB"
+
+
+def test_keys_stops_at_the_limit(server):
+    c = server.client()
+    c.config_set("client-output-buffer-limit", "normal 100000 0 0")
+    c.mset({f"long-key-name-prefix-{'-' * 80}{i}": "v" for i in range(2000)})
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(encode("KEYS", "*"))
+    assert read_all(s) == b""
+    assert c.dbsize() == 2000
+
+
+def test_slow_reader_shows_omem_and_soft_limit_closes_it(server):
+    c = server.client()
+    c.config_set("client-output-buffer-limit", "normal 0 1mb 2")
+    c.set("v", "x" * 100_000)
+    s = named_socket(server.port, "slow")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    # 8 MB of replies the client never reads: most stays in the server's output buffer.
+    s.sendall(b"".join(encode("GET", "v") for _ in range(80)))
+    deadline = time.monotonic() + 5
+    omem = 0
+    while time.monotonic() < deadline:
+        line = client_line(c, "slow")
+        assert line is not None, "closed before the soft limit's seconds"
+        omem = field(line, "omem")
+        if omem > 1 << 20:
+            break
+        time.sleep(0.05)
+    assert omem > 1 << 20, f"omem={omem}"
+    started = time.monotonic()
+    while client_line(c, "slow") is not None:
+        assert time.monotonic() - started < 8, "soft limit never closed the client"
+        time.sleep(0.1)
+    assert time.monotonic() - started >= 0.9
+    s.close()
+
+
+def test_no_limit_delivers_everything(server):
+    c = server.client()
+    c.rpush("big", *(["x" * 1000] * 3000))
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(encode("LRANGE", "big", "0", "-1"))
+    data = b""
+    s.settimeout(10)
+    while data.count(b"\r\n") < 1 + 2 * 3000:
+        chunk = s.recv(1 << 16)
+        assert chunk
+        data += chunk
+    assert data.startswith(b"*3000\r\n")
