@@ -31,7 +31,9 @@ Redis's once-per-event-loop fsync costs it little).
 
 Environment: TERN_SERVER, TERN_BENCH, BENCH_SECONDS (per run, default 15), BENCH_KEYSPACE
 (default 100000), BENCH_ROUNDS (default 1; medians, servers interleaved), BENCH_DIR (default
-bench-results/), BENCH_PORT_BASE (default 35500), BENCH_DISK_NOISE (default off).
+bench-results/), BENCH_PORT_BASE (default 35500), BENCH_DISK_NOISE (default off), BENCH_FSYNC
+(the appendfsync policy of both servers, default always; everysec or no measure what writing
+the log before the replies costs).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ NOISE_SCRIPT = (
 AOF_DIR = "appendonlydir"
 # Automatic rewrites are off so the AOF's growth can be checked against the SETs' bytes (a
 # rewrite in the middle of a run replaces the logged history with a smaller base).
-DURABLE = ["--save", "", "--appendonly", "yes", "--appendfsync", "always", "--appenddirname", AOF_DIR,
+FSYNC = os.environ.get("BENCH_FSYNC", "always")
+DURABLE = ["--save", "", "--appendonly", "yes", "--appendfsync", FSYNC, "--appenddirname", AOF_DIR,
            "--auto-aof-rewrite-percentage", "0", "--enable-debug-command", "local"]
 SERVERS = {  # label -> argv (before --dir/--port)
     "redis-server": ["redis-server", *DURABLE],
@@ -200,7 +203,7 @@ def main() -> None:
     lines += [
         "",
         f"{'Medians of %d interleaved rounds' % ROUNDS if ROUNDS > 1 else 'One round'} of {SECONDS:g} s per run; "
-        f"fresh server per run, appendfsync always, AOF on {fstype} ({BENCH_DIR}). Load generator: tern-bench "
+        f"fresh server per run, appendfsync {FSYNC}, AOF on {fstype} ({BENCH_DIR}). Load generator: tern-bench "
         f"`setget` (SET/GET alternating 1:1 per connection, {CLIENTS} connections, random keys of {KEYSPACE:,} "
         "populated ones), core 1; servers on core 0. -P20 latency is per 20-command round trip."
         + (" Busy disk: a co-tenant writes and fdatasyncs 1 MiB blocks in BENCH_DIR during every run."

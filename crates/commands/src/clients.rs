@@ -61,6 +61,8 @@ pub struct ClientHandle {
     /// write waits for the client to read).
     pub reply_pending: AtomicUsize,
     pub obuf: AtomicUsize,
+    /// The reply buffer's size and peak use (CLIENT LIST rbs/rbp).
+    pub reply_buffer: crate::reply_buffer::ClientReplyBuffer,
     pub tot_mem: AtomicUsize,
     /// Bytes queued for this client by others (pub/sub, MONITOR) and not yet written.
     pub push_pending: AtomicUsize,
@@ -99,6 +101,7 @@ impl ClientHandle {
             qbuf_free: AtomicUsize::new(0),
             reply_pending: AtomicUsize::new(0),
             obuf: AtomicUsize::new(0),
+            reply_buffer: Default::default(),
             tot_mem: AtomicUsize::new(0),
             push_pending: AtomicUsize::new(0),
             obuf_soft_since: AtomicU64::new(0),
@@ -190,11 +193,13 @@ impl ClientHandle {
         };
         let qbuf = self.qbuf.load(Relaxed);
         let qbuf_free = self.qbuf_free.load(Relaxed);
-        // As Redis: the first REPLY_STATIC bytes of pending replies sit in the client's
-        // static buffer (obl), the rest in its reply list (omem).
+        // As Redis: pending replies fill the client's reply buffer (obl), the rest goes to
+        // its reply list (omem, counted in whole 16 KiB nodes).
         let pending = self.reply_pending.load(Relaxed);
-        let obl = pending.min(REPLY_STATIC);
-        let omem = pending - obl + self.push_pending.load(Relaxed);
+        let rbs = self.reply_buffer.size.load(Relaxed);
+        let obl = pending.min(rbs);
+        let list = counted_reply_bytes(pending, rbs);
+        let omem = list + self.push_pending.load(Relaxed);
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
@@ -214,12 +219,14 @@ impl ClientHandle {
             qbuf_free,
             0,
             0,
-            qbuf + qbuf_free,
-            qbuf,
+            self.reply_buffer.size.load(Relaxed),
+            self.reply_buffer.peak.load(Relaxed),
             obl,
-            (pending - obl).div_ceil(REPLY_STATIC),
+            list / REPLY_NODE,
             omem,
-            self.tot_mem.load(Relaxed).max(qbuf + qbuf_free + obl) + omem,
+            self.tot_mem.load(Relaxed).max(qbuf + qbuf_free)
+                + self.reply_buffer.size.load(Relaxed)
+                + omem,
             cmd_name,
             m.user,
             self.tracking_redir.load(Relaxed),
@@ -230,9 +237,31 @@ impl ClientHandle {
     }
 }
 
-/// Redis's per-client static reply buffer (PROTO_REPLY_CHUNK_BYTES): output up to this size
-/// is not counted against client-output-buffer-limit; output past it is (omem).
+/// Redis's reply chunk (PROTO_REPLY_CHUNK_BYTES): the largest reply buffer, and the size of
+/// the reply-list nodes output past the buffer goes to.
 pub const REPLY_STATIC: usize = 16 * 1024;
+
+/// A node of Redis's reply list as it counts it: a 16 KiB chunk plus its 16-byte header is
+/// allocated in jemalloc's 20 KiB size class, and the usable rest counts whole.
+const REPLY_NODE: usize = 20 * 1024 - 16;
+
+/// Reply bytes counted against client-output-buffer-limit, as Redis counts them: what does
+/// not fit the client's reply buffer (`rbs`), in whole reply-list nodes.
+pub fn counted_reply_bytes(pending: usize, rbs: usize) -> usize {
+    pending.saturating_sub(rbs).div_ceil(REPLY_NODE) * REPLY_NODE
+}
+
+/// The most reply bytes a client may have pending before its hard limit is reached (Redis
+/// closes a client once the counted bytes reach the limit); usize::MAX without a limit.
+pub fn reply_cap(srv: &crate::server::Server, h: &ClientHandle) -> usize {
+    match obuf_limits(srv, h).0 {
+        0 => usize::MAX,
+        hard => {
+            let nodes = (hard as usize).div_ceil(REPLY_NODE) - 1;
+            h.reply_buffer.size.load(Relaxed) + nodes * REPLY_NODE
+        }
+    }
+}
 
 /// The client-output-buffer-limit class of a client: 0 normal, 1 replica, 2 pub/sub.
 pub fn obuf_class(h: &ClientHandle) -> usize {
@@ -258,6 +287,8 @@ pub struct ClientRegistry {
     /// Connections accepted since start (INFO stats total_connections_received).
     pub total_connections: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// How reply buffers are resized (DEBUG REPLYBUFFER) and how often they were.
+    pub reply_buffers: crate::reply_buffer::ReplyBufferPolicy,
 }
 
 impl ClientRegistry {

@@ -367,16 +367,26 @@ fn protocol(ctx: &mut Ctx, kind: &[u8]) {
 }
 
 fn replybuffer(ctx: &mut Ctx, args: &Args) {
-    // tern's reply buffers are per batch and shrink on their own; the knobs are accepted and
-    // validated so tests that turn them can run.
+    let policy = &ctx.srv.clients.reply_buffers;
     if eq_ic(&args[2], "peak-reset-time") {
-        if eq_ic(&args[3], "never") || eq_ic(&args[3], "reset") || parse_i64(&args[3]).is_some() {
-            ctx.out.ok();
+        if eq_ic(&args[3], "never") {
+            policy.peak_reset_ms.store(-1, Relaxed);
+        } else if eq_ic(&args[3], "reset") {
+            policy.reset_peak_time();
+        } else if let Some(ms) = parse_i64(&args[3]) {
+            policy.peak_reset_ms.store(ms, Relaxed);
         } else {
-            ctx.error(ERR_NOT_INT);
+            return ctx.error(ERR_NOT_INT);
         }
-    } else if eq_ic(&args[2], "resizing") {
         ctx.out.ok();
+    } else if eq_ic(&args[2], "resizing") {
+        match parse_i64(&args[3]) {
+            Some(v) => {
+                policy.resizing.store(v != 0, Relaxed);
+                ctx.out.ok();
+            }
+            None => ctx.error(ERR_NOT_INT),
+        }
     } else {
         ctx.error("ERR Unknown subcommand or wrong number of arguments for 'replybuffer'");
     }

@@ -623,6 +623,8 @@ fn rates(cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
 fn stats_section(srv: &Server, out: &mut String) {
     let st = &srv.stats;
     let cmds = st.sum(|t| t.commands_processed.get());
+    let rb_shrinks = srv.clients.reply_buffers.shrinks.load(Relaxed);
+    let rb_expands = srv.clients.reply_buffers.expands.load(Relaxed);
     let sync_full = crate::replication::SYNC_FULL.load(Relaxed);
     let input = st.sum(|t| t.net_input_bytes.get());
     let output = st.sum(|t| t.net_output_bytes.get());
@@ -679,8 +681,8 @@ fn stats_section(srv: &Server, out: &mut String) {
          total_writes_processed:{cmds}\r\n\
          io_threaded_reads_processed:0\r\n\
          io_threaded_writes_processed:0\r\n\
-         reply_buffer_shrinks:0\r\n\
-         reply_buffer_expands:0\r\n\
+         reply_buffer_shrinks:{rb_shrinks}\r\n\
+         reply_buffer_expands:{rb_expands}\r\n\
          eventloop_cycles:0\r\n\
          eventloop_duration_sum:0\r\n\
          eventloop_duration_cmd_sum:{}\r\n\

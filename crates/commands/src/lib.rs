@@ -20,6 +20,7 @@ pub mod propagate;
 pub mod push;
 pub mod registry;
 pub mod replication;
+pub mod reply_buffer;
 pub mod server;
 pub mod stats;
 pub mod table;

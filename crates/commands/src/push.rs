@@ -169,10 +169,10 @@ impl Drop for PushRx {
 fn over_limit(srv: &Server, h: &ClientHandle, used: usize) -> bool {
     let (hard, soft, secs) = crate::clients::obuf_limits(srv, h);
     // Replies still waiting for the client to read count too, past the static buffer.
-    let replies = h
-        .reply_pending
-        .load(Relaxed)
-        .saturating_sub(crate::clients::REPLY_STATIC);
+    let replies = crate::clients::counted_reply_bytes(
+        h.reply_pending.load(Relaxed),
+        h.reply_buffer.size.load(Relaxed),
+    );
     let used = (used + replies) as u64;
     if hard != 0 && used >= hard {
         return true;
@@ -190,4 +190,23 @@ fn over_limit(srv: &Server, h: &ClientHandle, used: usize) -> bool {
         h.obuf_soft_since.store(0, Relaxed);
     }
     false
+}
+
+/// The cron's check (Redis checks output limits from its cron too): a client whose queued
+/// output stays over the soft limit is closed even when nothing more is sent to it.
+pub fn enforce_limits(srv: &Server) {
+    for h in srv.clients.all() {
+        let queued = h.push_pending.load(Relaxed);
+        if queued == 0 || h.is_killed() {
+            continue;
+        }
+        if over_limit(srv, &h, queued) {
+            srv.pubsub.obuf_limit_disconnections.fetch_add(1, Relaxed);
+            crate::log::warning(&format!(
+                "Client {} closed for overcoming of output buffer limits.",
+                h.info_line("NULL", tern_engine::clock::now_ms())
+            ));
+            h.kill();
+        }
+    }
 }

@@ -87,7 +87,7 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         }
         resume = false;
         conn.start_batch();
-        out.set_limit(reply_cap(&srv, &handle));
+        out.set_limit(tern_commands::clients::reply_cap(&srv, &handle));
         handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
             max_bulk_len: srv.config.hot.proto_max_bulk_len.load(Relaxed),
@@ -232,8 +232,10 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
                 break;
             }
-            if out.buf.capacity() > 1 << 20 {
-                out.buf.shrink_to(64 * 1024);
+            // Keep the buffer near the size its recent use earned (see `reply_buffer`).
+            let cap = tern_commands::reply_buffer::capacity_for(&handle);
+            if out.buf.capacity() > 2 * cap {
+                out.buf.shrink_to(cap);
             }
         }
         if fatal {
@@ -286,6 +288,7 @@ async fn write_replies(
         tern_commands::aof::wait_durable(lsn).await;
     }
     stats.net_output_bytes.add(out.buf.len() as u64);
+    conn.handle.reply_buffer.used(out.buf.len());
     // Usually the socket takes it all at once; a client that does not read gets the slow path.
     let ok = match stream.write(&out.buf).await {
         Ok(n) if n == out.buf.len() => true,
@@ -314,8 +317,11 @@ async fn write_rest(
         }
         handle.reply_pending.store(pending, Relaxed);
         let (_, soft, secs) = tern_commands::clients::obuf_limits(srv, handle);
-        let over_soft =
-            soft != 0 && pending.saturating_sub(tern_commands::clients::REPLY_STATIC) as u64 > soft;
+        let counted = tern_commands::clients::counted_reply_bytes(
+            pending,
+            handle.reply_buffer.size.load(Relaxed),
+        );
+        let over_soft = soft != 0 && counted as u64 >= soft;
         let deadline = if over_soft {
             let since = *soft_since.get_or_insert_with(tokio::time::Instant::now);
             // Redis counts whole seconds and checks from its cron: never earlier than that.
@@ -351,15 +357,6 @@ fn close_over_limit(srv: &Server, handle: &ClientHandle) {
         "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
         handle.info_line("NULL", tern_engine::clock::now_ms())
     );
-}
-
-/// What a batch's replies may hold for this client: its class's hard limit plus the static
-/// buffer Redis does not count (no cap when the limit is 0).
-fn reply_cap(srv: &Server, handle: &ClientHandle) -> usize {
-    match tern_commands::clients::obuf_limits(srv, handle).0 {
-        0 => usize::MAX,
-        hard => hard as usize + tern_commands::clients::REPLY_STATIC,
-    }
 }
 
 /// Wait until a writer serves the blocked command, its deadline passes, CLIENT UNBLOCK ends
