@@ -19,7 +19,9 @@ from conftest import encode
 
 @pytest.fixture(params=["tern", "redis"])
 def server(request, tern_factory, redis_factory):
-    return (tern_factory if request.param == "tern" else redis_factory)()
+    return (tern_factory if request.param == "tern" else redis_factory)(
+        "--enable-debug-command", "yes"
+    )
 
 
 def rss_bytes(pid: int) -> int:
@@ -183,3 +185,84 @@ def test_no_limit_delivers_everything(server):
         assert chunk
         data += chunk
     assert data.startswith(b"*3000\r\n")
+
+
+# ---- client eviction (maxmemory-clients) and reply buffer sizing --------------------------------
+
+
+def big_partial_request(port: int, name: str, size: int) -> socket.socket:
+    """A client holding `size` bytes in its query buffer: a bulk argument not yet complete."""
+    s = named_socket(port, name)
+    s.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
+    return s
+
+
+def wait_gone(c, name: str, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client_line(c, name) is None:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_maxmemory_clients_evicts_the_biggest_client(server):
+    c = server.client()
+    c.execute_command("CLIENT", "NO-EVICT", "on")
+    c.config_set("maxmemory-clients", "3mb")
+    small = big_partial_request(server.port, "small", 100_000)
+    big = big_partial_request(server.port, "big", 2_000_000)
+    # Both fit: nobody is evicted.
+    time.sleep(0.3)
+    assert client_line(c, "small") is not None and client_line(c, "big") is not None
+    assert field(client_line(c, "big"), "tot-mem") >= 2_000_000
+    # Lowering the limit evicts the biggest client at once, and only it.
+    c.config_set("maxmemory-clients", "1mb")
+    assert wait_gone(c, "big")
+    assert client_line(c, "small") is not None
+    assert int(c.info("stats")["evicted_clients"]) == 1
+    small.close()
+    big.close()
+
+
+def test_client_growing_past_maxmemory_clients_is_evicted(server):
+    c = server.client()
+    c.execute_command("CLIENT", "NO-EVICT", "on")
+    c.config_set("maxmemory", "10mb")
+    c.config_set("maxmemory-clients", "10%")  # 1 MB
+    assert c.config_get("maxmemory-clients")["maxmemory-clients"] == "10%"
+    s = big_partial_request(server.port, "grower", 1_500_000)
+    assert wait_gone(c, "grower")
+    # A no-evict client is never evicted, whatever it holds.
+    s2 = named_socket(server.port, "kept")
+    s2.sendall(encode("CLIENT", "NO-EVICT", "on"))
+    assert s2.recv(64) == b"+OK\r\n"
+    s2.sendall(b"*2\r\n$1500000\r\n" + b"v" * 1_500_000)
+    time.sleep(0.5)
+    line = client_line(c, "kept")
+    assert line is not None and field(line, "tot-mem") > 1 << 20
+    s.close()
+    s2.close()
+
+
+def test_idle_reply_buffer_shrinks_and_busy_one_grows(server):
+    c = server.client()
+    c.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100")
+    t = server.client()
+    t.client_setname("rb")
+    deadline = time.monotonic() + 3
+    while field(client_line(c, "rb"), "rbs") >= 2048:
+        assert time.monotonic() < deadline, client_line(c, "rb")
+        time.sleep(0.05)
+    assert field(client_line(c, "rb"), "rbs") >= 1024
+    c.set("bigval", "x" * 32768)
+    c.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never")
+    deadline = time.monotonic() + 5
+    while True:
+        t.get("bigval")
+        if field(client_line(c, "rb"), "rbs") >= 16384:
+            break
+        assert time.monotonic() < deadline, client_line(c, "rb")
+        time.sleep(0.05)
+    stats = c.info("stats")
+    assert int(stats["reply_buffer_shrinks"]) >= 1 and int(stats["reply_buffer_expands"]) >= 1

@@ -460,6 +460,9 @@ fn no_evict(ctx: &mut Ctx, args: &Args) {
     ctx.conn.no_evict = on;
     ctx.conn.handle.set_flag(cflags::NO_EVICT, on);
     ctx.out.ok();
+    if !on {
+        crate::client_eviction::check(ctx.srv, &ctx.conn.handle);
+    }
 }
 
 fn no_touch(ctx: &mut Ctx, args: &Args) {

@@ -63,7 +63,10 @@ pub struct ClientHandle {
     pub obuf: AtomicUsize,
     /// The reply buffer's size and peak use (CLIENT LIST rbs/rbp).
     pub reply_buffer: crate::reply_buffer::ClientReplyBuffer,
+    /// The memory last counted for this client in the eviction total (see client_eviction).
     pub tot_mem: AtomicUsize,
+    /// Bytes the connection's own state holds: MULTI queue, watched keys, tracking prefixes.
+    pub state_mem: AtomicUsize,
     /// Bytes queued for this client by others (pub/sub, MONITOR) and not yet written.
     pub push_pending: AtomicUsize,
     /// When (unix seconds) queued output went over the soft limit; 0 = it is under.
@@ -103,6 +106,7 @@ impl ClientHandle {
             obuf: AtomicUsize::new(0),
             reply_buffer: Default::default(),
             tot_mem: AtomicUsize::new(0),
+            state_mem: AtomicUsize::new(0),
             push_pending: AtomicUsize::new(0),
             obuf_soft_since: AtomicU64::new(0),
             meta: Mutex::new(ClientMeta {
@@ -224,9 +228,7 @@ impl ClientHandle {
             obl,
             list / REPLY_NODE,
             omem,
-            self.tot_mem.load(Relaxed).max(qbuf + qbuf_free)
-                + self.reply_buffer.size.load(Relaxed)
-                + omem,
+            crate::client_eviction::client_memory(self),
             cmd_name,
             m.user,
             self.tracking_redir.load(Relaxed),
@@ -289,6 +291,12 @@ pub struct ClientRegistry {
     pub rejected_connections: AtomicU64,
     /// How reply buffers are resized (DEBUG REPLYBUFFER) and how often they were.
     pub reply_buffers: crate::reply_buffer::ReplyBufferPolicy,
+    /// maxmemory-clients in bytes (0: no client eviction).
+    pub eviction_limit: AtomicUsize,
+    /// Memory of the normal and pub/sub clients, while eviction is on.
+    pub clients_mem: AtomicUsize,
+    pub evicted_clients: AtomicU64,
+    pub eviction_lock: Mutex<()>,
 }
 
 impl ClientRegistry {
@@ -302,7 +310,9 @@ impl ClientRegistry {
     }
 
     pub fn unregister(&self, id: u64) {
-        self.clients.lock().remove(&id);
+        if let Some(h) = self.clients.lock().remove(&id) {
+            crate::client_eviction::forget(self, &h);
+        }
     }
 
     pub fn count(&self) -> usize {
@@ -313,8 +323,13 @@ impl ClientRegistry {
         self.clients.lock().get(&id).cloned()
     }
 
-    /// Snapshot of all clients in id order.
+    /// Snapshot of all clients in id order (a client being closed is already gone).
     pub fn all(&self) -> Vec<Arc<ClientHandle>> {
-        self.clients.lock().values().cloned().collect()
+        self.clients
+            .lock()
+            .values()
+            .filter(|c| !c.is_killed())
+            .cloned()
+            .collect()
     }
 }

@@ -161,6 +161,30 @@ impl Conn {
         self.mark = std::time::Instant::now();
     }
 
+    /// Record what this connection's state holds (MULTI queue, watched keys, tracking
+    /// prefixes) for client eviction, and evict if the clients are over the limit.
+    pub fn account_memory(&self, srv: &Server) {
+        if srv
+            .clients
+            .eviction_limit
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 0
+        {
+            return;
+        }
+        let mut mem = self.multi.as_ref().map_or(0, |m| m.memory()) + self.watch.memory();
+        if self.handle.has_flag(crate::clients::cflags::TRACKING_BCAST) {
+            if let Some(t) = srv.tracking.get(self.handle.id) {
+                // Redis's estimate: per prefix, a rax node and its child pointers.
+                mem += t.prefixes.len() * 32 * 4;
+            }
+        }
+        self.handle
+            .state_mem
+            .store(mem, std::sync::atomic::Ordering::Relaxed);
+        crate::client_eviction::check(srv, &self.handle);
+    }
+
     /// The batch's replies reveal anything logged so far (`appendfsync always` only).
     #[inline]
     pub fn observe_all(&mut self) {

@@ -392,7 +392,8 @@ pub fn memory_figures(srv: &Server) -> MemoryFigures {
             .clients
             .all()
             .iter()
-            .map(|c| c.tot_mem.load(Relaxed) as u64)
+            .filter(|c| !c.has_flag(crate::clients::cflags::REPLICA))
+            .map(|c| crate::client_eviction::client_memory(c) as u64)
             .sum(),
     }
 }
@@ -623,6 +624,7 @@ fn rates(cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
 fn stats_section(srv: &Server, out: &mut String) {
     let st = &srv.stats;
     let cmds = st.sum(|t| t.commands_processed.get());
+    let evicted_clients = srv.clients.evicted_clients.load(Relaxed);
     let rb_shrinks = srv.clients.reply_buffers.shrinks.load(Relaxed);
     let rb_expands = srv.clients.reply_buffers.expands.load(Relaxed);
     let sync_full = crate::replication::SYNC_FULL.load(Relaxed);
@@ -653,7 +655,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          expired_time_cap_reached_count:{}\r\n\
          expire_cycle_cpu_milliseconds:0\r\n\
          evicted_keys:{}\r\n\
-         evicted_clients:0\r\n\
+         evicted_clients:{evicted_clients}\r\n\
          total_eviction_exceeded_time:0\r\n\
          current_eviction_exceeded_time:0\r\n\
          keyspace_hits:{}\r\n\

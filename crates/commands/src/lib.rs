@@ -5,6 +5,7 @@ pub mod aof;
 pub mod args;
 pub mod background;
 pub mod blocking;
+pub mod client_eviction;
 pub mod clients;
 pub mod config;
 pub mod ctx;

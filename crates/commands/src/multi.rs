@@ -122,6 +122,13 @@ pub struct MultiState {
 const KEEP_BYTES: usize = 64 * 1024;
 
 impl MultiState {
+    /// Memory the queue holds (client eviction counts it).
+    pub fn memory(&self) -> usize {
+        self.buf.capacity()
+            + self.ranges.capacity() * std::mem::size_of::<(usize, usize)>()
+            + self.cmds.capacity() * std::mem::size_of::<Queued>()
+    }
+
     pub fn len(&self) -> usize {
         self.cmds.len()
     }
@@ -168,6 +175,14 @@ impl MultiState {
 pub struct WatchState {
     keys: Vec<(usize, Box<[u8]>)>,
     flag: WatchFlag,
+}
+
+impl WatchState {
+    /// Per-client overhead of the watched keys, as Redis counts it (a list node and a
+    /// watchedKey each; the key names are shared).
+    pub fn memory(&self) -> usize {
+        self.keys.len() * 56
+    }
 }
 
 /// Commands that run at once even inside MULTI (Redis's processCommand exceptions).

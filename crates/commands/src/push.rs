@@ -94,6 +94,7 @@ impl PushTx {
             h.kill();
             return false;
         }
+        crate::client_eviction::check(srv, h);
         true
     }
 

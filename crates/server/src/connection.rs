@@ -14,6 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const READ_CHUNK: usize = 16 * 1024;
+/// An argument this big is read whole as soon as it arrives (Redis's PROTO_MBULK_BIG_ARG).
+const BIG_ARG: usize = 32 * 1024;
 
 thread_local! {
     /// Replies this worker has written since it last went idle (see `on_worker_park`).
@@ -76,10 +78,24 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                     }
                 }
             };
-            let n = match n {
+            let mut n = match n {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            // A big argument on its way: take all the socket holds now (Redis reads a big
+            // argument whole), so its memory shows at once and it completes sooner. Small
+            // requests never pay the extra read.
+            while parser.pending_bulk_need(inbuf.len()) >= BIG_ARG {
+                let need = parser.pending_bulk_need(inbuf.len());
+                let want = need.min(inbuf.len().max(READ_CHUNK));
+                if inbuf.capacity() - inbuf.len() < want {
+                    inbuf.reserve(want);
+                }
+                match stream.try_read_buf(&mut inbuf) {
+                    Ok(m) if m > 0 => n += m,
+                    _ => break,
+                }
+            }
             if handle.is_killed() {
                 break;
             }
@@ -146,9 +162,22 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
         }
         inbuf.advance(pos);
         handle.qbuf.store(inbuf.len(), Relaxed);
-        handle
-            .qbuf_free
-            .store(inbuf.capacity() - inbuf.len(), Relaxed);
+        // Mid-request, only the room the pending argument will fill counts (Redis sizes a
+        // big argument's buffer exactly); between requests, the whole spare capacity.
+        let free = inbuf.capacity() - inbuf.len();
+        handle.qbuf_free.store(
+            if parser.in_progress() {
+                free.min(parser.pending_bulk_need(inbuf.len()))
+            } else {
+                free
+            },
+            Relaxed,
+        );
+        // maxmemory-clients: this client's input and state may have grown.
+        conn.account_memory(&srv);
+        if handle.is_killed() {
+            break;
+        }
         if !fatal && inbuf.len() as u64 > srv.config.hot.client_query_buffer_limit.load(Relaxed) {
             crate::warning!(
                 "Closing client that reached max query buffer length: id={} addr={}",
@@ -316,6 +345,10 @@ async fn write_rest(
             break true;
         }
         handle.reply_pending.store(pending, Relaxed);
+        tern_commands::client_eviction::check(srv, handle);
+        if handle.is_killed() {
+            break false;
+        }
         let (_, soft, secs) = tern_commands::clients::obuf_limits(srv, handle);
         let counted = tern_commands::clients::counted_reply_bytes(
             pending,

@@ -62,6 +62,8 @@ fn main() {
     // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
     tern_commands::aof::set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
+    register_client_eviction_hooks(&srv);
+    tern_commands::client_eviction::apply_limit(&srv);
     let rdb = tern_commands::persistence::rdb_path(&srv);
     if srv.config.get_bool("appendonly") {
         // With the AOF on, the AOF alone is the dataset (as in Redis): load it, then open it
@@ -479,6 +481,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_commands::tracking::cron(&srv);
                 tern_commands::reply_buffer::cron(&srv.clients, &srv.clients.reply_buffers);
                 tern_commands::push::enforce_limits(&srv);
+                tern_commands::client_eviction::apply_limit(&srv);
                 // Over maxmemory: go on evicting between commands (a quarter of the period).
                 tern_commands::evict::cron(&srv, period / 4);
                 tern_commands::persistence::cron(&srv);
@@ -491,6 +494,21 @@ fn spawn_cron(srv: Arc<Server>) {
             }
         })
         .expect("spawn cron thread");
+}
+
+/// CONFIG SET maxmemory-clients (or maxmemory, of which it may be a percentage) evicts at once.
+fn register_client_eviction_hooks(srv: &Arc<Server>) {
+    for name in ["maxmemory-clients", "maxmemory"] {
+        let s = Arc::downgrade(srv);
+        srv.config.set_apply_hook(
+            name,
+            Box::new(move |_| {
+                let srv = s.upgrade().ok_or("shutting down")?;
+                tern_commands::client_eviction::apply_limit(&srv);
+                Ok(())
+            }),
+        );
+    }
 }
 
 /// CONFIG SET appendonly / appendfsync act at once.

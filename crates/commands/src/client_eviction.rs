@@ -1,0 +1,150 @@
+//! Client eviction (`maxmemory-clients`), as Redis 7 does it: every normal and pub/sub
+//! client's memory (query buffer, reply buffer and list, queued push output, MULTI queue,
+//! watched keys, subscriptions, tracking prefixes) is kept in a running total; once the
+//! total reaches the limit, the largest clients not marked `CLIENT NO-EVICT` are closed until
+//! it is under again. The limit is bytes, or a percentage of `maxmemory`.
+//!
+//! Each client's figure is refreshed by its own connection (after reading input, after a
+//! batch, while a slow reader holds output), by senders of push output, and by the cron; the
+//! total is only walked when it is over the limit.
+
+use crate::clients::{cflags, ClientHandle, ClientRegistry};
+use crate::server::Server;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Per-entry cost of a subscription in Redis's per-client dicts (entry plus bucket pointer).
+const DICT_ENTRY: usize = 24;
+/// The client structure itself (Redis's sizeof(client), rounded to its allocation).
+pub const CLIENT_STRUCT: usize = 2048;
+
+/// Memory a client holds outside what its connection reports as state (see `ClientHandle`).
+pub fn client_memory(h: &ClientHandle) -> usize {
+    let rbs = h.reply_buffer.size.load(Relaxed);
+    let subs = h.sub_count.load(Relaxed) + h.psub_count.load(Relaxed) + h.ssub_count.load(Relaxed);
+    let dict = |n: usize| {
+        if n == 0 {
+            0
+        } else {
+            n * DICT_ENTRY + n.next_power_of_two() * 8
+        }
+    };
+    h.qbuf.load(Relaxed)
+        + h.qbuf_free.load(Relaxed)
+        + rbs
+        + crate::clients::counted_reply_bytes(h.reply_pending.load(Relaxed), rbs)
+        + h.push_pending.load(Relaxed)
+        + h.state_mem.load(Relaxed)
+        + dict(subs)
+        + CLIENT_STRUCT
+}
+
+/// The eviction limit in bytes (0: off): `maxmemory-clients` in bytes, or `N%` of
+/// `maxmemory`.
+pub fn limit_from_config(srv: &Server) -> usize {
+    let v = srv.config.get("maxmemory-clients").unwrap_or_default();
+    match v.strip_suffix('%') {
+        Some(pct) => {
+            let pct: u128 = pct.parse().unwrap_or(0);
+            let maxmemory = srv.config.hot.maxmemory.load(Relaxed) as u128;
+            (maxmemory * pct / 100) as usize
+        }
+        None => v.parse().unwrap_or(0),
+    }
+}
+
+/// Replicas and the master link are never evicted nor counted.
+fn counted(h: &ClientHandle) -> bool {
+    !h.has_flag(cflags::REPLICA | cflags::MASTER)
+}
+
+/// Record `h`'s current memory in the running total (only while eviction is on).
+#[inline]
+pub fn refresh(reg: &ClientRegistry, h: &ClientHandle) {
+    if reg.eviction_limit.load(Relaxed) == 0 {
+        return;
+    }
+    let now = if counted(h) && !h.is_killed() {
+        client_memory(h)
+    } else {
+        0
+    };
+    let before = h.tot_mem.swap(now, Relaxed);
+    if now >= before {
+        reg.clients_mem.fetch_add(now - before, Relaxed);
+    } else {
+        reg.clients_mem.fetch_sub(before - now, Relaxed);
+    }
+}
+
+/// A client leaves: its memory leaves the total.
+pub fn forget(reg: &ClientRegistry, h: &ClientHandle) {
+    let before = h.tot_mem.swap(0, Relaxed);
+    reg.clients_mem
+        .fetch_sub(before.min(reg.clients_mem.load(Relaxed)), Relaxed);
+}
+
+/// Refresh `h` and evict clients if the total is over the limit.
+#[inline]
+pub fn check(srv: &Server, h: &ClientHandle) {
+    let reg = &srv.clients;
+    let limit = reg.eviction_limit.load(Relaxed);
+    if limit == 0 {
+        return;
+    }
+    refresh(reg, h);
+    if reg.clients_mem.load(Relaxed) >= limit {
+        evict(srv);
+    }
+}
+
+/// Close the largest evictable clients until the total is under the limit.
+pub fn evict(srv: &Server) {
+    let reg = &srv.clients;
+    let limit = reg.eviction_limit.load(Relaxed);
+    if limit == 0 || reg.clients_mem.load(Relaxed) < limit {
+        return;
+    }
+    let _one = reg.eviction_lock.lock();
+    let all = reg.all();
+    for h in &all {
+        refresh(reg, h);
+    }
+    let mut candidates: Vec<_> = all
+        .into_iter()
+        .filter(|h| counted(h) && !h.has_flag(cflags::NO_EVICT))
+        .collect();
+    candidates.sort_by_key(|h| std::cmp::Reverse(h.tot_mem.load(Relaxed)));
+    let now_ms = tern_engine::clock::now_ms();
+    for h in candidates {
+        if reg.clients_mem.load(Relaxed) < limit {
+            return;
+        }
+        crate::log::notice(&format!("Evicting client: {}", h.info_line("NULL", now_ms)));
+        forget(reg, &h);
+        h.kill();
+        reg.evicted_clients.fetch_add(1, Relaxed);
+    }
+    if reg.clients_mem.load(Relaxed) >= limit {
+        crate::log::warning("Over client maxmemory after evicting all evictable clients");
+    }
+}
+
+/// `maxmemory-clients` or `maxmemory` changed (or the cron's periodic look): take the new
+/// limit, count every client if eviction just came on, and evict at once if over.
+pub fn apply_limit(srv: &Server) {
+    let reg = &srv.clients;
+    let limit = limit_from_config(srv);
+    let was = reg.eviction_limit.swap(limit, Relaxed);
+    if limit == 0 {
+        if was != 0 {
+            for h in reg.all() {
+                forget(reg, &h);
+            }
+        }
+        return;
+    }
+    for h in reg.all() {
+        refresh(reg, &h);
+    }
+    evict(srv);
+}
