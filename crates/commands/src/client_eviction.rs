@@ -30,6 +30,7 @@ pub fn client_memory(h: &ClientHandle) -> usize {
     };
     h.qbuf.load(Relaxed)
         + h.qbuf_free.load(Relaxed)
+        + h.argv_mem.load(Relaxed)
         + rbs
         + crate::clients::counted_reply_bytes(h.reply_pending.load(Relaxed), rbs)
         + h.push_pending.load(Relaxed)
@@ -57,12 +58,9 @@ fn counted(h: &ClientHandle) -> bool {
     !h.has_flag(cflags::REPLICA | cflags::MASTER)
 }
 
-/// Record `h`'s current memory in the running total (only while eviction is on).
+/// Record `h`'s current memory in the running total.
 #[inline]
 pub fn refresh(reg: &ClientRegistry, h: &ClientHandle) {
-    if reg.eviction_limit.load(Relaxed) == 0 {
-        return;
-    }
     let now = if counted(h) && !h.is_killed() {
         client_memory(h)
     } else {
@@ -105,11 +103,10 @@ pub fn evict(srv: &Server) {
         return;
     }
     let _one = reg.eviction_lock.lock();
-    let all = reg.all();
-    for h in &all {
-        refresh(reg, h);
-    }
-    let mut candidates: Vec<_> = all
+    // The figures recorded after each client's last batch (or by the cron): a client in the
+    // middle of a command (the CONFIG SET that lowered the limit) counts as it was before it.
+    let mut candidates: Vec<_> = reg
+        .all()
         .into_iter()
         .filter(|h| counted(h) && !h.has_flag(cflags::NO_EVICT))
         .collect();
@@ -129,22 +126,21 @@ pub fn evict(srv: &Server) {
     }
 }
 
-/// `maxmemory-clients` or `maxmemory` changed (or the cron's periodic look): take the new
-/// limit, count every client if eviction just came on, and evict at once if over.
+/// `maxmemory-clients` or `maxmemory` changed: take the new limit and evict at once if the
+/// clients are over it.
 pub fn apply_limit(srv: &Server) {
-    let reg = &srv.clients;
-    let limit = limit_from_config(srv);
-    let was = reg.eviction_limit.swap(limit, Relaxed);
-    if limit == 0 {
-        if was != 0 {
-            for h in reg.all() {
-                forget(reg, &h);
-            }
-        }
-        return;
-    }
-    for h in reg.all() {
-        refresh(reg, &h);
-    }
+    srv.clients
+        .eviction_limit
+        .store(limit_from_config(srv), Relaxed);
     evict(srv);
+}
+
+/// The cron's pass, as Redis's clientsCron: every client's figure is brought up to date
+/// (whether or not eviction is on, so that turning it on finds a true total), then the limit
+/// is enforced.
+pub fn cron(srv: &Server) {
+    for h in srv.clients.all() {
+        refresh(&srv.clients, &h);
+    }
+    apply_limit(srv);
 }

@@ -57,6 +57,8 @@ pub struct ClientHandle {
     pub ssub_count: AtomicUsize,
     pub qbuf: AtomicUsize,
     pub qbuf_free: AtomicUsize,
+    /// Bytes of a pending request's arguments already parsed (CLIENT LIST argv-mem).
+    pub argv_mem: AtomicUsize,
     /// Reply bytes produced for this client and not yet written to its socket (set while a
     /// write waits for the client to read).
     pub reply_pending: AtomicUsize,
@@ -102,6 +104,7 @@ impl ClientHandle {
             ssub_count: AtomicUsize::new(0),
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
+            argv_mem: AtomicUsize::new(0),
             reply_pending: AtomicUsize::new(0),
             obuf: AtomicUsize::new(0),
             reply_buffer: Default::default(),
@@ -221,8 +224,8 @@ impl ClientHandle {
             self.multi_len.load(Relaxed),
             qbuf,
             qbuf_free,
-            0,
-            0,
+            self.argv_mem.load(Relaxed),
+            self.state_mem.load(Relaxed),
             self.reply_buffer.size.load(Relaxed),
             self.reply_buffer.peak.load(Relaxed),
             obl,

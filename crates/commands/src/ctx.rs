@@ -164,14 +164,6 @@ impl Conn {
     /// Record what this connection's state holds (MULTI queue, watched keys, tracking
     /// prefixes) for client eviction, and evict if the clients are over the limit.
     pub fn account_memory(&self, srv: &Server) {
-        if srv
-            .clients
-            .eviction_limit
-            .load(std::sync::atomic::Ordering::Relaxed)
-            == 0
-        {
-            return;
-        }
         let mut mem = self.multi.as_ref().map_or(0, |m| m.memory()) + self.watch.memory();
         if self.handle.has_flag(crate::clients::cflags::TRACKING_BCAST) {
             if let Some(t) = srv.tracking.get(self.handle.id) {

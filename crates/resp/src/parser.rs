@@ -135,6 +135,12 @@ impl RequestParser {
         }
     }
 
+    /// Bytes of the pending request already parsed (its header and complete arguments);
+    /// 0 between requests.
+    pub fn parsed_len(&self) -> usize {
+        self.state.as_ref().map_or(0, |s| s.pos)
+    }
+
     /// True while a multibulk request is partially parsed.
     pub fn in_progress(&self) -> bool {
         self.state.is_some()

@@ -161,7 +161,11 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
             }
         }
         inbuf.advance(pos);
-        handle.qbuf.store(inbuf.len(), Relaxed);
+        // As Redis shows it: the parsed part of a pending request is its arguments (argv-mem),
+        // the rest its query buffer.
+        let parsed = parser.parsed_len();
+        handle.qbuf.store(inbuf.len() - parsed, Relaxed);
+        handle.argv_mem.store(parsed, Relaxed);
         // Mid-request, only the room the pending argument will fill counts (Redis sizes a
         // big argument's buffer exactly); between requests, the whole spare capacity.
         let free = inbuf.capacity() - inbuf.len();

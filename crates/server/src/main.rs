@@ -481,7 +481,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_commands::tracking::cron(&srv);
                 tern_commands::reply_buffer::cron(&srv.clients, &srv.clients.reply_buffers);
                 tern_commands::push::enforce_limits(&srv);
-                tern_commands::client_eviction::apply_limit(&srv);
+                tern_commands::client_eviction::cron(&srv);
                 // Over maxmemory: go on evicting between commands (a quarter of the period).
                 tern_commands::evict::cron(&srv, period / 4);
                 tern_commands::persistence::cron(&srv);
@@ -504,7 +504,7 @@ fn register_client_eviction_hooks(srv: &Arc<Server>) {
             name,
             Box::new(move |_| {
                 let srv = s.upgrade().ok_or("shutting down")?;
-                tern_commands::client_eviction::apply_limit(&srv);
+                tern_commands::client_eviction::cron(&srv);
                 Ok(())
             }),
         );
