@@ -40,7 +40,16 @@ const CAP_UNFINISHED: isize = -1;
 const CAP_POSITION: isize = -2;
 const ESC: u8 = b'%';
 /// Characters that make `find` use the matcher rather than a plain search.
-const SPECIALS: &[u8] = b"^$*+?.([%-";
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let specials = b"^$*+?.([%-";
+    let mut i = 0;
+    while i < specials.len() {
+        t[specials[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
 
 /// Work units between two polls of the server: about a millisecond of matching, the same order
 /// as the 100000 instructions between two runs of the server's instruction hook.
@@ -414,29 +423,68 @@ impl<'a> Matcher<'a> {
     }
 }
 
-/// `%a`, `%d`... (`cl` the letter): C-locale classes; an upper-case letter is the complement;
-/// any other character stands for itself.
-#[inline]
-fn class_match(c: u8, cl: u8) -> bool {
-    let res = match cl.to_ascii_lowercase() {
+/// The class letters, in the order of their bits in CLASSES_OF.
+const CLASS_LETTERS: &[u8; 10] = b"acdlpsuwxz";
+
+/// Whether byte `c` is in the class of letter `l` (C locale: ASCII only).
+const fn in_class(c: u8, l: u8) -> bool {
+    match l {
         b'a' => c.is_ascii_alphabetic(),
         b'c' => c.is_ascii_control(),
         b'd' => c.is_ascii_digit(),
         b'l' => c.is_ascii_lowercase(),
         b'p' => c.is_ascii_punctuation(),
         // C's isspace: also the vertical tab.
-        b's' => c == b' ' || (b'\t'..=b'\r').contains(&c),
+        b's' => c == b' ' || (c >= b'\t' && c <= b'\r'),
         b'u' => c.is_ascii_uppercase(),
         b'w' => c.is_ascii_alphanumeric(),
         b'x' => c.is_ascii_hexdigit(),
-        b'z' => c == 0,
-        _ => return cl == c,
-    };
-    if cl.is_ascii_lowercase() {
-        res
-    } else {
-        !res
+        _ => c == 0,
     }
+}
+
+/// For each byte, the classes it belongs to (bit i: CLASS_LETTERS[i]).
+static CLASSES_OF: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut c = 0;
+    while c < 256 {
+        let mut i = 0;
+        while i < CLASS_LETTERS.len() {
+            if in_class(c as u8, CLASS_LETTERS[i]) {
+                t[c] |= 1 << i;
+            }
+            i += 1;
+        }
+        c += 1;
+    }
+    t
+};
+
+/// For each byte after `%`: its class bit, with COMPLEMENT for an upper-case letter; 0 for a
+/// character that stands for itself.
+const COMPLEMENT: u16 = 1 << 15;
+static CLASS_OF_ESCAPE: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < CLASS_LETTERS.len() {
+        let l = CLASS_LETTERS[i];
+        t[l as usize] = 1 << i;
+        t[l.to_ascii_uppercase() as usize] = (1 << i) | COMPLEMENT;
+        i += 1;
+    }
+    t
+};
+
+/// `%a`, `%d`... (`cl` the letter): C-locale classes; an upper-case letter is the complement;
+/// any other character stands for itself.
+#[inline(always)]
+fn class_match(c: u8, cl: u8) -> bool {
+    let class = CLASS_OF_ESCAPE[cl as usize];
+    if class == 0 {
+        return cl == c;
+    }
+    let res = CLASSES_OF[c as usize] & class & !COMPLEMENT != 0;
+    res != (class & COMPLEMENT != 0)
 }
 
 thread_local! {
@@ -517,7 +565,20 @@ fn plain_find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     match needle {
         [] => Some(0),
         [c] => memchr::memchr(*c, hay),
-        _ if hay.len() < 64 => hay.windows(needle.len()).position(|w| w == needle),
+        // The C library's way (its first byte, then the rest): no set-up cost, and its
+        // quadratic worst case is small on a short subject.
+        [first, rest @ ..] if hay.len() < 4096 => {
+            let last_start = hay.len().checked_sub(needle.len())?;
+            let mut from = 0;
+            while from <= last_start {
+                let at = from + memchr::memchr(*first, &hay[from..=last_start])?;
+                if &hay[at + 1..at + needle.len()] == rest {
+                    return Some(at);
+                }
+                from = at + 1;
+            }
+            None
+        }
         _ => memchr::memmem::find(hay, needle),
     }
 }
@@ -536,7 +597,7 @@ unsafe fn find_aux(l: *mut lua_State, find: bool) -> c_int {
     let init = relative_position(opt_integer(l, 3, 1), s.len()) - 1;
     let init = (init.max(0) as usize).min(s.len());
     let pat = c_pattern(p);
-    if find && (ffi::lua_toboolean(l, 4) != 0 || !pat.iter().any(|c| SPECIALS.contains(c))) {
+    if find && (ffi::lua_toboolean(l, 4) != 0 || !pat.iter().any(|&c| SPECIAL[c as usize])) {
         // A plain search, for the whole pattern (even past a NUL).
         if let Some(at) = plain_find(&s[init..], p) {
             let start = init + at;
