@@ -208,3 +208,39 @@ fn time_is_frozen_below_the_threshold_and_expiry_stays_frozen() {
     assert!(r.ends_with(",:1]"), "{r}");
     assert_eq!(a.q("EXISTS k"), ":0");
 }
+
+#[test]
+fn function_load_times_out_inside_a_pattern() {
+    let s = Server::tern(&[]);
+    let mut a = Raw::new(s.port);
+    let t0 = Instant::now();
+    let r = a.qa(&[
+        b"FUNCTION",
+        b"LOAD",
+        // The load view has no `string` global; the string methods are there.
+        b"#!lua name=slow\nlocal x = ('a'):rep(60):find(('a*'):rep(12) .. 'b')",
+    ]);
+    assert_eq!(
+        r,
+        "!ERR Error registering functions: ERR FUNCTION LOAD timeout"
+    );
+    // The load limit is 500 ms.
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(a.q("FUNCTION LIST"), "[]");
+}
+
+#[test]
+fn deep_pattern_is_an_error_and_the_server_stays_up() {
+    let s = Server::tern(&[]);
+    let mut a = Raw::new(s.port);
+    let r = a.qa(&[
+        b"EVAL",
+        b"local n = 1000000 return string.match(string.rep('a', n), string.rep('a?', n))",
+        b"0",
+    ]);
+    assert!(
+        r.starts_with("!ERR user_script:1: pattern too complex"),
+        "{r}"
+    );
+    assert_eq!(a.q("PING"), "PONG");
+}
