@@ -63,6 +63,22 @@ pub(crate) unsafe fn raise(l: *mut lua_State, e: LuaErr) -> ! {
     }
 }
 
+/// `luaL_error` with a message that needs no allocation: the caller's position, then `m`.
+/// Nothing in the caller's frames may need dropping.
+pub(crate) unsafe fn error_where(l: *mut lua_State, m: &[u8]) -> ! {
+    error_where_parts(l, &[m])
+}
+
+/// As [`error_where`], the message made of `parts`.
+pub(crate) unsafe fn error_where_parts(l: *mut lua_State, parts: &[&[u8]]) -> ! {
+    ffi::luaL_where(l, 1);
+    for p in parts {
+        push_bytes(l, p);
+    }
+    ffi::lua_concat(l, parts.len() as c_int + 1);
+    ffi::lua_error(l)
+}
+
 /// Define an exported Lua C function from a Rust function `fn(*mut lua_State) -> LResult<c_int>`.
 macro_rules! lua_cfn {
     ($name:ident => $body:path) => {

@@ -5,12 +5,16 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+pub mod interrupt;
 mod lapi;
+pub mod pattern;
 pub mod structlib;
 
 /// Register every bundled library as a global of `lua` (`cjson`, `cmsgpack`, `bit`, `struct`),
-/// as Redis does before it protects the global table.
+/// as Redis does before it protects the global table, and swap the `string` library's pattern
+/// functions and `rep` for interruptible ones (see `pattern`).
 pub fn register_libs(lua: &mlua::Lua) -> mlua::Result<()> {
+    pattern::register(lua)?;
     bit::register(lua)?;
     cjson::register(lua)?;
     cmsgpack::register(lua)?;

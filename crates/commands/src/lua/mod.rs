@@ -289,7 +289,9 @@ pub struct RunCtx {
     /// the instruction hook (so that a short script on a worker touches no shared state).
     info: Option<Arc<RunInfo>>,
     scratch: Reply,
-    start_us: u64,
+    /// The time TIME answers inside the script (µs): the start of the run, refreshed at each
+    /// look of the hook once the script is past busy-reply-threshold (see `hook_check`).
+    time_us: u64,
     /// busy-reply-threshold when the script started (ms).
     threshold: u64,
     kill_logged: bool,
@@ -369,9 +371,10 @@ fn with_run<R>(f: impl FnOnce(&mut RunCtx) -> R) -> Option<R> {
     Some(f(unsafe { &mut *p }))
 }
 
-/// Inside a script, the time it started (µs): TIME answers it, as Redis's cached time.
+/// Inside a script, the time TIME answers (µs), as Redis 7.2's cached time: the start of the
+/// run until the script passes busy-reply-threshold, then refreshed every time the hook looks.
 pub fn script_time_us() -> Option<u64> {
-    with_run(|rc| rc.start_us)
+    with_run(|rc| rc.time_us)
 }
 
 /// True while a script runs on this thread (its redis.call commands see this).
@@ -806,7 +809,10 @@ fn hook_check() -> u8 {
             }
             return 1;
         }
-        if !i.timed_out.load(Relaxed) && i.start.elapsed().as_millis() as u64 >= rc.threshold {
+        if !i.timed_out.load(Relaxed) {
+            if (i.start.elapsed().as_millis() as u64) < rc.threshold {
+                return 0;
+            }
             i.timed_out.store(true, Relaxed);
             TIMED_OUT.fetch_add(1, Relaxed);
             crate::log::write(
@@ -824,6 +830,10 @@ fn hook_check() -> u8 {
                 ),
             );
         }
+        // Past the threshold Redis serves other clients at each look of its hook and refreshes
+        // its cached time while doing so: from then on TIME moves inside the script. Key
+        // expiry keeps the command's time (conn.now_ms), which Redis restores afterwards.
+        rc.time_us = tern_engine::clock::now_us();
         0
     }) {
         return r;
@@ -862,6 +872,17 @@ unsafe extern "C-unwind" fn script_hook(
     {
         return;
     }
+    raise_interrupt(state, what);
+}
+
+/// Raise the error for `hook_check`'s verdict `what` (1 killed, 2 FUNCTION LOAD timeout), and
+/// switch to a per-line hook so that a script catching it with pcall is stopped again at its
+/// next line.
+///
+/// # Safety
+/// `state` is the running state; nothing in the caller's frames may need dropping.
+unsafe fn raise_interrupt(state: *mut mlua::ffi::lua_State, what: u8) -> ! {
+    use mlua::ffi;
     ffi::lua_sethook(state, Some(script_hook), ffi::LUA_MASKLINE, 0);
     ffi::lua_createtable(state, 0, 1);
     ffi::lua_pushstring(
@@ -873,8 +894,17 @@ unsafe extern "C-unwind" fn script_hook(
         },
     );
     ffi::lua_setfield(state, -2, c"err".as_ptr());
-    // No Rust value is alive in this frame: the longjmp skips nothing that needs dropping.
-    ffi::lua_error(state);
+    ffi::lua_error(state)
+}
+
+/// The poll of the bundled libraries' long-running C functions (string patterns, string.rep),
+/// where the instruction hook cannot fire: the same verdict as the hook, when a hook is set
+/// (as in Redis, a run without one, busy-reply-threshold 0, cannot be stopped).
+unsafe fn c_function_check(state: *mut mlua::ffi::lua_State) -> u8 {
+    if mlua::ffi::lua_gethook(state).is_none() {
+        return 0;
+    }
+    hook_check()
 }
 
 /// The state `exec_raw` runs on: the one scripts are called on.
@@ -920,6 +950,7 @@ impl Vm {
             )
         };
         tern_scripting::register_libs(&lua)?;
+        tern_scripting::interrupt::set_handler(c_function_check, raise_interrupt);
         let raw = lua.create_table()?;
         for (name, raise) in [("call", true), ("pcall", false)] {
             // SAFETY: pushes one C closure over (raise) and returns it.
@@ -1344,7 +1375,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, start: Instant) 
         info: None,
         threshold,
         kill_logged: false,
-        start_us: tern_engine::clock::now_us(),
+        time_us: tern_engine::clock::now_us(),
         scratch: std::mem::take(&mut vm.scratch),
     };
     // Without an instruction hook, or on a script thread (new or slow scripts), the run is
