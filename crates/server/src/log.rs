@@ -46,15 +46,7 @@ pub fn log(level: u8, msg: &str) {
         mark,
         msg
     );
-    let mut sink = SINK.lock();
-    match sink.as_mut() {
-        Some(f) => {
-            let _ = f.write_all(line.as_bytes());
-        }
-        None => {
-            let _ = std::io::stdout().write_all(line.as_bytes());
-        }
-    }
+    raw(&line);
 }
 
 /// Text written as it is, without the line prefix (Redis's logo).
