@@ -213,10 +213,12 @@ fn old_encodings_ziplist_quicklist_zipmap() {
     // corrupt ziplist: bad total length
     let mut bad = ziplist_sample();
     bad[0] = 99;
-    assert!(matches!(
+    assert_eq!(
         restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&bad))),
-        Err(RestoreError::Bad(..))
-    ));
+        Err(RestoreError::Corrupt(
+            "List ziplist integrity check failed.".into()
+        ))
+    );
     // module types are refused
     assert_eq!(
         restore_payload(&payload(TYPE_MODULE_2, &[0])),
@@ -236,4 +238,64 @@ fn truncated_payloads_never_panic() {
             let _ = restore_payload(&payload(body[0], &body[1..cut.max(1)]));
         }
     }
+}
+
+/// Each header or entry field of a ziplist that disagrees with the entries is refused.
+#[test]
+fn ziplist_deep_checks() {
+    let good = ziplist_sample();
+    let bad = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut z = good.clone();
+        f(&mut z);
+        decode::parse_ziplist(&z)
+    };
+    assert!(bad(&|_| {}).is_some());
+    assert!(bad(&|z| z[8] = 6).is_none(), "count");
+    assert!(
+        bad(&|z| z[8..10].copy_from_slice(&[0xff, 0xff])).is_some(),
+        "count unknown"
+    );
+    assert!(bad(&|z| z[4] = 19).is_none(), "tail offset");
+    assert!(bad(&|z| z[14] = 5).is_none(), "previous length");
+    assert!(bad(&|z| z[15] = 0xc1).is_none(), "encoding");
+    assert!(bad(&|z| z[10] = 0xff).is_none(), "end byte before the end");
+    // An empty ziplist is well formed (the value is then an empty key).
+    let empty = [11u8, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0xff];
+    assert_eq!(decode::parse_ziplist(&empty), Some(vec![]));
+    assert_eq!(
+        restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&empty))),
+        Err(RestoreError::EmptyKey)
+    );
+}
+
+/// A stream node whose entry back-count is wrong: refused with deep sanitization, rebuilt
+/// from its entries with shallow.
+#[test]
+fn stream_back_count_deep_only() {
+    let mut s = StreamValue::new();
+    for i in 1..=3u64 {
+        s.append(Some(StreamId::new(i, 0)), true, &["f", "v"], 0)
+            .unwrap();
+    }
+    let p = dump_payload(&Value::Stream(Box::new(s)));
+    let body = &p[..p.len() - 10];
+    // The last entry's lp-count (5 for a same-fields entry with one field) is the entry just
+    // before the listpack's end byte: find "05 01 ff" and make it 6.
+    let at = body
+        .windows(3)
+        .position(|w| w == [0x05, 0x01, 0xff])
+        .expect("last lp-count");
+    let mut b = body.to_vec();
+    b[at] = 0x06;
+    let bad = payload(b[0], &b[1..]);
+    assert_eq!(
+        decode::restore_payload_with(&bad, true, true),
+        Err(RestoreError::Corrupt(
+            "Stream listpack integrity check failed.".into()
+        ))
+    );
+    let Ok(Value::Stream(back)) = decode::restore_payload_with(&bad, true, false) else {
+        panic!("shallow accepts")
+    };
+    assert_eq!(back.len(), 3);
 }
