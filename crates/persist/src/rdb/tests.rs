@@ -277,16 +277,18 @@ fn stream_back_count_deep_only() {
         s.append(Some(StreamId::new(i, 0)), true, &["f", "v"], 0)
             .unwrap();
     }
-    let p = dump_payload(&Value::Stream(Box::new(s)));
-    let body = &p[..p.len() - 10];
-    // The last entry's lp-count (5 for a same-fields entry with one field) is the entry just
-    // before the listpack's end byte: find "05 01 ff" and make it 6.
+    // Uncompressed, so the listpack's bytes can be found and changed.
+    let mut w = Writer::new(false);
+    write_value(&mut w, &Value::Stream(Box::new(s)));
+    let body = &w.buf[..];
+    // The last entry's lp-count (4 for a same-fields entry with one field) is the entry just
+    // before the listpack's end byte: find "04 01 ff" and make it 5.
     let at = body
         .windows(3)
-        .position(|w| w == [0x05, 0x01, 0xff])
+        .position(|w| w == [0x04, 0x01, 0xff])
         .expect("last lp-count");
     let mut b = body.to_vec();
-    b[at] = 0x06;
+    b[at] = 0x05;
     let bad = payload(b[0], &b[1..]);
     assert_eq!(
         decode::restore_payload_with(&bad, true, true),
