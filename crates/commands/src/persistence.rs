@@ -491,18 +491,19 @@ pub(crate) fn empty_keyspace(srv: &Server) {
 /// Log why an RDB image was refused, as Redis does before it exits: the reason, then the
 /// report of its checker (where, which key, which type).
 fn report_corrupt_rdb(e: &RestoreError) {
-    let (cause, at): (&RestoreError, Option<(&[u8], usize, u8)>) = match e {
+    // (key, offset of its record, RDB type) when the error is inside a key's value
+    let (cause, at) = match e {
         RestoreError::InKey {
             cause,
             key,
             offset,
             rdb_type,
-        } => (cause, Some((key, *offset, *rdb_type))),
+        } => (&**cause, Some((key.as_slice(), *offset, *rdb_type))),
         other => (other, None),
     };
     let offset = match (cause, at) {
-        (RestoreError::Bad(_, off), None) => *off,
         (_, Some((_, off, _))) => off,
+        (RestoreError::Bad(_, off), None) => *off,
         _ => 0,
     };
     let why = match cause {

@@ -443,7 +443,12 @@ fn fuzzed_payloads_never_crash_the_server() {
     let keys = populate_all_types(&mut c);
     let originals: Vec<Vec<u8>> = keys.iter().map(|k| dump(&mut c, k)).collect();
     // TERN_FUZZ_ROUNDS / TERN_FUZZ_SEED run longer or other campaigns by hand.
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
     let mut rng = Rng(env("TERN_FUZZ_SEED", 0x7e57_c0de_2026) | 1);
     let (mut accepted, mut refused_n) = (0, 0);
     for round in 0..env("TERN_FUZZ_ROUNDS", 1500) {
