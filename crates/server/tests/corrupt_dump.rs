@@ -597,3 +597,29 @@ fn empty_keys_in_an_rdb_file_are_skipped() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sanitize-dump-payload clients`: deep for a normal client, shallow for a user with
+/// `skip-sanitize-payload` (what a shallow check keeps: a set listpack with a repeated member).
+#[test]
+fn clients_mode_follows_the_user() {
+    let tern = Server::tern(&[]);
+    let mut t = tern.conn();
+    let lp = listpack(&[b"a", b"b", b"a"]);
+    let mut body = vec![20u8, lp.len() as u8];
+    body.extend_from_slice(&lp);
+    let p = payload(&body, 11);
+    q(
+        &mut t,
+        &["CONFIG", "SET", "sanitize-dump-payload", "clients"],
+    );
+    assert!(refused(&restore(&mut t, "k", &p)));
+    q(
+        &mut t,
+        &["ACL", "SETUSER", "default", "skip-sanitize-payload"],
+    );
+    let mut t2 = tern.conn();
+    assert_eq!(restore(&mut t2, "k", &p), "OK");
+    assert_eq!(q(&mut t2, &["SCARD", "k"]), V::Int(3));
+    q(&mut t2, &["ACL", "SETUSER", "default", "sanitize-payload"]);
+    assert!(refused(&restore(&mut t2, "k", &p)));
+}
