@@ -100,7 +100,15 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             ctx.out.errors += 1;
             ctx.out.raw(&line);
         }
-        ("log", 3) => ctx.out.ok(),
+        ("log", 3) => {
+            crate::log::warning(&format!("DEBUG LOG: {}", args.str(2)));
+            ctx.out.ok();
+        }
+        ("set-skip-checksum-validation", 3) => {
+            let skip = atoi(&args[2]) != 0;
+            crate::persistence::SKIP_CHECKSUM_VALIDATION.store(skip, Relaxed);
+            ctx.out.ok();
+        }
         ("reload", _) => crate::persistence::debug_reload(ctx, args),
         ("loadaof", 2) => crate::aof::debug_loadaof(ctx),
         ("digest", 2) => digest(ctx),
@@ -420,7 +428,7 @@ const DEBUG_HELP: &[&str] = &[
     "ERROR <string>",
     "    Reply with <string> as an error, to exercise client error handling.",
     "LOG <message>",
-    "    Accept a message meant for the server log.",
+    "    Write <message> to the server log.",
     "OBJECT <key>",
     "    Describe how the value at <key> is stored.",
     "POPULATE <count> [<prefix>] [<size>]",
@@ -441,6 +449,8 @@ const DEBUG_HELP: &[&str] = &[
     "    Accepted for compatibility; reply buffers are managed per batch.",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Turn the background expiry of keys off (0) or back on (1).",
+    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+    "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
     "    Allow (1) or refuse (0) commands flagged noscript inside scripts.",
     "SLEEP <seconds>",

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 static LOGGER: OnceLock<fn(u8, &str)> = OnceLock::new();
 
 /// Redis's levels: 0 debug, 1 verbose, 2 notice, 3 warning.
+pub const VERBOSE: u8 = 1;
 pub const NOTICE: u8 = 2;
 pub const WARNING: u8 = 3;
 

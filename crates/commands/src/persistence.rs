@@ -9,7 +9,7 @@ use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::clock;
 use tern_engine::EntryBox;
-use tern_persist::rdb::{dump_payload, restore_payload, RestoreError};
+use tern_persist::rdb::{dump_payload, restore_payload_with, RestoreError};
 
 const KS: u64 = acl::KEYSPACE;
 
@@ -97,6 +97,31 @@ fn dump(ctx: &mut Ctx, args: &Args) {
     ctx.out.bulk(&payload);
 }
 
+/// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE and RDB loading take payloads whatever their
+/// CRC-64 says (the corruption tests feed hand-made payloads).
+pub static SKIP_CHECKSUM_VALIDATION: AtomicBool = AtomicBool::new(false);
+
+/// Whether RESTORE runs the deep checks (`sanitize-dump-payload`): `yes` always; `clients`
+/// for normal clients only, not for the master's stream, the AOF (internal clients, no
+/// user) or a user with `skip-sanitize-payload`.
+fn deep_sanitize(ctx: &Ctx) -> bool {
+    match ctx.srv.config.get("sanitize-dump-payload").as_deref() {
+        Some("yes") => true,
+        Some("clients") => {
+            let internal = ctx.conn.user.is_none()
+                || ctx.conn.handle.has_flag(crate::clients::cflags::MASTER)
+                || RDB.loading.load(Relaxed);
+            !internal
+                && !ctx
+                    .conn
+                    .user
+                    .as_ref()
+                    .is_some_and(|u| u.rules().skip_sanitize)
+        }
+        _ => false,
+    }
+}
+
 fn restore(ctx: &mut Ctx, args: &Args) {
     let (mut replace, mut absttl) = (false, false);
     let (mut freq, mut idle): (i64, i64) = (-1, -1);
@@ -142,12 +167,22 @@ fn restore(ctx: &mut Ctx, args: &Args) {
         Some(t) if t < 0 => return ctx.error("ERR Invalid TTL value, must be >= 0"),
         Some(t) => t,
     };
-    let value = match restore_payload(&args[3]) {
+    let verify_crc = !SKIP_CHECKSUM_VALIDATION.load(Relaxed);
+    let value = match restore_payload_with(&args[3], verify_crc, deep_sanitize(ctx)) {
         Ok(v) => v,
         Err(RestoreError::VersionOrChecksum) => {
             return ctx.error("ERR DUMP payload version or checksum are wrong")
         }
-        Err(_) => return ctx.error("ERR Bad data format"),
+        Err(e) => {
+            // In RESTORE's context Redis logs the reason at verbose level and replies.
+            crate::log::write(
+                crate::log::VERBOSE,
+                &format!(
+                    "Internal error in RDB reading offset 0, function at rdbLoadObject -> {e}"
+                ),
+            );
+            return ctx.error("ERR Bad data format");
+        }
     };
     let expire_at = match ttl {
         0 => 0,
@@ -421,10 +456,19 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<boo
             ))
         }
     };
-    crate::log::notice(&format!(
-        "Done loading RDB, keys loaded: {}, keys expired: {}.",
-        loaded.keys, loaded.expired
-    ));
+    if loaded.empty_keys.is_empty() {
+        crate::log::notice(&format!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            loaded.keys, loaded.expired
+        ));
+    } else {
+        crate::log::notice(&format!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            loaded.keys,
+            loaded.expired,
+            loaded.empty_keys.len()
+        ));
+    }
     RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
     RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
     srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
@@ -442,6 +486,44 @@ pub(crate) fn empty_keyspace(srv: &Server) {
     let old: Vec<_> = g.guards_mut().map(|sh| sh.clear()).collect();
     drop(g);
     drop(old);
+}
+
+/// Log why an RDB image was refused, as Redis does before it exits: the reason, then the
+/// report of its checker (where, which key, which type).
+fn report_corrupt_rdb(e: &RestoreError) {
+    // (key, offset of its record, RDB type) when the error is inside a key's value
+    let (cause, at) = match e {
+        RestoreError::InKey {
+            cause,
+            key,
+            offset,
+            rdb_type,
+        } => (&**cause, Some((key.as_slice(), *offset, *rdb_type))),
+        other => (other, None),
+    };
+    let offset = match (cause, at) {
+        (_, Some((_, off, _))) => off,
+        (RestoreError::Bad(_, off), None) => *off,
+        _ => 0,
+    };
+    let why = match cause {
+        RestoreError::Bad(what, _) => what.clone(),
+        other => other.to_string(),
+    };
+    let w = crate::log::warning;
+    w(&format!(
+        "Internal error in RDB reading offset {offset}, function at rdbLoadObject -> {why}"
+    ));
+    w("--- RDB ERROR DETECTED ---");
+    w(&format!("[offset {offset}] {why}"));
+    if let Some((key, _, t)) = at {
+        w("[additional info] While doing: read-object-value");
+        w(&format!(
+            "[additional info] Reading key '{}'",
+            String::from_utf8_lossy(key)
+        ));
+        w(&format!("[additional info] Reading type {t}"));
+    }
 }
 
 /// Why an RDB image could not be loaded.
@@ -466,10 +548,16 @@ pub(crate) fn load_rdb_into(
     let dbs = srv.store.databases();
     let lfu = srv.config.hot.lfu_policy.load(Relaxed);
     let mut bad_db = None;
+    let opts = tern_persist::rdb::file::LoadOptions {
+        // `clients` leaves files (and the master's payload) to the shallow checks.
+        deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
+        verify_crc: !SKIP_CHECKSUM_VALIDATION.load(Relaxed),
+    };
     let loaded = tern_persist::rdb::file::load(
         data,
         now,
         drop_expired,
+        opts,
         |k| {
             if k.db >= dbs {
                 bad_db.get_or_insert(k.db);
@@ -506,7 +594,17 @@ pub(crate) fn load_rdb_into(
         },
         progress,
     )
-    .map_err(|e| RdbLoadError::Corrupt(format!("{e}")))?;
+    .map_err(|e| {
+        report_corrupt_rdb(&e);
+        RdbLoadError::Corrupt(format!("{e}"))
+    })?;
+    // Old servers could leave empty collections behind: skipped, the first ten named.
+    for key in loaded.empty_keys.iter().take(10) {
+        crate::log::notice(&format!(
+            "rdbLoadObject skipping empty key: {}",
+            String::from_utf8_lossy(key)
+        ));
+    }
     if let Some(db) = bad_db {
         return Err(RdbLoadError::TooManyDbs { dbs, db });
     }

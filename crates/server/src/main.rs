@@ -110,6 +110,7 @@ fn main() {
                     ),
                     Err(e) => {
                         warning!("{e}");
+                        warning!("Terminating server after rdb file reading failure.");
                         std::process::exit(1);
                     }
                 }

@@ -17,6 +17,18 @@ pub enum RestoreError {
     Bad(String, usize),
     /// A module type: tern has no modules.
     Module,
+    /// A value that fails an integrity check; the text is the reason as Redis's log words it
+    /// (the suite and operators grep for it).
+    Corrupt(String),
+    /// A collection with no elements: skipped when loading a file, refused by RESTORE.
+    EmptyKey,
+    /// A file's key/value record that could not be read: what, which key, where.
+    InKey {
+        cause: Box<RestoreError>,
+        key: Vec<u8>,
+        offset: usize,
+        rdb_type: u8,
+    },
 }
 
 impl std::fmt::Display for RestoreError {
@@ -27,21 +39,37 @@ impl std::fmt::Display for RestoreError {
             }
             RestoreError::Bad(what, off) => write!(f, "{what} at offset {off}"),
             RestoreError::Module => write!(f, "module data types are not supported"),
+            RestoreError::Corrupt(why) => f.write_str(why),
+            RestoreError::EmptyKey => write!(f, "empty key"),
+            RestoreError::InKey { cause, .. } => write!(f, "{cause}"),
         }
     }
 }
 
 type R<T> = Result<T, RestoreError>;
 
+fn corrupt<T>(why: &str) -> R<T> {
+    Err(RestoreError::Corrupt(why.to_string()))
+}
+
 /// A cursor over RDB bytes.
 pub struct Reader<'a> {
     pub b: &'a [u8],
     pub pos: usize,
+    /// Deep sanitization (`sanitize-dump-payload`): every check Redis runs only in its deep
+    /// mode. tern decodes every entry of every encoding anyway, so the structural checks
+    /// always run; what deep adds is refusing what a shallow Redis keeps as it is (a set
+    /// listpack with a repeated member).
+    pub deep: bool,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(b: &'a [u8]) -> Reader<'a> {
-        Reader { b, pos: 0 }
+        Reader {
+            b,
+            pos: 0,
+            deep: true,
+        }
     }
 
     pub fn bad<T>(&self, what: &str) -> R<T> {
@@ -185,11 +213,18 @@ impl<'a> Reader<'a> {
 }
 
 /// Read a value of RDB type `t` (the type byte already consumed).
+///
+/// Every encoded blob is walked entry by entry as it is converted, so a value that is
+/// accepted is made of well-formed entries whatever `deep` says; refusals carry Redis's
+/// reason (`Ziplist integrity check failed.` ...).
 pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
     let v = match t {
         TYPE_STRING => Value::Str(r.rstring()?),
         TYPE_LIST => {
             let n = r.count()?;
+            if n == 0 {
+                return Err(RestoreError::EmptyKey);
+            }
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
                 items.push(r.string()?);
@@ -198,11 +233,19 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
         }
         TYPE_LIST_ZIPLIST => {
             let zl = r.string()?;
-            let items = parse_ziplist(&zl).map_or_else(|| r.bad("invalid ziplist"), Ok)?;
+            let Some(items) = parse_ziplist(&zl) else {
+                return corrupt("List ziplist integrity check failed.");
+            };
+            if items.is_empty() {
+                return Err(RestoreError::EmptyKey);
+            }
             build_list(items.iter().map(|v| v.as_slice()))
         }
         TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
             let nodes = r.count()?;
+            if nodes == 0 {
+                return Err(RestoreError::EmptyKey);
+            }
             let mut items: Vec<Vec<u8>> = Vec::new();
             for _ in 0..nodes {
                 let container = if t == TYPE_LIST_QUICKLIST_2 {
@@ -210,50 +253,85 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
                 } else {
                     QUICKLIST_PACKED
                 };
+                if container != QUICKLIST_PACKED && container != QUICKLIST_PLAIN {
+                    return corrupt("Quicklist integrity check failed.");
+                }
                 let blob = r.string()?;
+                if blob.is_empty() {
+                    return r.bad("empty quicklist node");
+                }
                 if container == QUICKLIST_PLAIN {
                     items.push(blob);
                     continue;
                 }
-                if container != QUICKLIST_PACKED {
-                    return r.bad("invalid quicklist container");
-                }
-                let parsed = if t == TYPE_LIST_QUICKLIST {
-                    parse_ziplist(&blob)
+                // Empty nodes are skipped; an empty list in the end is an empty key.
+                if t == TYPE_LIST_QUICKLIST {
+                    match parse_ziplist(&blob) {
+                        Some(v) => items.extend(v),
+                        None => return corrupt("Ziplist integrity check failed."),
+                    }
                 } else {
-                    parse_listpack(blob)
-                };
-                match parsed {
-                    Some(v) => items.extend(v),
-                    None => return r.bad("invalid quicklist node"),
+                    match parse_listpack(blob) {
+                        Some(v) => items.extend(v),
+                        None => return corrupt("Listpack integrity check failed."),
+                    }
                 }
             }
             if items.is_empty() {
-                return r.bad("empty list");
+                return Err(RestoreError::EmptyKey);
             }
             build_list(items.iter().map(|v| v.as_slice()))
         }
         TYPE_SET => {
             let n = r.count()?;
+            if n == 0 {
+                return Err(RestoreError::EmptyKey);
+            }
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
                 items.push(r.string()?);
             }
-            build_set(&items).map_or_else(|| r.bad("duplicate set member"), Ok)?
+            match build_set(&items) {
+                Some(v) => v,
+                None => return corrupt("Duplicate set members detected"),
+            }
         }
         TYPE_SET_INTSET => {
             let blob = r.string()?;
-            let is = Intset::from_bytes(blob).map_or_else(|| r.bad("invalid intset"), Ok)?;
+            // Sorted, unique and non-empty, checked in every mode: lookups bisect it.
+            let Some(is) = Intset::from_bytes(blob).filter(|is| !is.is_empty()) else {
+                return corrupt("Intset integrity check failed.");
+            };
             let items: Vec<Vec<u8>> = is.iter().map(|v| v.to_string().into_bytes()).collect();
-            build_set(&items).map_or_else(|| r.bad("duplicate set member"), Ok)?
+            match build_set(&items) {
+                Some(v) => v,
+                None => return corrupt("Intset integrity check failed."),
+            }
         }
         TYPE_SET_LISTPACK => {
             let blob = r.string()?;
-            let items = parse_listpack(blob).map_or_else(|| r.bad("invalid listpack"), Ok)?;
-            build_set(&items).map_or_else(|| r.bad("duplicate set member"), Ok)?
+            let Some(lp) = Listpack::from_bytes(blob) else {
+                return corrupt("Set listpack integrity check failed.");
+            };
+            if lp.is_empty() {
+                return Err(RestoreError::EmptyKey);
+            }
+            let items: Vec<Vec<u8>> = lp.iter().map(|e| e.to_vec()).collect();
+            match build_set(&items) {
+                Some(v) => v,
+                // Shallow sanitization keeps a listpack with a repeated member as it is
+                // (as Redis does); the set commands cope with it.
+                None if !r.deep && items.len() <= set_listpack_max_entries() => {
+                    Value::Set(SetValue::Listpack(lp))
+                }
+                None => return corrupt("Set listpack integrity check failed."),
+            }
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = r.count()?;
+            if n == 0 {
+                return Err(RestoreError::EmptyKey);
+            }
             let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {
                 let m = r.string()?;
@@ -263,22 +341,32 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
                     r.text_double()?
                 };
                 if s.is_nan() {
-                    return r.bad("NaN score");
+                    return corrupt("Zset with NAN score detected");
                 }
                 pairs.push((m, s));
             }
-            build_zset(pairs).map_or_else(|| r.bad("duplicate zset member"), Ok)?
+            match build_zset(pairs) {
+                Some(v) => v,
+                None => return corrupt("Duplicate zset fields detected"),
+            }
         }
         TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
+            let why = if t == TYPE_ZSET_ZIPLIST {
+                "Zset ziplist integrity check failed."
+            } else {
+                "Zset listpack integrity check failed."
+            };
             let blob = r.string()?;
             let items = if t == TYPE_ZSET_ZIPLIST {
                 parse_ziplist(&blob)
             } else {
                 parse_listpack(blob)
             };
-            let items = items.map_or_else(|| r.bad("invalid zset encoding"), Ok)?;
-            if items.len() % 2 != 0 {
-                return r.bad("odd zset listpack");
+            let Some(items) = items.filter(|v| v.len() % 2 == 0) else {
+                return corrupt(why);
+            };
+            if items.is_empty() {
+                return Err(RestoreError::EmptyKey);
             }
             let mut pairs = Vec::with_capacity(items.len() / 2);
             let mut it = items.into_iter();
@@ -289,32 +377,72 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
                     .filter(|v| !v.is_nan());
                 match score {
                     Some(sc) => pairs.push((m, sc)),
-                    None => return r.bad("invalid zset score"),
+                    None => return corrupt(why),
                 }
             }
-            build_zset(pairs).map_or_else(|| r.bad("duplicate zset member"), Ok)?
+            match build_zset(pairs) {
+                Some(v) => v,
+                None => return corrupt(why),
+            }
         }
         TYPE_HASH => {
             let n = r.count()?;
+            if n == 0 {
+                return Err(RestoreError::EmptyKey);
+            }
             let mut items = Vec::with_capacity(n * 2);
             for _ in 0..n {
                 items.push(r.string()?);
                 items.push(r.string()?);
             }
-            build_hash(items).map_or_else(|| r.bad("duplicate hash field"), Ok)?
-        }
-        TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
-            let blob = r.string()?;
-            let items = match t {
-                TYPE_HASH_ZIPMAP => parse_zipmap(&blob),
-                TYPE_HASH_ZIPLIST => parse_ziplist(&blob),
-                _ => parse_listpack(blob),
-            };
-            let items = items.map_or_else(|| r.bad("invalid hash encoding"), Ok)?;
-            if items.len() % 2 != 0 || items.is_empty() {
-                return r.bad("invalid hash encoding");
+            match build_hash(items) {
+                Some(v) => v,
+                None => return corrupt("Duplicate hash fields detected"),
             }
-            build_hash(items).map_or_else(|| r.bad("duplicate hash field"), Ok)?
+        }
+        TYPE_HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let Some(items) = parse_zipmap(&blob) else {
+                return corrupt("Zipmap integrity check failed.");
+            };
+            let flen = items.first().map_or(0, |f| f.len());
+            match build_hash(items) {
+                Some(v) => v,
+                None => {
+                    return corrupt(&format!(
+                        "Hash zipmap with dup elements, or big length ({flen})"
+                    ))
+                }
+            }
+        }
+        TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
+            let blob = r.string()?;
+            let items = if t == TYPE_HASH_ZIPLIST {
+                parse_ziplist(&blob)
+            } else {
+                parse_listpack(blob)
+            };
+            let why = if t == TYPE_HASH_ZIPLIST {
+                "Hash ziplist integrity check failed."
+            } else {
+                "Hash listpack integrity check failed."
+            };
+            let Some(items) = items.filter(|v| v.len() % 2 == 0) else {
+                return corrupt(why);
+            };
+            if items.is_empty() {
+                return Err(RestoreError::EmptyKey);
+            }
+            match build_hash(items) {
+                Some(v) => v,
+                // A shallow Redis keeps the listpack and panics when it later meets the
+                // repeated field (converting it, "listpack with dup elements"); tern refuses
+                // it at once, naming the same cause.
+                None if t == TYPE_HASH_LISTPACK && !r.deep => {
+                    return corrupt("Hash listpack with dup elements")
+                }
+                None => return corrupt(why),
+            }
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
             read_stream(r, t)?
@@ -323,6 +451,10 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
         _ => return r.bad("unknown value type"),
     };
     Ok(v)
+}
+
+fn set_listpack_max_entries() -> usize {
+    tern_engine::types::set::listpack_max_entries()
 }
 
 fn build_list<'a>(items: impl Iterator<Item = &'a [u8]>) -> Value {
@@ -384,22 +516,47 @@ fn lp_int(e: Option<LpEntry>) -> Option<i64> {
     e?.as_i64()
 }
 
-/// Ziplist (Redis < 7): header (bytes, tail offset, count), entries (previous length,
-/// encoding, data), 0xff.
+/// Ziplist (Redis < 7): header (total bytes, tail offset, count), entries (previous
+/// entry's length, encoding, data), 0xff. Checked as Redis's deep validation checks it:
+/// every entry inside the blob, each previous-length equal to the previous entry's real
+/// size, the tail offset naming the last entry, the count (unless 0xffff) equal to the
+/// entries, the end byte last and only last.
 pub fn parse_ziplist(z: &[u8]) -> Option<Vec<Vec<u8>>> {
-    if z.len() < 11 || u32::from_le_bytes(z[..4].try_into().ok()?) as usize != z.len() {
+    const HDR: usize = 10;
+    if z.len() < HDR + 1 || u32::from_le_bytes(z[..4].try_into().ok()?) as usize != z.len() {
         return None;
     }
-    if *z.last()? != 0xff {
+    let end = z.len() - 1;
+    let tail = u32::from_le_bytes(z[4..8].try_into().ok()?) as usize;
+    let count = u16::from_le_bytes([z[8], z[9]]);
+    if z[end] != 0xff || tail > end {
         return None;
     }
-    let mut p = 10;
+    let mut p = HDR;
+    let (mut prev_size, mut last) = (0usize, None);
     let mut out = Vec::new();
-    while z[p] != 0xff {
-        p += if z[p] < 254 { 1 } else { 5 };
-        let enc = *z.get(p)?;
+    let get = |p: usize, n: usize| {
+        z.get(p..p.checked_add(n)?.min(end + 1))
+            .filter(|s| s.len() == n)
+    };
+    while p < end {
+        let start = p;
+        let prevlen = match z[p] {
+            0xff => return None,
+            0xfe => {
+                p += 5;
+                u32::from_le_bytes(get(start + 1, 4)?.try_into().ok()?) as usize
+            }
+            c => {
+                p += 1;
+                c as usize
+            }
+        };
+        if prevlen != prev_size {
+            return None;
+        }
+        let enc = *get(p, 1)?.first()?;
         p += 1;
-        let get = |p: usize, n: usize| z.get(p..p + n);
         match enc >> 6 {
             0 => {
                 let n = (enc & 0x3f) as usize;
@@ -407,7 +564,7 @@ pub fn parse_ziplist(z: &[u8]) -> Option<Vec<Vec<u8>>> {
                 p += n;
             }
             1 => {
-                let n = (((enc & 0x3f) as usize) << 8) | *z.get(p)? as usize;
+                let n = (((enc & 0x3f) as usize) << 8) | *get(p, 1)?.first()? as usize;
                 p += 1;
                 out.push(get(p, n)?.to_vec());
                 p += n;
@@ -427,7 +584,7 @@ pub fn parse_ziplist(z: &[u8]) -> Option<Vec<Vec<u8>>> {
                         let b = get(p, 3)?;
                         ((i32::from_le_bytes([0, b[0], b[1], b[2]]) >> 8) as i64, 3)
                     }
-                    0xfe => (*z.get(p)? as i8 as i64, 1),
+                    0xfe => (*get(p, 1)?.first()? as i8 as i64, 1),
                     0xf1..=0xfd => ((enc & 0x0f) as i64 - 1, 0),
                     _ => return None,
                 };
@@ -435,16 +592,30 @@ pub fn parse_ziplist(z: &[u8]) -> Option<Vec<Vec<u8>>> {
                 out.push(v.to_string().into_bytes());
             }
         }
-        if p >= z.len() {
+        if p > end {
             return None;
         }
+        prev_size = p - start;
+        last = Some(start);
+    }
+    if let Some(last) = last {
+        if tail != last {
+            return None;
+        }
+    }
+    if count != u16::MAX && count as usize != out.len() {
+        return None;
     }
     Some(out)
 }
 
-/// Zipmap (Redis < 2.6 hashes): count byte, then length-prefixed key, value (with a free
-/// byte count), 0xff.
+/// Zipmap (Redis < 2.6 hashes): count byte (254: unknown), then length-prefixed key, value
+/// (with a count of free bytes after it), 0xff last. Never empty.
 pub fn parse_zipmap(z: &[u8]) -> Option<Vec<Vec<u8>>> {
+    if z.len() < 2 || *z.last()? != 0xff {
+        return None;
+    }
+    let end = z.len() - 1;
     let mut p = 1;
     let mut out = Vec::new();
     let rd_len = |p: &mut usize| -> Option<usize> {
@@ -460,18 +631,24 @@ pub fn parse_zipmap(z: &[u8]) -> Option<Vec<Vec<u8>>> {
             None
         }
     };
-    loop {
-        if *z.get(p)? == 0xff {
-            break;
-        }
+    let take = |p: &mut usize, n: usize| -> Option<Vec<u8>> {
+        let e = p.checked_add(n).filter(|&e| e <= end)?;
+        let v = z[*p..e].to_vec();
+        *p = e;
+        Some(v)
+    };
+    while p < end {
         let kl = rd_len(&mut p)?;
-        out.push(z.get(p..p + kl)?.to_vec());
-        p += kl;
+        out.push(take(&mut p, kl)?);
         let vl = rd_len(&mut p)?;
         let free = *z.get(p)? as usize;
         p += 1;
-        out.push(z.get(p..p + vl)?.to_vec());
-        p += vl + free;
+        out.push(take(&mut p, vl)?);
+        take(&mut p, free)?;
+    }
+    let pairs = out.len() / 2;
+    if p != end || pairs == 0 || (z[0] != 254 && z[0] as usize != pairs) {
+        return None;
     }
     Some(out)
 }
@@ -479,11 +656,10 @@ pub fn parse_zipmap(z: &[u8]) -> Option<Vec<Vec<u8>>> {
 fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
     let mut s = StreamValue::new();
     let nodes = r.count()?;
-    let mut expected_len = 0u64;
     for _ in 0..nodes {
         let key = r.string()?;
         if key.len() != 16 {
-            return r.bad("invalid stream node key");
+            return corrupt("Stream node key entry is not the size of a stream ID");
         }
         let master = StreamId::new(
             u64::from_be_bytes(key[..8].try_into().expect("8")),
@@ -491,13 +667,13 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
         );
         let blob = r.string()?;
         let Some(lp) = Listpack::from_bytes(blob) else {
-            return r.bad("invalid stream listpack");
+            return corrupt("Stream listpack integrity check failed.");
         };
         if lp.is_empty() {
-            return r.bad("empty stream listpack");
+            return corrupt("Empty listpack inside stream");
         }
-        if stream_node(&mut s, master, &lp, &mut expected_len).is_none() {
-            return r.bad("invalid stream node");
+        if stream_node(&mut s, master, &lp, r.deep).is_none() {
+            return corrupt("Stream listpack integrity check failed.");
         }
     }
     let length = r.len()?;
@@ -510,8 +686,15 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
         s.entries_added = length;
         s.first_id = s.first_entry().map(|e| e.id).unwrap_or_default();
     }
-    if length != s.len() as u64 {
-        return r.bad("stream length mismatch");
+    // The header's length is redundant (tern counts the entries it rebuilt): deep mode
+    // wants it exact, shallow only refuses a length over no entries at all, as Redis.
+    if (r.deep && length != s.len() as u64) || (length != 0 && s.node_count() == 0) {
+        return corrupt("Stream length inconsistent with rax entries");
+    }
+    // New IDs are made after the last one: a last ID behind the entries would put the next
+    // XADD in the middle of the stream.
+    if s.last_entry().is_some_and(|e| e.id > s.last_id) {
+        return corrupt("Stream last ID smaller than its last entry");
     }
     let ngroups = r.count()?;
     for _ in 0..ngroups {
@@ -526,12 +709,15 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
         };
         let mut g = ConsumerGroup::new(last, entries_read);
         let npel = r.count()?;
-        let mut owners: Vec<(StreamId, i64, u64)> = Vec::with_capacity(npel);
+        let mut global: std::collections::HashMap<StreamId, (i64, u64)> =
+            std::collections::HashMap::with_capacity(npel);
         for _ in 0..npel {
             let id = r.raw_id()?;
             let dt = r.millis()?;
             let dc = r.len()?;
-            owners.push((id, dt, dc));
+            if global.insert(id, (dt, dc)).is_some() {
+                return corrupt("Duplicated global PEL entry loading stream consumer group");
+            }
         }
         let ncons = r.count()?;
         let mut owner_of = std::collections::HashMap::new();
@@ -548,18 +734,26 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
             let n = r.count()?;
             for _ in 0..n {
                 let id = r.raw_id()?;
+                if !global.contains_key(&id) {
+                    return corrupt("Consumer entry not found in group global PEL");
+                }
                 if owner_of.insert(id, cname.clone()).is_some() {
-                    return r.bad("pending entry owned twice");
+                    return corrupt(
+                        "Duplicated consumer PEL entry  loading a stream consumer group",
+                    );
                 }
                 c.pel.insert(id);
             }
-            if g.consumers.insert(cname.into_boxed_slice(), c).is_some() {
-                return r.bad("duplicate consumer");
+            if g.consumers.contains_key(cname.as_slice()) {
+                return corrupt("Duplicate stream consumer detected.");
             }
+            g.consumers.insert(cname.into_boxed_slice(), c);
         }
-        for (id, dt, dc) in owners {
+        // Every pending entry needs its owner (Redis checks it in deep mode; tern's group
+        // keeps the owner in the entry, so always).
+        for (id, (dt, dc)) in global {
             let Some(owner) = owner_of.get(&id) else {
-                return r.bad("pending entry without consumer");
+                return corrupt("Stream CG PEL entry without consumer");
             };
             g.pel.insert(
                 id,
@@ -570,42 +764,50 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
                 },
             );
         }
-        if g.pel.len() != owner_of.len() {
-            return r.bad("consumer pending entry missing from the group");
+        if s.groups.contains_key(name.as_slice()) {
+            return corrupt(&format!(
+                "Duplicated consumer group name {}",
+                String::from_utf8_lossy(&name)
+            ));
         }
-        if s.groups.insert(name.into_boxed_slice(), g).is_some() {
-            return r.bad("duplicate consumer group");
-        }
+        s.groups.insert(name.into_boxed_slice(), g);
     }
     Ok(Value::Stream(Box::new(s)))
 }
 
-/// Append the live entries of one stream listpack node.
-fn stream_node(s: &mut StreamValue, master: StreamId, lp: &Listpack, _n: &mut u64) -> Option<()> {
+/// Append the live entries of one stream listpack node: master entry (counts, field names,
+/// zero terminator), then every entry with its flags, ID deltas, fields and values. Deep
+/// mode also checks the redundant counters as Redis's deep validation does: each entry's
+/// back-count equal to the items it spans, the entries walked equal to the node's live plus
+/// deleted counts. (Shallow mode does without: tern rebuilds the node from its entries, so
+/// a wrong counter cannot mislead it later.)
+fn stream_node(s: &mut StreamValue, master: StreamId, lp: &Listpack, deep: bool) -> Option<()> {
     let mut it = lp.iter();
-    let _count = lp_int(it.next())?;
-    let _deleted = lp_int(it.next())?;
+    let count = lp_int(it.next())?;
+    let deleted = lp_int(it.next())?;
     let nmaster = lp_int(it.next())?;
-    if !(0..=u32::MAX as i64).contains(&nmaster) {
+    if count < 0 || deleted < 0 || !(0..=u32::MAX as i64).contains(&nmaster) {
         return None;
     }
-    let mut master_fields = Vec::with_capacity(nmaster as usize);
+    let mut master_fields = Vec::with_capacity(nmaster.min(1024) as usize);
     for _ in 0..nmaster {
         master_fields.push(it.next()?.to_vec());
     }
     if lp_int(it.next())? != 0 {
         return None;
     }
+    let mut walked = 0i64;
     while let Some(flags) = it.next() {
         let flags = flags.as_i64()?;
         let ms = master.ms.wrapping_add(lp_int(it.next())? as u64);
         let seq = master.seq.wrapping_add(lp_int(it.next())? as u64);
         let mut items: Vec<Vec<u8>> = Vec::new();
-        if flags & STREAM_ITEM_SAMEFIELDS != 0 {
+        let spans = if flags & STREAM_ITEM_SAMEFIELDS != 0 {
             for f in &master_fields {
                 items.push(f.clone());
                 items.push(it.next()?.to_vec());
             }
+            master_fields.len() as i64 + 3
         } else {
             let nf = lp_int(it.next())?;
             if !(0..=u32::MAX as i64).contains(&nf) {
@@ -614,28 +816,46 @@ fn stream_node(s: &mut StreamValue, master: StreamId, lp: &Listpack, _n: &mut u6
             for _ in 0..nf * 2 {
                 items.push(it.next()?.to_vec());
             }
+            nf * 2 + 4
+        };
+        if lp_int(it.next())? != spans && deep {
+            return None;
         }
-        let _lp_count = lp_int(it.next())?;
+        walked += 1;
         if flags & STREAM_ITEM_DELETED == 0 {
             let id = StreamId::new(ms, seq);
             s.append(Some(id), true, &items, 0).ok()?;
         }
     }
-    Some(())
+    (!deep || walked == count.checked_add(deleted)?).then_some(())
 }
 
-/// Check and decode a DUMP payload.
+/// Check and decode a DUMP payload (checksum verified, deep sanitization).
 pub fn restore_payload(bytes: &[u8]) -> Result<Value, RestoreError> {
+    restore_payload_with(bytes, true, true)
+}
+
+/// Check and decode a DUMP payload: the RDB version always, the CRC-64 unless
+/// `verify_crc` is off (DEBUG SET-SKIP-CHECKSUM-VALIDATION), with deep sanitization or not.
+pub fn restore_payload_with(
+    bytes: &[u8],
+    verify_crc: bool,
+    deep: bool,
+) -> Result<Value, RestoreError> {
     let n = bytes.len();
     if n < 10 {
         return Err(RestoreError::VersionOrChecksum);
     }
     let ver = u16::from_le_bytes([bytes[n - 10], bytes[n - 9]]);
+    if ver > RDB_MAX_VERSION {
+        return Err(RestoreError::VersionOrChecksum);
+    }
     let crc = u64::from_le_bytes(bytes[n - 8..].try_into().expect("8 bytes"));
-    if ver > RDB_MAX_VERSION || crc64::crc64(&bytes[..n - 8]) != crc {
+    if verify_crc && crc64::crc64(&bytes[..n - 8]) != crc {
         return Err(RestoreError::VersionOrChecksum);
     }
     let mut r = Reader::new(&bytes[..n - 10]);
+    r.deep = deep;
     let t = r.byte()?;
     if !is_value_type(t) {
         return r.bad("not a value type");

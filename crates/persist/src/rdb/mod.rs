@@ -5,7 +5,7 @@ pub mod decode;
 pub mod encode;
 pub mod file;
 
-pub use decode::{read_value, restore_payload, Reader, RestoreError};
+pub use decode::{read_value, restore_payload, restore_payload_with, Reader, RestoreError};
 pub use encode::{dump_payload, write_value, Writer};
 
 /// The version tern writes (Redis 7.0), which redis-server 7.0 and 7.2 load.

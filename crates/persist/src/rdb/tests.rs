@@ -213,10 +213,12 @@ fn old_encodings_ziplist_quicklist_zipmap() {
     // corrupt ziplist: bad total length
     let mut bad = ziplist_sample();
     bad[0] = 99;
-    assert!(matches!(
+    assert_eq!(
         restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&bad))),
-        Err(RestoreError::Bad(..))
-    ));
+        Err(RestoreError::Corrupt(
+            "List ziplist integrity check failed.".into()
+        ))
+    );
     // module types are refused
     assert_eq!(
         restore_payload(&payload(TYPE_MODULE_2, &[0])),
@@ -236,4 +238,156 @@ fn truncated_payloads_never_panic() {
             let _ = restore_payload(&payload(body[0], &body[1..cut.max(1)]));
         }
     }
+}
+
+/// Each header or entry field of a ziplist that disagrees with the entries is refused.
+#[test]
+fn ziplist_deep_checks() {
+    let good = ziplist_sample();
+    let bad = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut z = good.clone();
+        f(&mut z);
+        decode::parse_ziplist(&z)
+    };
+    assert!(bad(&|_| {}).is_some());
+    assert!(bad(&|z| z[8] = 6).is_none(), "count");
+    assert!(
+        bad(&|z| z[8..10].copy_from_slice(&[0xff, 0xff])).is_some(),
+        "count unknown"
+    );
+    assert!(bad(&|z| z[4] = 19).is_none(), "tail offset");
+    assert!(bad(&|z| z[14] = 5).is_none(), "previous length");
+    assert!(bad(&|z| z[15] = 0xc1).is_none(), "encoding");
+    assert!(bad(&|z| z[10] = 0xff).is_none(), "end byte before the end");
+    // An empty ziplist is well formed (the value is then an empty key).
+    let empty = [11u8, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0xff];
+    assert_eq!(decode::parse_ziplist(&empty), Some(vec![]));
+    assert_eq!(
+        restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&empty))),
+        Err(RestoreError::EmptyKey)
+    );
+}
+
+/// A stream node whose entry back-count is wrong: refused with deep sanitization, rebuilt
+/// from its entries with shallow.
+#[test]
+fn stream_back_count_deep_only() {
+    let mut s = StreamValue::new();
+    for i in 1..=3u64 {
+        s.append(Some(StreamId::new(i, 0)), true, &["f", "v"], 0)
+            .unwrap();
+    }
+    // Uncompressed, so the listpack's bytes can be found and changed.
+    let mut w = Writer::new(false);
+    write_value(&mut w, &Value::Stream(Box::new(s)));
+    let body = &w.buf[..];
+    // The last entry's lp-count (4 for a same-fields entry with one field) is the entry just
+    // before the listpack's end byte: find "04 01 ff" and make it 5.
+    let at = body
+        .windows(3)
+        .position(|w| w == [0x04, 0x01, 0xff])
+        .expect("last lp-count");
+    let mut b = body.to_vec();
+    b[at] = 0x05;
+    let bad = payload(b[0], &b[1..]);
+    assert_eq!(
+        decode::restore_payload_with(&bad, true, true),
+        Err(RestoreError::Corrupt(
+            "Stream listpack integrity check failed.".into()
+        ))
+    );
+    let Ok(Value::Stream(back)) = decode::restore_payload_with(&bad, true, false) else {
+        panic!("shallow accepts")
+    };
+    assert_eq!(back.len(), 3);
+}
+
+/// Random byte changes of payloads of every type and encoding (the in-process twin of the
+/// `rdb_payload` fuzz target): decoding never panics in either sanitization mode, and what
+/// deep sanitization accepts encodes to a payload that decodes again and encodes the same.
+/// TERN_FUZZ_ROUNDS runs a longer campaign.
+#[test]
+fn flipped_payloads_decode_or_refuse_cleanly() {
+    let mut values = Vec::new();
+    for n in [3usize, 12] {
+        let mut l = ListValue::new();
+        let mut h = HashValue::new();
+        let mut s = SetValue::create(b"a", n);
+        let mut is = SetValue::create(b"1", n);
+        let mut pairs = Vec::new();
+        let mut st = StreamValue::new();
+        for i in 0..n {
+            let v = if i % 2 == 0 {
+                i.to_string()
+            } else {
+                format!("_{i}")
+            };
+            l.try_grow(v.len(), 1);
+            l.push(v.as_bytes(), false);
+            h.set(i.to_string().as_bytes(), v.as_bytes());
+            s.add(v.as_bytes());
+            is.add(i.to_string().as_bytes());
+            pairs.push((v.clone().into_bytes(), i as f64));
+            st.append(
+                Some(StreamId::new(1000 + i as u64, 0)),
+                true,
+                &["item", "1", "value", &v],
+                0,
+            )
+            .unwrap();
+        }
+        values.push(Value::List(l));
+        values.push(Value::Hash(h));
+        values.push(Value::Set(s));
+        values.push(Value::Set(is));
+        values.push(Value::ZSet(ZSetValue::from_pairs(pairs)));
+        values.push(Value::Stream(Box::new(st)));
+    }
+    values.push(Value::from_bytes(b"12345"));
+    values.push(Value::from_bytes(b"some string"));
+    let mut bodies: Vec<Vec<u8>> = values
+        .iter()
+        .map(|v| {
+            let p = dump_payload(v);
+            p[..p.len() - 10].to_vec()
+        })
+        .collect();
+    let mut zl = vec![TYPE_LIST_ZIPLIST];
+    zl.extend(blob(&ziplist_sample()));
+    bodies.push(zl);
+    let zm = [2u8, 1, b'a', 2, 0, b'x', b'y', 1, b'b', 1, 1, b'z', 0, 0xff];
+    let mut zmb = vec![TYPE_HASH_ZIPMAP];
+    zmb.extend(blob(&zm));
+    bodies.push(zmb);
+    let rounds: u64 = std::env::var("TERN_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..rounds {
+        let mut b = bodies[rnd(bodies.len())].clone();
+        for _ in 0..1 + rnd(3) / 2 {
+            let at = rnd(b.len());
+            b[at] = rnd(256) as u8;
+        }
+        let p = payload(b[0], &b[1..]);
+        let _ = decode::restore_payload_with(&p, true, false);
+        match decode::restore_payload_with(&p, true, true) {
+            Ok(v) => {
+                accepted += 1;
+                let again = dump_payload(&v);
+                let back = restore_payload(&again).expect("a re-encoded value decodes");
+                assert_eq!(dump_payload(&back), again, "stable encoding of {p:02x?}");
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(accepted > 0 && refused > 0, "{accepted} / {refused}");
 }
