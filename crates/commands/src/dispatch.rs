@@ -432,6 +432,11 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let reply_at = out.buf.len();
     let now_ms = conn.now_ms;
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
+    // Tracking invalidates exactly the keys the command touches for WATCH.
+    let collect = srv.tracking.active();
+    if collect {
+        tern_engine::watch::collect_touches();
+    }
     // Writes pass the write-log gate: while a log consumer (AOF) is attached they run as a
     // unit holding their keys and log what they changed (see `propagate`).
     // Scripts are shown to MONITOR before they run, so the commands they call follow them.
@@ -464,8 +469,13 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     }
     drop(gate);
     crate::propagate::observe(conn, entry.spec, args);
+    let touched = if collect {
+        tern_engine::watch::take_touched()
+    } else {
+        Vec::new()
+    };
     if srv.tracking.active() {
-        crate::tracking::after_command(srv, conn, args, entry);
+        crate::tracking::after_command(srv, conn, args, entry, &touched);
     }
     let end = Instant::now();
     conn.mark = end;
