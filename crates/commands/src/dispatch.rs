@@ -37,6 +37,13 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if let Ok(e) = resolved {
         conn.cur_cmd = e.id;
     }
+    // CLIENT LIST shows the command a client runs, blocks in or waits to run (Redis sets
+    // its lastcmd as soon as the command is looked up).
+    let shown = match resolved {
+        Ok(e) | Err(Some(e)) => e.id + 1,
+        Err(None) => 0,
+    };
+    conn.handle.last_cmd.store(shown, Relaxed);
     match resolved {
         Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
             crate::multi::reject(srv, conn, out, entry.spec, crate::evict::OOM_ERROR);

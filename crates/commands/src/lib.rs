@@ -53,6 +53,7 @@ pub mod hll;
 pub mod hll_format;
 pub mod lists;
 pub mod log;
+pub mod lolwut;
 pub mod sets;
 pub mod sort;
 pub mod streams;
@@ -68,7 +69,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 31] {
+pub fn families() -> [&'static [CommandSpec]; 32] {
     [
         acl::COMMANDS,
         cluster::COMMANDS,
@@ -101,6 +102,7 @@ pub fn families() -> [&'static [CommandSpec]; 31] {
         migrate::COMMANDS,
         replication::COMMANDS,
         master_link::COMMANDS,
+        lolwut::COMMANDS,
     ]
 }
 
