@@ -26,6 +26,7 @@ pub mod table;
 pub mod tracking;
 pub mod txn;
 pub mod wait;
+pub mod world;
 
 pub mod client_cmd;
 pub mod cluster;

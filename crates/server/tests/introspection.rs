@@ -811,7 +811,7 @@ fn client_list_shows_the_blocked_command() {
         let mut c = s.conn();
         let id: i64 = q(&mut blocked, &["CLIENT", "ID"]).unwrap();
         let mut raw = s.raw();
-        raw.write_all(format!("*3\r\n$5\r\nBLPOP\r\n$4\r\nnone\r\n$1\r\n0\r\n").as_bytes())
+        raw.write_all(b"*3\r\n$5\r\nBLPOP\r\n$4\r\nnone\r\n$1\r\n0\r\n")
             .unwrap();
         let raw_id = {
             let deadline = Instant::now() + Duration::from_secs(5);
@@ -923,4 +923,130 @@ fn lolwut_versions_and_shape() {
     }
     // Version 6 reads two arguments: a third is ignored.
     let _: String = q(&mut c, &["LOLWUT", "VERSION", "6", "10", "5", "junk"]).unwrap();
+}
+
+/// DEBUG SLEEP stops the whole server, as in single-threaded Redis: no other client, on any
+/// worker thread, gets a reply (not even to PING) until the sleep ends. DEBUG SLEEP 0 stops
+/// nothing.
+#[test]
+fn debug_sleep_stops_every_worker() {
+    let s = Server::tern(&["--threads", "4", "--enable-debug-command", "yes"]);
+    let mut others: Vec<_> = (0..6).map(|_| s.conn()).collect();
+    for c in others.iter_mut() {
+        let _: String = q(c, &["PING"]).unwrap();
+    }
+    let mut sleeper = s.raw();
+    let started = Instant::now();
+    sleeper
+        .write_all(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n0.8\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let handles: Vec<_> = others
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                let _: String = q(&mut c, &["PING"]).unwrap();
+                let _: () = q(&mut c, &["SET", "k", "v"]).unwrap();
+                Instant::now()
+            })
+        })
+        .collect();
+    for h in handles {
+        let answered = h.join().unwrap().duration_since(started);
+        assert!(
+            answered >= Duration::from_millis(750),
+            "answered after {answered:?}"
+        );
+    }
+    let mut buf = [0u8; 5];
+    sleeper.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"+OK\r\n");
+    // A zero (or negative, or unparsable) sleep returns at once.
+    let mut c = s.conn();
+    let t = Instant::now();
+    for arg in ["0", "-1", "abc"] {
+        let _: String = q(&mut c, &["DEBUG", "SLEEP", arg]).unwrap();
+    }
+    assert!(t.elapsed() < Duration::from_millis(500));
+}
+
+/// COMMAND GETKEYS reads the key specs strictly as Redis does and falls back to Redis's key
+/// finders (a count read with C's atoi), so bad counts answer Redis's errors; the replies here
+/// were taken from redis-server 7.2.6.
+#[test]
+fn command_getkeys_edge_cases_as_redis() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    let invalid = "ERR Invalid arguments specified for command";
+    for bad in [
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "-5", "a"][..],
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "0", "a"],
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "3", "a"],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "ZINTERCARD",
+            "2147483648",
+            "a",
+        ],
+        &["COMMAND", "GETKEYS", "LMPOP", "2147483648", "a", "LEFT"],
+        &[
+            "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "x", "0", "5", "KEYS", "a", "b",
+        ],
+    ] {
+        assert_eq!(err_text(q::<Value>(&mut c, bad)), invalid, "{bad:?}");
+    }
+    let keys = |c: &mut redis::Connection, a: &[&str]| -> Vec<String> { q(c, a).unwrap() };
+    // KEYS as the last argument is outside the keyword search: the key is the empty string.
+    assert_eq!(
+        keys(
+            &mut c,
+            &["COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "KEYS"]
+        ),
+        vec![String::new()]
+    );
+    assert_eq!(
+        keys(
+            &mut c,
+            &["COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "KEYS", "a", "b"]
+        ),
+        vec!["a", "b"]
+    );
+    // EVAL may have no keys: a count that wraps negative gives none, not an error.
+    assert!(keys(
+        &mut c,
+        &["COMMAND", "GETKEYS", "EVAL", "s", "2147483648", "a"]
+    )
+    .is_empty());
+    // A count with trailing junk fails the spec, and atoi's reading of it gives keys without
+    // flags (Redis's fallback finder sets none).
+    let v: Value = q(
+        &mut c,
+        &["COMMAND", "GETKEYSANDFLAGS", "ZUNIONSTORE", "d", "1a", "a"],
+    )
+    .unwrap();
+    assert_eq!(
+        v,
+        Value::Array(vec![
+            Value::Array(vec![Value::BulkString(b"a".to_vec()), Value::Array(vec![])]),
+            Value::Array(vec![Value::BulkString(b"d".to_vec()), Value::Array(vec![])]),
+        ])
+    );
+    // Database indexes past a C int are worded as Redis's getIntFromObject.
+    let range = "ERR value is out of range, value must between -2147483648 and 2147483647";
+    for bad in [
+        &["SELECT", "2147483648"][..],
+        &["COPY", "a", "b", "DB", "2147483648"],
+        &["MOVE", "a", "-2147483649"],
+    ] {
+        assert_eq!(err_text(q::<Value>(&mut c, bad)), range, "{bad:?}");
+    }
+    assert_eq!(
+        err_text(q::<Value>(&mut c, &["SELECT", "9223372036854775808"])),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err_text(q::<Value>(&mut c, &["SELECT", "16"])),
+        "ERR DB index is out of range"
+    );
 }
