@@ -14,6 +14,7 @@ pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod master_link;
+pub mod metrics;
 pub mod notify;
 pub mod pause;
 pub mod propagate;
