@@ -102,6 +102,9 @@ pub const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the w
 pub const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 pub const ERR_NO_SUCH_KEY: &str = "ERR no such key";
 pub const ERR_DB_RANGE: &str = "ERR DB index is out of range";
+/// Redis's getIntFromObjectOrReply past a C int.
+pub const ERR_INT_RANGE: &str =
+    "ERR value is out of range, value must between -2147483648 and 2147483647";
 pub const ERR_STRING_TOO_LONG: &str =
     "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 

@@ -759,6 +759,9 @@ pub static PARAMS: &[Param] = &[
     // tern's own: worker threads (0 = one per core). Hidden from CONFIG GET patterns so tools
     // that walk `CONFIG GET *` see exactly Redis's parameters; an exact `CONFIG GET threads` works.
     i("threads", IMMUTABLE | HIDDEN, 0, 1024, "0"),
+    // tern: Prometheus /metrics over HTTP on this port (0: off); hidden from CONFIG GET *,
+    // which lists Redis's own set.
+    i("metrics-port", HIDDEN, 0, 65535, "0"),
 ];
 
 /// Directives the config file accepts besides the parameters (kept by CONFIG REWRITE).

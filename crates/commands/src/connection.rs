@@ -124,6 +124,9 @@ fn select(ctx: &mut Ctx, args: &Args) {
         ctx.error(ERR_NOT_INT);
         return;
     };
+    if i32::try_from(db).is_err() {
+        return ctx.error(crate::args::ERR_INT_RANGE);
+    }
     if db < 0 || db as usize >= ctx.srv.store.databases() {
         ctx.error(ERR_DB_RANGE);
         return;

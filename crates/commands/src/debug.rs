@@ -49,7 +49,9 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         ("sleep", 3) => {
             let secs = strtod_prefix(&args[2]);
             if secs > 0.0 && secs.is_finite() {
-                std::thread::sleep(std::time::Duration::from_micros((secs * 1e6) as u64));
+                // The whole server sleeps, as single-threaded Redis does.
+                let d = std::time::Duration::from_micros((secs * 1e6) as u64);
+                ctx.srv.world.stop_for(d);
             }
             ctx.out.ok();
         }

@@ -17,6 +17,8 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if args.is_empty() {
         return;
     }
+    // DEBUG SLEEP elsewhere: nothing runs until it ends.
+    srv.world.wait_while_stopped();
     // Over maxmemory: evict first (unless a script is busy), as Redis does for every command.
     let oom = srv.config.hot.maxmemory.load(Relaxed) > 0
         && crate::lua::busy_error().is_none()
@@ -37,6 +39,13 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if let Ok(e) = resolved {
         conn.cur_cmd = e.id;
     }
+    // CLIENT LIST shows the command a client runs, blocks in or waits to run (Redis sets
+    // its lastcmd as soon as the command is looked up).
+    let shown = match resolved {
+        Ok(e) | Err(Some(e)) => e.id + 1,
+        Err(None) => 0,
+    };
+    conn.handle.last_cmd.store(shown, Relaxed);
     match resolved {
         Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
             crate::multi::reject(srv, conn, out, entry.spec, crate::evict::OOM_ERROR);
@@ -278,37 +287,36 @@ fn resolve<'s>(
     in_exec: bool,
 ) -> Result<&'s CmdEntry, Option<&'s CmdEntry>> {
     let Some(mut entry) = srv.commands.get(args.get(0)) else {
-        let mut list = String::new();
+        // Byte limits and the client's bytes as sent, as Redis formats it.
+        let mut msg = b"ERR unknown command '".to_vec();
+        let name = args.get(0);
+        msg.extend_from_slice(&name[..name.len().min(128)]);
+        msg.extend_from_slice(b"', with args beginning with: ");
+        let mut list_len = 0;
         for a in args.iter().skip(1) {
-            if list.len() >= 128 {
+            if list_len >= 128 {
                 break;
             }
-            let room = 128 - list.len();
-            let s = String::from_utf8_lossy(a);
-            let s: String = s.chars().take(room).collect();
-            list.push_str(&format!("'{s}' "));
+            let take = a.len().min(128 - list_len);
+            msg.push(b'\'');
+            msg.extend_from_slice(&a[..take]);
+            msg.extend_from_slice(b"' ");
+            list_len += take + 3;
         }
-        let name: String = String::from_utf8_lossy(args.get(0))
-            .chars()
-            .take(128)
-            .collect();
-        out.error(&format!(
-            "ERR unknown command '{name}', with args beginning with: {list}"
-        ));
+        out.error_bytes(&msg);
         return Err(None);
     };
     if !entry.subs.is_empty() && args.len() >= 2 {
         match entry.sub(args.get(1)) {
             Some(s) => entry = s,
             None => {
-                let sub: String = String::from_utf8_lossy(args.get(1))
-                    .chars()
-                    .take(128)
-                    .collect();
-                out.error(&format!(
-                    "ERR unknown subcommand '{sub}'. Try {} HELP.",
-                    entry.spec.name.to_ascii_uppercase()
-                ));
+                let sub = args.get(1);
+                let mut msg = b"ERR unknown subcommand '".to_vec();
+                msg.extend_from_slice(&sub[..sub.len().min(128)]);
+                msg.extend_from_slice(
+                    format!("'. Try {} HELP.", entry.spec.name.to_ascii_uppercase()).as_bytes(),
+                );
+                out.error_bytes(&msg);
                 return Err(None);
             }
         }
@@ -432,6 +440,11 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let reply_at = out.buf.len();
     let now_ms = conn.now_ms;
     tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
+    // Tracking invalidates exactly the keys the command touches for WATCH.
+    let collect = srv.tracking.active();
+    if collect {
+        tern_engine::watch::collect_touches();
+    }
     // Writes pass the write-log gate: while a log consumer (AOF) is attached they run as a
     // unit holding their keys and log what they changed (see `propagate`).
     // Scripts are shown to MONITOR before they run, so the commands they call follow them.
@@ -464,8 +477,13 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     }
     drop(gate);
     crate::propagate::observe(conn, entry.spec, args);
+    let touched = if collect {
+        tern_engine::watch::take_touched()
+    } else {
+        Vec::new()
+    };
     if srv.tracking.active() {
-        crate::tracking::after_command(srv, conn, args, entry);
+        crate::tracking::after_command(srv, conn, args, entry, &touched);
     }
     let end = Instant::now();
     conn.mark = end;

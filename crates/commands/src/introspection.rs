@@ -6,7 +6,7 @@ use crate::client_cmd::reply_help;
 use crate::ctx::Ctx;
 use crate::registry::{CmdEntry, Registry};
 use crate::stats::Histogram;
-use crate::table::{acl, flags as f, kflags, BeginSearch, CommandSpec, FindKeys};
+use crate::table::{acl, flags as f, kflags, BeginSearch, CommandSpec, FindKeys, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_resp::Reply;
 
@@ -620,18 +620,36 @@ fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
         ctx.error("ERR Invalid number of arguments specified for command");
         return;
     }
-    let keys: Vec<(usize, u32)> = spec
-        .key_positions(&target)
-        .into_iter()
-        .filter(|(_, fl)| fl & kflags::NOT_KEY == 0)
-        .map(|(pos, fl)| {
-            if fl & kflags::VARIABLE_FLAGS != 0 {
-                (pos, variable_key_flags(spec.name, &target).unwrap_or(fl))
-            } else {
-                (pos, fl)
-            }
-        })
-        .collect();
+    // As Redis: the key specs when they all apply (none has variable flags), else the
+    // command's own key finder.
+    let real_keys = spec.keys.iter().any(|k| k.flags & kflags::NOT_KEY == 0);
+    let variable = spec
+        .keys
+        .iter()
+        .any(|k| k.flags & kflags::VARIABLE_FLAGS != 0);
+    let from_specs = if real_keys && !variable {
+        keys_by_specs(spec.keys, &target)
+    } else {
+        None
+    };
+    let keys: Vec<(usize, u32)> = match from_specs {
+        Some(k) => k,
+        None => match numkeys_finder(spec.name) {
+            Some((store, count, first)) => numkeys_keys(&target, store, count, first),
+            None => spec
+                .key_positions(&target)
+                .into_iter()
+                .filter(|(_, fl)| fl & kflags::NOT_KEY == 0)
+                .map(|(pos, fl)| {
+                    if fl & kflags::VARIABLE_FLAGS != 0 {
+                        (pos, variable_key_flags(spec.name, &target).unwrap_or(fl))
+                    } else {
+                        (pos, fl)
+                    }
+                })
+                .collect(),
+        },
+    };
     if keys.is_empty() {
         if spec.flags & f::NO_MANDATORY_KEYS != 0 {
             ctx.out.array(0);
@@ -650,6 +668,145 @@ fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
             ctx.out.bulk(&target[pos]);
         }
     }
+}
+
+/// The keys the specs name, strictly as Redis reads them for COMMAND GETKEYS: None when a
+/// spec does not fit the arguments (a count out of range, an incomplete spec), and then the
+/// command's own key finder decides.
+fn keys_by_specs(specs: &[KeySpec], args: &Args) -> Option<Vec<(usize, u32)>> {
+    let argc = args.len() as i64;
+    let mut keys = Vec::new();
+    for ks in specs {
+        if ks.flags & kflags::NOT_KEY != 0 {
+            continue;
+        }
+        let mut first = match ks.begin {
+            BeginSearch::Index(i) => i as i64,
+            BeginSearch::Keyword { keyword, startfrom } => {
+                let start = if startfrom > 0 {
+                    startfrom as i64
+                } else {
+                    argc + startfrom as i64
+                };
+                let end = if startfrom > 0 { argc - 1 } else { 1 };
+                let mut found = None;
+                let mut i = start;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if eq_ic(&args[i as usize], keyword) {
+                        found = Some(i + 1);
+                        break;
+                    }
+                    i += if start <= end { 1 } else { -1 };
+                }
+                match found {
+                    Some(i) => i,
+                    None => continue,
+                }
+            }
+            BeginSearch::Unknown => return None,
+        };
+        let (last, step) = match ks.find {
+            FindKeys::Range {
+                lastkey,
+                step,
+                limit,
+            } => {
+                let last = if lastkey >= 0 {
+                    first + lastkey as i64
+                } else if limit == 0 {
+                    argc + lastkey as i64
+                } else {
+                    first + ((argc - first) / limit as i64 + lastkey as i64)
+                };
+                (last, step as i64)
+            }
+            FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                step,
+            } => {
+                let at = first + keynumidx as i64;
+                if keynumidx as i64 >= argc || at >= argc {
+                    return None;
+                }
+                let n = crate::args::parse_i64(&args[at as usize]).filter(|&n| n >= 0)?;
+                first += firstkey as i64;
+                // Redis adds the count as a C int: a count past 2^31 wraps negative.
+                (first + (n as i32) as i64 - 1, step as i64)
+            }
+            FindKeys::Unknown => return None,
+        };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
+        let mut i = first;
+        while i <= last {
+            keys.push((i as usize, ks.flags));
+            i += step.max(1);
+        }
+        if ks.flags & kflags::INCOMPLETE != 0 {
+            return None;
+        }
+    }
+    Some(keys)
+}
+
+/// Redis's key finders for commands whose keys follow a count (its genericGetKeys): the store
+/// key's index (0: none), the count's index and the first key's index.
+fn numkeys_finder(name: &str) -> Option<(usize, usize, usize)> {
+    Some(match name {
+        "zunionstore" | "zinterstore" | "zdiffstore" => (1, 2, 3),
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => {
+            (0, 1, 2)
+        }
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop"
+        | "bzmpop" => (0, 2, 3),
+        _ => return None,
+    })
+}
+
+/// genericGetKeys: the count read as C's atoi does (digits after an optional sign, wrapping
+/// to an int); no keys unless 1..=the arguments left; no flags.
+fn numkeys_keys(args: &Args, store: usize, count: usize, first: usize) -> Vec<(usize, u32)> {
+    let n = c_atoi(args.get(count));
+    let left = args.len().saturating_sub(first) as i64;
+    if n < 1 || n as i64 > left {
+        return Vec::new();
+    }
+    let mut keys: Vec<(usize, u32)> = (0..n as usize).map(|i| (first + i, 0)).collect();
+    if store != 0 {
+        keys.push((store, 0));
+    }
+    keys
+}
+
+/// C's atoi: optional leading blanks and sign, then digits up to the first other byte; the
+/// value (saturated to 64 bits, as strtol) cast to a 32-bit int.
+fn c_atoi(s: &[u8]) -> i32 {
+    let mut i = 0;
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    while let Some(d) = s.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add((d - b'0') as i64);
+        i += 1;
+    }
+    (if neg { v.saturating_neg() } else { v }) as i32
 }
 
 /// The real access flags of commands whose key spec says `variable_flags`: they depend on the

@@ -398,10 +398,13 @@ fn parse_int32(arg: &[u8]) -> Option<i64> {
     parse_i64(arg).filter(|n| i32::try_from(*n).is_ok())
 }
 
-/// A database index argument: `not_int` when it does not parse, "DB index is out of range"
-/// when it names no database.
+/// A database index argument: `not_int` when it does not parse, Redis's int range error past
+/// a C int, "DB index is out of range" when it names no database.
 fn parse_db(ctx: &Ctx, arg: &[u8], not_int: &'static str) -> Result<usize, &'static str> {
-    let n = parse_int32(arg).ok_or(not_int)?;
+    let n = parse_i64(arg).ok_or(not_int)?;
+    if i32::try_from(n).is_err() {
+        return Err(crate::args::ERR_INT_RANGE);
+    }
     if n < 0 || n as usize >= ctx.srv.store.databases() {
         return Err(ERR_DB_RANGE);
     }

@@ -15,6 +15,7 @@ pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod master_link;
+pub mod metrics;
 pub mod notify;
 pub mod pause;
 pub mod propagate;
@@ -28,6 +29,7 @@ pub mod table;
 pub mod tracking;
 pub mod txn;
 pub mod wait;
+pub mod world;
 
 pub mod client_cmd;
 pub mod cluster;
@@ -55,6 +57,7 @@ pub mod hll;
 pub mod hll_format;
 pub mod lists;
 pub mod log;
+pub mod lolwut;
 pub mod sets;
 pub mod sort;
 pub mod streams;
@@ -70,7 +73,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 31] {
+pub fn families() -> [&'static [CommandSpec]; 32] {
     [
         acl::COMMANDS,
         cluster::COMMANDS,
@@ -103,6 +106,7 @@ pub fn families() -> [&'static [CommandSpec]; 31] {
         migrate::COMMANDS,
         replication::COMMANDS,
         master_link::COMMANDS,
+        lolwut::COMMANDS,
     ]
 }
 

@@ -98,7 +98,14 @@ struct Link {
     master_replid: String,
     offset: u64,
     last_io_ms: u64,
+    /// When a connected link was lost (0: never connected since REPLICAOF, reported as -1).
     down_since_ms: u64,
+    /// The payload of a full sync as INFO reports it while it arrives (Redis's
+    /// repl_transfer_*): its size (-1 until the header, 0 for a diskless `$EOF:`), the bytes
+    /// read so far, the time of the last read.
+    transfer_size: i64,
+    transfer_read: u64,
+    transfer_last_io_ms: u64,
 }
 
 static LINK: Mutex<Option<Link>> = parking_lot::const_mutex(None);
@@ -182,7 +189,10 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         master_replid: "?".into(),
         offset: 0,
         last_io_ms: 0,
-        down_since_ms: clock::now_ms(),
+        down_since_ms: 0,
+        transfer_size: -1,
+        transfer_read: 0,
+        transfer_last_io_ms: 0,
     });
     IS_REPLICA.store(true, Relaxed);
     // Our own replicas were following another history: they must resync.
@@ -216,12 +226,16 @@ fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
         if let Err(e) = sync_and_follow(srv, host, port, gen) {
             crate::log::warning(&e);
         }
-        if LINK_UP.load(Relaxed) && current(gen) {
+        // Down since now only if it was up (a failed attempt leaves the time as it was).
+        let was_up = LINK_UP.load(Relaxed) && current(gen);
+        if was_up {
             LINK_UP.store(false, Relaxed);
         }
         set_state(gen, |l| {
             l.state = State::Connect;
-            l.down_since_ms = clock::now_ms();
+            if was_up {
+                l.down_since_ms = clock::now_ms();
+            }
         });
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -396,6 +410,10 @@ fn receive_payload(
                 Ok(0) => return Err("I/O error trying to sync with MASTER: connection lost".into()),
                 Ok(n) => {
                     last_io = Instant::now();
+                    set_state(gen, |l| {
+                        l.transfer_read += n as u64;
+                        l.transfer_last_io_ms = clock::now_ms();
+                    });
                     return Ok(n);
                 }
                 Err(e) if is_timeout(&e) => {
@@ -411,6 +429,12 @@ fn receive_payload(
         }
     };
     let write_err = |e: std::io::Error| format!("Write error writing the payload to disk: {e}");
+    let size = if spec.starts_with("EOF:") {
+        0
+    } else {
+        spec.parse::<i64>().unwrap_or(-1)
+    };
+    set_state(gen, |l| l.transfer_size = size);
     if let Some(mark) = spec.strip_prefix("EOF:") {
         // Diskless: the payload ends with the 40-byte mark.
         let mark = mark.as_bytes().to_vec();
@@ -450,7 +474,12 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     let mut wire = connect(srv, host, port)?;
     crate::log::notice("Non blocking connect for SYNC fired the event.");
     let (replid, offset) = handshake(srv, &mut wire, gen)?;
-    set_state(gen, |l| l.state = State::Sync);
+    set_state(gen, |l| {
+        l.state = State::Sync;
+        l.transfer_size = -1;
+        l.transfer_read = 0;
+        l.transfer_last_io_ms = clock::now_ms();
+    });
     let path = std::path::PathBuf::from(format!("temp-{}-master-sync.rdb", std::process::id()));
     let received = receive_payload(srv, &mut wire, &path, gen);
     let loaded = received.and_then(|bytes| {
@@ -635,12 +664,30 @@ pub fn info_lines(srv: &Server) -> Option<(String, String, u64)> {
         l.offset,
         l.offset,
     );
-    if !up {
+    if l.state == State::Sync {
+        let perc = if l.transfer_size != 0 {
+            l.transfer_read as f64 / l.transfer_size as f64 * 100.0
+        } else {
+            0.0
+        };
         let _ = write!(
             out,
-            "master_link_down_since_seconds:{}\r\n",
-            now.saturating_sub(l.down_since_ms) / 1000
+            "master_sync_total_bytes:{}\r\nmaster_sync_read_bytes:{}\r\n\
+             master_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\n\
+             master_sync_last_io_seconds_ago:{}\r\n",
+            l.transfer_size,
+            l.transfer_read,
+            l.transfer_size - l.transfer_read as i64,
+            now.saturating_sub(l.transfer_last_io_ms) / 1000,
         );
+    }
+    if !up {
+        let down = if l.down_since_ms == 0 {
+            -1
+        } else {
+            (now.saturating_sub(l.down_since_ms) / 1000) as i64
+        };
+        let _ = write!(out, "master_link_down_since_seconds:{down}\r\n");
     }
     let _ = write!(
         out,

@@ -341,6 +341,31 @@ pub fn replica_offsets() -> Vec<(String, u16, u64)> {
 }
 
 /// INFO replication's replica lines and count.
+/// One attached replica as INFO and the metrics report it: ip, port, state, acknowledged
+/// offset, seconds since its last acknowledgement.
+pub struct ReplicaRow {
+    pub ip: String,
+    pub port: u16,
+    pub state: &'static str,
+    pub offset: u64,
+    pub lag: u64,
+}
+
+pub fn replica_rows() -> Vec<ReplicaRow> {
+    let now = clock::now_ms();
+    REPLICAS
+        .lock()
+        .iter()
+        .map(|r| ReplicaRow {
+            ip: r.ip.clone(),
+            port: r.port,
+            state: r.state,
+            offset: r.ack_offset,
+            lag: now.saturating_sub(r.ack_ms) / 1000,
+        })
+        .collect()
+}
+
 pub fn info_replicas(out: &mut String) -> usize {
     use std::fmt::Write;
     let now = clock::now_ms();

@@ -66,6 +66,8 @@ pub struct Server {
     pub pause: crate::pause::Pause,
     /// Pub/Sub subscriptions (channels, patterns, shard channels).
     pub pubsub: crate::pubsub::PubSub,
+    /// DEBUG SLEEP's stop of every worker.
+    pub world: crate::world::World,
     /// Client-side caching: tracked keys, BCAST prefixes, tracking clients.
     pub tracking: crate::tracking::Tracking,
     /// ACL users, the ACL log.
@@ -131,6 +133,7 @@ impl Server {
             blocking: Default::default(),
             pause: Default::default(),
             pubsub: Default::default(),
+            world: Default::default(),
             tracking: Default::default(),
             acl,
         }

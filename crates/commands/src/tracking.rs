@@ -19,7 +19,7 @@ use crate::ctx::{Conn, Ctx};
 use crate::push::PushTx;
 use crate::registry::CmdEntry;
 use crate::server::Server;
-use crate::table::{flags, kflags};
+use crate::table::flags;
 use parking_lot::{Mutex, RwLock};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -350,7 +350,13 @@ pub fn enforce_limit(srv: &Server) {
 /// After a command ran (only while some client tracks): remember what a tracking client read,
 /// invalidate what a write changed or what expired, and drop a CLIENT CACHING that applied to
 /// this command.
-pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &CmdEntry) {
+pub fn after_command(
+    srv: &Arc<Server>,
+    conn: &mut Conn,
+    args: &Args,
+    entry: &CmdEntry,
+    touched: &[Box<[u8]>],
+) {
     let spec = entry.spec;
     let tr = &srv.tracking;
     let id = conn.handle.id;
@@ -359,6 +365,14 @@ pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &Cm
         SERVING.set(id);
     }
     if conn.pending_block.is_none() && !conn.pending_offload {
+        // What the command changed is invalidated first (as Redis does while it runs), then
+        // what it read is remembered.
+        if matches!(entry.fullname.as_str(), "flushdb" | "flushall") {
+            flush(srv);
+        } else if !touched.is_empty() {
+            let keys: Vec<&[u8]> = touched.iter().map(|k| &**k).collect();
+            invalidate(srv, Some(id), &keys, true);
+        }
         if tracking
             && spec.flags & flags::READONLY != 0
             && spec.flags & flags::PUBSUB == 0
@@ -374,19 +388,6 @@ pub fn after_command(srv: &Arc<Server>, conn: &mut Conn, args: &Args, entry: &Cm
                     }
                     enforce_limit(srv);
                 }
-            }
-        }
-        if spec.flags & flags::WRITE != 0 {
-            if matches!(entry.fullname.as_str(), "flushdb" | "flushall") {
-                flush(srv);
-            } else {
-                let keys: Vec<&[u8]> = spec
-                    .key_positions(args)
-                    .into_iter()
-                    .filter(|(_, f)| f & kflags::RO == 0)
-                    .map(|(p, _)| &args[p])
-                    .collect();
-                invalidate(srv, Some(id), &keys, true);
             }
         }
     }

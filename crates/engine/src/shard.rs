@@ -87,7 +87,10 @@ impl ShardData {
     /// that still owes it (a read command's `&mut` only moves the access clock).
     #[inline]
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        if self.watched.is_some() && watch::writing() && self.peek(hash, key, now_ms).is_some() {
+        if (self.watched.is_some() || watch::collecting())
+            && watch::writing()
+            && self.peek(hash, key, now_ms).is_some()
+        {
             self.touch(key);
         }
         let save = self.snap.is_some() && watch::writing();
@@ -189,7 +192,7 @@ impl ShardData {
             if !save && crate::expire::paused(now_ms) {
                 return None;
             }
-            self.remove(hash, key);
+            self.remove_expiring(hash, key);
             self.expired_keys += 1;
             crate::events::expired(self.db, key);
             return None;
@@ -207,7 +210,7 @@ impl ShardData {
         if crate::expire::paused(crate::clock::now_ms()) {
             return self.dict.get(hash, key).is_some();
         }
-        if self.remove(hash, key).is_none() {
+        if self.remove_expiring(hash, key).is_none() {
             return false;
         }
         self.expired_keys += 1;
@@ -292,12 +295,25 @@ impl ShardData {
     }
 
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
+        let e = self.unlink(hash, key)?;
+        self.touch(key);
+        Some(e)
+    }
+
+    /// `remove` for a key whose time ran out: a WATCH touch, but not one of the running
+    /// command's changes (tracking invalidates expired keys on their own, with no writer).
+    fn remove_expiring(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
+        let e = self.unlink(hash, key)?;
+        self.touch_watchers(key);
+        Some(e)
+    }
+
+    fn unlink(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         let mut e = self.dict.remove(hash, key)?;
         save_owed(&self.snap, self.snap_parity, self.db, &mut e);
         if e.expire_at() != 0 {
             self.volatile -= 1;
         }
-        self.touch(key);
         Some(e)
     }
 
@@ -474,6 +490,14 @@ impl ShardData {
     /// `key` changed: flag its watchers (a stale key's deletion is no change).
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
+        if watch::collecting() {
+            watch::note_touched(key);
+        }
+        self.touch_watchers(key);
+    }
+
+    #[inline]
+    fn touch_watchers(&mut self, key: &[u8]) {
         if self.watched.is_none() {
             return;
         }
@@ -556,7 +580,7 @@ impl ShardData {
         }
         for k in victims {
             let h = crate::hash::key_hash(&k);
-            if self.remove(h, &k).is_some() {
+            if self.remove_expiring(h, &k).is_some() {
                 expired += 1;
                 crate::events::expired(self.db, &k);
             }

@@ -58,3 +58,43 @@ pub fn enable_check(fingerprint: Fingerprint) {
 pub(crate) fn checker() -> Option<Fingerprint> {
     CHECK.get().copied()
 }
+
+thread_local! {
+    /// While tracking is on: the keys the running command signalled as modified (every WATCH
+    /// touch), which are exactly the keys CLIENT TRACKING must invalidate (Redis routes both
+    /// through signalModifiedKey). None while not collecting.
+    static TOUCHED: std::cell::RefCell<Option<Vec<Box<[u8]>>>> =
+        const { std::cell::RefCell::new(None) };
+    static COLLECTING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Start collecting the keys this thread's command touches (see `take_touched`).
+pub fn collect_touches() {
+    TOUCHED.with(|t| *t.borrow_mut() = Some(Vec::new()));
+    COLLECTING.with(|c| c.set(true));
+}
+
+/// Stop collecting and hand back the keys touched since `collect_touches`, each once.
+pub fn take_touched() -> Vec<Box<[u8]>> {
+    COLLECTING.with(|c| c.set(false));
+    let mut keys = TOUCHED.with(|t| t.borrow_mut().take()).unwrap_or_default();
+    if keys.len() > 1 {
+        let mut seen = std::collections::HashSet::with_capacity(keys.len());
+        keys.retain(|k| seen.insert(k.clone()));
+    }
+    keys
+}
+
+#[inline]
+pub(crate) fn collecting() -> bool {
+    COLLECTING.with(|c| c.get())
+}
+
+#[cold]
+pub(crate) fn note_touched(key: &[u8]) {
+    TOUCHED.with(|t| {
+        if let Some(v) = t.borrow_mut().as_mut() {
+            v.push(key.into());
+        }
+    });
+}

@@ -277,7 +277,9 @@ fn length_line(buf: &[u8], at: usize) -> LengthLine {
         i += 1;
     }
     let digits_start = i;
-    let mut v: i64 = 0;
+    // Magnitude as u64 so that i64::MIN (whose magnitude i64 cannot hold) parses, as
+    // Redis's string2ll accepts it.
+    let mut v: u64 = 0;
     let mut ok = true;
     while i < buf.len() {
         let c = buf[i];
@@ -290,13 +292,21 @@ fn length_line(buf: &[u8], at: usize) -> LengthLine {
             if !ok || ndig == 0 || leading_zero || (neg && buf[digits_start] == b'0') {
                 return LengthLine::Invalid;
             }
-            return LengthLine::Value(if neg { -v } else { v }, i + 2);
+            let value = if neg {
+                0i64.checked_sub_unsigned(v)
+            } else {
+                i64::try_from(v).ok()
+            };
+            return match value {
+                Some(n) => LengthLine::Value(n, i + 2),
+                None => LengthLine::Invalid,
+            };
         }
         if ok {
             if c.is_ascii_digit() {
                 match v
                     .checked_mul(10)
-                    .and_then(|x| x.checked_add((c - b'0') as i64))
+                    .and_then(|x| x.checked_add((c - b'0') as u64))
                 {
                     Some(x) => v = x,
                     None => ok = false,
@@ -495,6 +505,23 @@ mod tests {
         let big = vec![b'a'; INLINE_MAX_SIZE + 1];
         assert_eq!(e(&big), "ERR Protocol error: too big inline request");
         assert_eq!(parse_all(b"*-10\r\n").unwrap(), vec![Vec::<Vec<u8>>::new()]);
+        // The most negative 64-bit count is an empty command too (string2ll takes it).
+        assert_eq!(
+            parse_all(b"*-9223372036854775808\r\n").unwrap(),
+            vec![Vec::<Vec<u8>>::new()]
+        );
+        assert_eq!(
+            e(b"*-9223372036854775809\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            e(b"*9223372036854775808\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$-9223372036854775808\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
         assert_eq!(
             e(b"*01\r\n"),
             "ERR Protocol error: invalid multibulk length"

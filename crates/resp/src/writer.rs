@@ -99,18 +99,26 @@ impl Reply {
     /// `-CODE message`. `msg` starts with the error code (`ERR`, `WRONGTYPE`, ...); a missing
     /// code gets `ERR `, and line breaks become spaces, as Redis does.
     pub fn error(&mut self, msg: &str) {
+        self.error_bytes(msg.as_bytes());
+    }
+
+    /// `error` for a message that echoes the client's own bytes, which go back raw (not
+    /// re-encoded as UTF-8), as Redis sends them.
+    pub fn error_bytes(&mut self, msg: &[u8]) {
         self.errors += 1;
         self.buf.push(b'-');
-        let first = msg.split(' ').next().unwrap_or("");
-        if is_error_code(first) && msg.len() > first.len() {
-            self.error_codes.push(first.to_string());
-        } else {
-            self.buf.extend_from_slice(b"ERR ");
-            self.error_codes.push("ERR".to_string());
+        let first = msg.split(|&b| b == b' ').next().unwrap_or(b"");
+        let code = std::str::from_utf8(first).ok().filter(|w| is_error_code(w));
+        match code {
+            Some(code) if msg.len() > first.len() => self.error_codes.push(code.to_string()),
+            _ => {
+                self.buf.extend_from_slice(b"ERR ");
+                self.error_codes.push("ERR".to_string());
+            }
         }
         self.buf.extend(
-            msg.bytes()
-                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+            msg.iter()
+                .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
         );
         self.buf.extend_from_slice(b"\r\n");
     }

@@ -1,6 +1,7 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
 mod log;
+mod metrics;
 mod replica;
 mod startup;
 
@@ -434,6 +435,10 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
                 .map_err(|_| "Failed to bind to specified addresses.".to_string())
         }),
     );
+    if let Err(e) = metrics::start(&srv) {
+        warning!("{e}");
+        return 1;
+    }
     notice!("Ready to accept connections tcp");
     let mut shutdown = srv.shutdown.subscribe();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

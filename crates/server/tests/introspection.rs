@@ -792,3 +792,261 @@ fn monitor_shows_scripts_before_the_commands_they_call() {
         "{lines:?}"
     );
 }
+
+/// The `cmd=` of a client blocked in BLPOP (or held by CLIENT PAUSE) is that command, and a
+/// client's own CLIENT INFO / CLIENT LIST shows the subcommand it runs, on tern as on Redis.
+#[test]
+fn client_list_shows_the_blocked_command() {
+    fn cmd_of(list: &str, id: i64) -> String {
+        list.lines()
+            .map(fields)
+            .find(|f| f.iter().any(|(k, v)| k == "id" && v == &id.to_string()))
+            .and_then(|f| f.into_iter().find(|(k, _)| k == "cmd").map(|(_, v)| v))
+            .expect("client in the list")
+    }
+    let tern = Server::tern(&[]);
+    let redis = Server::redis(&[]);
+    for s in std::iter::once(&tern).chain(redis.as_ref()) {
+        let mut blocked = s.conn();
+        let mut c = s.conn();
+        let id: i64 = q(&mut blocked, &["CLIENT", "ID"]).unwrap();
+        let mut raw = s.raw();
+        raw.write_all(b"*3\r\n$5\r\nBLPOP\r\n$4\r\nnone\r\n$1\r\n0\r\n")
+            .unwrap();
+        let raw_id = {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let list: String = q(&mut c, &["CLIENT", "LIST"]).unwrap();
+                if let Some(l) = list.lines().find(|l| l.contains("flags=b")) {
+                    break fields(l)
+                        .into_iter()
+                        .find(|(k, _)| k == "id")
+                        .map(|(_, v)| v.parse::<i64>().unwrap())
+                        .unwrap();
+                }
+                assert!(Instant::now() < deadline, "BLPOP never blocked");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        let list: String = q(&mut c, &["CLIENT", "LIST"]).unwrap();
+        assert_eq!(cmd_of(&list, raw_id), "blpop", "{list}");
+        let me: i64 = q(&mut c, &["CLIENT", "ID"]).unwrap();
+        assert_eq!(cmd_of(&list, me), "client|list");
+        let info: String = q(&mut c, &["CLIENT", "INFO"]).unwrap();
+        assert!(info.contains(" cmd=client|info "), "{info}");
+        // After its command, a client shows the last one it ran.
+        let _: String = q(&mut blocked, &["SET", "k", "v"]).unwrap();
+        let list: String = q(&mut c, &["CLIENT", "LIST"]).unwrap();
+        assert_eq!(cmd_of(&list, id), "set");
+        drop(raw);
+    }
+}
+
+/// LOLWUT: the version-only reply by default (7.2 has no artwork of its own), Schotter for
+/// VERSION 5, the skyline for VERSION 6, and Redis's argument errors.
+#[test]
+fn lolwut_versions_and_shape() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    let plain: String = q(&mut c, &["LOLWUT"]).unwrap();
+    assert_eq!(plain, "Redis ver. 7.2.6\n");
+    // Arguments are ignored without an artwork; VERSION 7 and 4 have none either.
+    assert_eq!(q::<String>(&mut c, &["LOLWUT", "foo"]).unwrap(), plain);
+    assert_eq!(
+        q::<String>(&mut c, &["LOLWUT", "VERSION", "7"]).unwrap(),
+        plain
+    );
+    assert_eq!(
+        q::<String>(&mut c, &["LOLWUT", "VERSION", "4", "x"]).unwrap(),
+        plain
+    );
+    assert_eq!(
+        q::<String>(&mut c, &["LOLWUT", "VERSION", "-1"]).unwrap(),
+        plain
+    );
+
+    // Version 5, default 66 columns, 8x12 squares: a 132x196 dot canvas, 49 text rows of 66
+    // Braille cells, then an empty line and the credit.
+    let art: String = q(&mut c, &["LOLWUT", "VERSION", "5"]).unwrap();
+    let lines: Vec<&str> = art.split('\n').collect();
+    assert_eq!(lines.len(), 49 + 3, "{art}");
+    assert!(lines[..49]
+        .iter()
+        .all(|l| l.chars().count() == 66
+            && l.chars().all(|ch| ('\u{2800}'..='\u{28ff}').contains(&ch))));
+    assert!(
+        lines[0].chars().any(|ch| ch != '\u{2800}'),
+        "squares are drawn"
+    );
+    assert_eq!(lines[49], "");
+    assert_eq!(
+        lines[50],
+        "Georg Nees - schotter, plotter on paper, 1968. Redis ver. 7.2.6"
+    );
+    assert_eq!(lines[51], "");
+    // Columns, squares per row and per column; out-of-range values are clamped.
+    let small: String = q(&mut c, &["LOLWUT", "VERSION", "5", "10", "2", "2"]).unwrap();
+    // 20x20 dots: 5 text rows of 10 cells.
+    let rows: Vec<&str> = small.split('\n').collect();
+    assert_eq!(rows.len(), 5 + 3);
+    assert!(rows[..5].iter().all(|l| l.chars().count() == 10));
+    let tiny: String = q(&mut c, &["LOLWUT", "VERSION", "5", "-3", "0", "0"]).unwrap();
+    assert!(tiny.ends_with("\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.2.6\n"));
+
+    // Version 6: 80x20 coloured cells by default, then the two credit lines.
+    let city: String = q(&mut c, &["LOLWUT", "VERSION", "6"]).unwrap();
+    let lines: Vec<&str> = city.split('\n').collect();
+    assert_eq!(lines.len(), 20 + 3);
+    assert!(lines[..20]
+        .iter()
+        .all(|l| l.matches(" \x1b[0m").count() == 80 && l.starts_with("\x1b[0;")));
+    assert_eq!(
+        lines[20],
+        "Dedicated to the 8 bit game developers of past and present."
+    );
+    assert_eq!(
+        lines[21],
+        "Original 8 bit image from Plaguemon by hikikomori. Redis ver. 7.2.6"
+    );
+    let narrow: String = q(&mut c, &["LOLWUT", "VERSION", "6", "5", "3"]).unwrap();
+    assert_eq!(narrow.split('\n').count(), 3 + 3);
+
+    for bad in [
+        &["LOLWUT", "VERSION", "x"][..],
+        &["LOLWUT", "VERSION", "5", "1.5"],
+        &["LOLWUT", "VERSION", "6", "10", "abc"],
+    ] {
+        assert_eq!(
+            err_text(q::<Value>(&mut c, bad)),
+            "ERR value is not an integer or out of range"
+        );
+    }
+    // Version 6 reads two arguments: a third is ignored.
+    let _: String = q(&mut c, &["LOLWUT", "VERSION", "6", "10", "5", "junk"]).unwrap();
+}
+
+/// DEBUG SLEEP stops the whole server, as in single-threaded Redis: no other client, on any
+/// worker thread, gets a reply (not even to PING) until the sleep ends. DEBUG SLEEP 0 stops
+/// nothing.
+#[test]
+fn debug_sleep_stops_every_worker() {
+    let s = Server::tern(&["--threads", "4", "--enable-debug-command", "yes"]);
+    let mut others: Vec<_> = (0..6).map(|_| s.conn()).collect();
+    for c in others.iter_mut() {
+        let _: String = q(c, &["PING"]).unwrap();
+    }
+    let mut sleeper = s.raw();
+    let started = Instant::now();
+    sleeper
+        .write_all(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n0.8\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let handles: Vec<_> = others
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                let _: String = q(&mut c, &["PING"]).unwrap();
+                let _: () = q(&mut c, &["SET", "k", "v"]).unwrap();
+                Instant::now()
+            })
+        })
+        .collect();
+    for h in handles {
+        let answered = h.join().unwrap().duration_since(started);
+        assert!(
+            answered >= Duration::from_millis(750),
+            "answered after {answered:?}"
+        );
+    }
+    let mut buf = [0u8; 5];
+    sleeper.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"+OK\r\n");
+    // A zero (or negative, or unparsable) sleep returns at once.
+    let mut c = s.conn();
+    let t = Instant::now();
+    for arg in ["0", "-1", "abc"] {
+        let _: String = q(&mut c, &["DEBUG", "SLEEP", arg]).unwrap();
+    }
+    assert!(t.elapsed() < Duration::from_millis(500));
+}
+
+/// COMMAND GETKEYS reads the key specs strictly as Redis does and falls back to Redis's key
+/// finders (a count read with C's atoi), so bad counts answer Redis's errors; the replies here
+/// were taken from redis-server 7.2.6.
+#[test]
+fn command_getkeys_edge_cases_as_redis() {
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    let invalid = "ERR Invalid arguments specified for command";
+    for bad in [
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "-5", "a"][..],
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "0", "a"],
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "3", "a"],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "ZINTERCARD",
+            "2147483648",
+            "a",
+        ],
+        &["COMMAND", "GETKEYS", "LMPOP", "2147483648", "a", "LEFT"],
+        &[
+            "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "x", "0", "5", "KEYS", "a", "b",
+        ],
+    ] {
+        assert_eq!(err_text(q::<Value>(&mut c, bad)), invalid, "{bad:?}");
+    }
+    let keys = |c: &mut redis::Connection, a: &[&str]| -> Vec<String> { q(c, a).unwrap() };
+    // KEYS as the last argument is outside the keyword search: the key is the empty string.
+    assert_eq!(
+        keys(
+            &mut c,
+            &["COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "KEYS"]
+        ),
+        vec![String::new()]
+    );
+    assert_eq!(
+        keys(
+            &mut c,
+            &["COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "KEYS", "a", "b"]
+        ),
+        vec!["a", "b"]
+    );
+    // EVAL may have no keys: a count that wraps negative gives none, not an error.
+    assert!(keys(
+        &mut c,
+        &["COMMAND", "GETKEYS", "EVAL", "s", "2147483648", "a"]
+    )
+    .is_empty());
+    // A count with trailing junk fails the spec, and atoi's reading of it gives keys without
+    // flags (Redis's fallback finder sets none).
+    let v: Value = q(
+        &mut c,
+        &["COMMAND", "GETKEYSANDFLAGS", "ZUNIONSTORE", "d", "1a", "a"],
+    )
+    .unwrap();
+    assert_eq!(
+        v,
+        Value::Array(vec![
+            Value::Array(vec![Value::BulkString(b"a".to_vec()), Value::Array(vec![])]),
+            Value::Array(vec![Value::BulkString(b"d".to_vec()), Value::Array(vec![])]),
+        ])
+    );
+    // Database indexes past a C int are worded as Redis's getIntFromObject.
+    let range = "ERR value is out of range, value must between -2147483648 and 2147483647";
+    for bad in [
+        &["SELECT", "2147483648"][..],
+        &["COPY", "a", "b", "DB", "2147483648"],
+        &["MOVE", "a", "-2147483649"],
+    ] {
+        assert_eq!(err_text(q::<Value>(&mut c, bad)), range, "{bad:?}");
+    }
+    assert_eq!(
+        err_text(q::<Value>(&mut c, &["SELECT", "9223372036854775808"])),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err_text(q::<Value>(&mut c, &["SELECT", "16"])),
+        "ERR DB index is out of range"
+    );
+}

@@ -244,3 +244,59 @@ fn config_set_port_and_bind_relisten() {
     let pong: String = redis::cmd("PING").query(&mut again).unwrap();
     assert_eq!(pong, "PONG");
 }
+
+/// `*-9223372036854775808` (string2ll's smallest value) is an empty command as any negative
+/// count is, not a protocol error; one past it is.
+#[test]
+fn most_negative_multibulk_count_is_an_empty_command() {
+    let s = Server::tern(&[]);
+    let mut c = s.raw();
+    let out = raw_roundtrip(&mut c, b"*-9223372036854775808\r\n*1\r\n$4\r\nPING\r\n", 7);
+    assert_eq!(out, b"+PONG\r\n");
+    let mut c = s.raw();
+    c.write_all(b"*-9223372036854775809\r\n").unwrap();
+    assert_eq!(
+        read_all(&mut c),
+        b"-ERR Protocol error: invalid multibulk length\r\n"
+    );
+}
+
+/// The client's bytes echoed in an error come back as sent, not re-encoded as UTF-8
+/// (no U+FFFD for a byte >= 0x80), on tern as on Redis.
+#[test]
+fn error_messages_echo_raw_bytes() {
+    let tern = Server::tern(&[]);
+    let redis = Server::redis(&[]);
+    for s in std::iter::once(&tern).chain(redis.as_ref()) {
+        let mut c = s.raw();
+        for (req, expect) in [
+            (
+                &b"*2\r\n$4\r\nGE\xe9T\r\n$2\r\n\xff\xfe\r\n"[..],
+                &b"-ERR unknown command 'GE\xe9T', with args beginning with: '\xff\xfe' \r\n"[..],
+            ),
+            (
+                b"*2\r\n$6\r\nCONFIG\r\n$2\r\n\xe9x\r\n",
+                b"-ERR unknown subcommand '\xe9x'. Try CONFIG HELP.\r\n",
+            ),
+        ] {
+            let out = raw_roundtrip(&mut c, req, expect.len());
+            assert_eq!(out, expect, "{}", String::from_utf8_lossy(&out));
+        }
+    }
+    // Long names and arguments are cut at Redis's byte limits.
+    let mut c = tern.raw();
+    let name = vec![b'\xe9'; 200];
+    let arg = vec![b'a'; 200];
+    let mut req = b"*2\r\n$200\r\n".to_vec();
+    req.extend_from_slice(&name);
+    req.extend_from_slice(b"\r\n$200\r\n");
+    req.extend_from_slice(&arg);
+    req.extend_from_slice(b"\r\n");
+    let mut expect = b"-ERR unknown command '".to_vec();
+    expect.extend_from_slice(&name[..128]);
+    expect.extend_from_slice(b"', with args beginning with: '");
+    expect.extend_from_slice(&arg[..128]);
+    expect.extend_from_slice(b"' \r\n");
+    let out = raw_roundtrip(&mut c, &req, expect.len());
+    assert_eq!(out, expect);
+}

@@ -264,3 +264,48 @@ fn many_clients_across_threads_all_hear() {
         assert_eq!(r.read(), inv(&["y"]));
     }
 }
+
+/// Invalidation follows what the write changed (Redis's signalModifiedKey, the same points
+/// that touch WATCH): a write that changes nothing sends nothing; one that rewrites the same
+/// value does.
+#[test]
+fn writes_that_change_nothing_do_not_invalidate() {
+    let s = Server::tern(&[]);
+    let mut c = Raw::<false>::resp3(s.port);
+    let mut w = Raw::<false>::new(s.port);
+    assert_eq!(w.q("SADD s x"), ":1");
+    assert_eq!(w.q("SET k v"), "OK");
+    assert_eq!(w.q("SET ttl v EX 100"), "OK");
+    assert_eq!(w.q("HSET h f 1"), ":1");
+    assert_eq!(c.q("CLIENT TRACKING on"), "OK");
+    assert_eq!(c.q("SMEMBERS s"), "[x]");
+    assert_eq!(c.q("GET k"), "v");
+    assert_eq!(c.q("GET ttl"), "v");
+    assert_eq!(c.q("HGET h f"), "1");
+    assert_eq!(c.q("GET missing"), "(nil)");
+    for (cmd, reply) in [
+        ("SADD s x", ":0"),
+        ("SREM s nope", ":0"),
+        ("SETNX k z", ":0"),
+        ("SET k z NX", "(nil)"),
+        ("EXPIRE ttl 200 NX", ":0"),
+        ("PERSIST k", ":0"),
+        ("HSETNX h f 2", ":0"),
+        ("HDEL h nope", ":0"),
+        ("DEL missing", ":0"),
+        ("SET missing v XX", "(nil)"),
+    ] {
+        assert_eq!(w.q(cmd), reply, "{cmd}");
+        // Nothing was pushed before the PONG.
+        assert_eq!(c.q("PING"), "PONG", "after {cmd}");
+    }
+    // The same value written again is a modification, as in Redis.
+    assert_eq!(w.q("SET k v"), "OK");
+    assert_eq!(c.read(), inv(&["k"]));
+    // A refused write of one key of a multi-key command invalidates only what changed.
+    assert_eq!(c.q("GET k"), "v");
+    assert_eq!(w.q("MSETNX k 1 fresh 2"), ":0");
+    assert_eq!(c.q("PING"), "PONG");
+    assert_eq!(w.q("SADD s y"), ":1");
+    assert_eq!(c.read(), inv(&["s"]));
+}

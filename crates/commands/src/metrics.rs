@@ -1,0 +1,611 @@
+//! The Prometheus text exposition of the server's state (served by the `metrics-port`
+//! listener), named and labelled as oliver006/redis_exporter names INFO's fields so existing
+//! dashboards work, plus tern's per-thread figures under `tern_`. Read from the same counters
+//! INFO reads, never from INFO's text.
+
+use crate::clients::cflags;
+use crate::server::Server;
+use crate::stats::Histogram;
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The exposition's content type (text format 0.0.4).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Writes one metric family: HELP and TYPE once, then its samples.
+struct Out {
+    text: String,
+}
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = write!(self.text, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            self.text.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.text.push(',');
+                }
+                let _ = write!(self.text, "{k}=\"{}\"", escape(v));
+            }
+            self.text.push('}');
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+
+    /// A family with one unlabelled sample.
+    fn one(&mut self, name: &str, kind: &str, help: &str, value: f64) {
+        self.family(name, kind, help);
+        self.sample(name, &[], value);
+    }
+}
+
+/// Label values escape backslash, double quote and newline.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+pub fn render(srv: &Server) -> String {
+    let mut o = Out {
+        text: String::with_capacity(16 * 1024),
+    };
+    let role = if crate::master_link::info_lines(srv).is_some() {
+        "slave"
+    } else {
+        "master"
+    };
+    o.one(
+        "redis_up",
+        "gauge",
+        "Information about the Redis instance",
+        1.0,
+    );
+    o.family(
+        "redis_instance_info",
+        "gauge",
+        "Information about the Redis instance",
+    );
+    o.sample(
+        "redis_instance_info",
+        &[
+            ("redis_version", crate::REDIS_VERSION),
+            ("redis_mode", "standalone"),
+            ("role", role),
+            ("tcp_port", &srv.tcp_port.load(Relaxed).to_string()),
+            ("process_id", &std::process::id().to_string()),
+            ("run_id", crate::info::master_replid()),
+        ],
+        1.0,
+    );
+    o.one(
+        "redis_uptime_in_seconds",
+        "gauge",
+        "uptime_in_seconds metric",
+        srv.started.elapsed().as_secs() as f64,
+    );
+    o.one(
+        "redis_start_time_seconds",
+        "gauge",
+        "Start time of the Redis instance since unix epoch in seconds.",
+        srv.started_unix as f64,
+    );
+    clients(srv, &mut o);
+    memory(srv, &mut o);
+    persistence(srv, &mut o);
+    stats(srv, &mut o);
+    replication(srv, &mut o, role);
+    commands(srv, &mut o);
+    keyspace(srv, &mut o);
+    threads(srv, &mut o);
+    o.text
+}
+
+fn clients(srv: &Server, o: &mut Out) {
+    // The same counting as INFO clients.
+    let all = srv.clients.all();
+    let count = |f: u32| all.iter().filter(|c| c.has_flag(f)).count();
+    let replicas = count(cflags::REPLICA);
+    o.one(
+        "redis_connected_clients",
+        "gauge",
+        "connected_clients metric",
+        (all.len() - replicas) as f64,
+    );
+    o.one(
+        "redis_blocked_clients",
+        "gauge",
+        "blocked_clients metric",
+        count(cflags::BLOCKED) as f64,
+    );
+    o.one(
+        "redis_tracking_clients",
+        "gauge",
+        "tracking_clients metric",
+        count(cflags::TRACKING) as f64,
+    );
+    o.one(
+        "redis_max_clients",
+        "gauge",
+        "maxclients metric",
+        srv.config.hot.maxclients.load(Relaxed) as f64,
+    );
+    let (_, blocking_keys, _) = srv.blocking.counts();
+    o.one(
+        "redis_total_blocking_keys",
+        "gauge",
+        "total_blocking_keys metric",
+        blocking_keys as f64,
+    );
+}
+
+fn memory(srv: &Server, o: &mut Out) {
+    let m = crate::info::memory_figures(srv);
+    o.one(
+        "redis_memory_used_bytes",
+        "gauge",
+        "used_memory metric",
+        m.used as f64,
+    );
+    o.one(
+        "redis_memory_used_rss_bytes",
+        "gauge",
+        "used_memory_rss metric",
+        m.rss as f64,
+    );
+    o.one(
+        "redis_memory_used_peak_bytes",
+        "gauge",
+        "used_memory_peak metric",
+        m.peak as f64,
+    );
+    o.one(
+        "redis_memory_used_startup_bytes",
+        "gauge",
+        "used_memory_startup metric",
+        m.startup as f64,
+    );
+    o.one(
+        "redis_memory_max_bytes",
+        "gauge",
+        "maxmemory metric",
+        srv.config.hot.maxmemory.load(Relaxed) as f64,
+    );
+    o.one(
+        "redis_mem_clients_normal",
+        "gauge",
+        "mem_clients_normal metric",
+        m.clients_normal as f64,
+    );
+}
+
+fn persistence(srv: &Server, o: &mut Out) {
+    use crate::aof::AOF;
+    use crate::persistence::RDB;
+    let dirty = srv
+        .dirty_total()
+        .saturating_sub(srv.dirty_at_save.load(Relaxed));
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    o.one(
+        "redis_loading_dump_file",
+        "gauge",
+        "loading metric",
+        flag(RDB.loading.load(Relaxed)),
+    );
+    o.one(
+        "redis_rdb_changes_since_last_save",
+        "gauge",
+        "rdb_changes_since_last_save metric",
+        dirty as f64,
+    );
+    o.one(
+        "redis_rdb_bgsave_in_progress",
+        "gauge",
+        "rdb_bgsave_in_progress metric",
+        flag(RDB.bgsave_in_progress.load(Relaxed)),
+    );
+    o.one(
+        "redis_rdb_last_save_timestamp_seconds",
+        "gauge",
+        "rdb_last_save_time metric",
+        srv.lastsave.load(Relaxed) as f64,
+    );
+    o.one(
+        "redis_rdb_last_bgsave_status",
+        "gauge",
+        "rdb_last_bgsave_status metric",
+        flag(RDB.last_bgsave_ok.load(Relaxed)),
+    );
+    o.one(
+        "redis_rdb_last_bgsave_duration_sec",
+        "gauge",
+        "rdb_last_bgsave_time_sec metric",
+        RDB.last_bgsave_time_sec.load(Relaxed) as f64,
+    );
+    o.one(
+        "redis_rdb_saves_total",
+        "counter",
+        "rdb_saves metric",
+        RDB.saves.load(Relaxed) as f64,
+    );
+    o.one(
+        "redis_aof_enabled",
+        "gauge",
+        "aof_enabled metric",
+        flag(AOF.enabled.load(Relaxed)),
+    );
+    o.one(
+        "redis_aof_rewrite_in_progress",
+        "gauge",
+        "aof_rewrite_in_progress metric",
+        flag(AOF.rewrite_in_progress.load(Relaxed)),
+    );
+    o.one(
+        "redis_aof_rewrite_scheduled",
+        "gauge",
+        "aof_rewrite_scheduled metric",
+        flag(AOF.rewrite_scheduled.load(Relaxed)),
+    );
+    o.one(
+        "redis_aof_last_bgrewrite_status",
+        "gauge",
+        "aof_last_bgrewrite_status metric",
+        flag(AOF.last_bgrewrite_ok.load(Relaxed)),
+    );
+    o.one(
+        "redis_aof_last_write_status",
+        "gauge",
+        "aof_last_write_status metric",
+        flag(AOF.last_write_ok.load(Relaxed)),
+    );
+}
+
+fn stats(srv: &Server, o: &mut Out) {
+    let st = &srv.stats;
+    let counters: [(&str, &str, u64); 11] = [
+        (
+            "redis_connections_received_total",
+            "total_connections_received metric",
+            srv.clients.total_connections.load(Relaxed),
+        ),
+        (
+            "redis_commands_processed_total",
+            "total_commands_processed metric",
+            st.sum(|t| t.commands_processed.get()),
+        ),
+        (
+            "redis_net_input_bytes_total",
+            "total_net_input_bytes metric",
+            st.sum(|t| t.net_input_bytes.get()),
+        ),
+        (
+            "redis_net_output_bytes_total",
+            "total_net_output_bytes metric",
+            st.sum(|t| t.net_output_bytes.get()),
+        ),
+        (
+            "redis_rejected_connections_total",
+            "rejected_connections metric",
+            srv.clients.rejected_connections.load(Relaxed),
+        ),
+        (
+            "redis_expired_keys_total",
+            "expired_keys metric",
+            srv.store.expired_keys_total(),
+        ),
+        (
+            "redis_evicted_keys_total",
+            "evicted_keys metric",
+            st.sum(|t| t.evicted_keys.get()),
+        ),
+        (
+            "redis_keyspace_hits_total",
+            "keyspace_hits metric",
+            st.sum(|t| t.keyspace_hits.get()),
+        ),
+        (
+            "redis_keyspace_misses_total",
+            "keyspace_misses metric",
+            st.sum(|t| t.keyspace_misses.get()),
+        ),
+        (
+            "redis_total_error_replies",
+            "total_error_replies metric",
+            st.sum(|t| t.total_error_replies.get()),
+        ),
+        (
+            "redis_sync_full_total",
+            "sync_full metric",
+            crate::replication::SYNC_FULL.load(Relaxed),
+        ),
+    ];
+    for (name, help, v) in counters {
+        o.one(name, "counter", help, v as f64);
+    }
+    let (channels, patterns, _) = srv.pubsub.counts();
+    o.one(
+        "redis_pubsub_channels",
+        "gauge",
+        "pubsub_channels metric",
+        channels as f64,
+    );
+    o.one(
+        "redis_pubsub_patterns",
+        "gauge",
+        "pubsub_patterns metric",
+        patterns as f64,
+    );
+    o.family(
+        "redis_errors_total",
+        "counter",
+        "Total number of errors per error type",
+    );
+    for (code, count) in srv.stats.errors.lock().iter() {
+        o.sample("redis_errors_total", &[("err", code)], *count as f64);
+    }
+}
+
+fn replication(srv: &Server, o: &mut Out, role: &str) {
+    let rows = crate::replication::replica_rows();
+    o.one(
+        "redis_connected_slaves",
+        "gauge",
+        "connected_slaves metric",
+        rows.len() as f64,
+    );
+    let offset = match crate::master_link::info_lines(srv) {
+        Some((_, _, off)) => off,
+        None => crate::propagate::LOG.repl_offset(),
+    };
+    o.one(
+        "redis_master_repl_offset",
+        "gauge",
+        "master_repl_offset metric",
+        offset as f64,
+    );
+    o.one(
+        "redis_replication_role_is_master",
+        "gauge",
+        "tern: 1 on a master, 0 on a replica",
+        if role == "master" { 1.0 } else { 0.0 },
+    );
+    o.family(
+        "redis_connected_slave_offset_bytes",
+        "gauge",
+        "Offset of connected slave",
+    );
+    for r in &rows {
+        let port = r.port.to_string();
+        let labels = [
+            ("slave_ip", r.ip.as_str()),
+            ("slave_port", port.as_str()),
+            ("slave_state", r.state),
+        ];
+        o.sample(
+            "redis_connected_slave_offset_bytes",
+            &labels,
+            r.offset as f64,
+        );
+    }
+    o.family(
+        "redis_connected_slave_lag_seconds",
+        "gauge",
+        "Lag of connected slave",
+    );
+    for r in &rows {
+        let port = r.port.to_string();
+        let labels = [
+            ("slave_ip", r.ip.as_str()),
+            ("slave_port", port.as_str()),
+            ("slave_state", r.state),
+        ];
+        o.sample("redis_connected_slave_lag_seconds", &labels, r.lag as f64);
+    }
+}
+
+/// Per command, as INFO commandstats and latencystats: calls, time, rejected and failed
+/// calls, and the latency percentiles as a summary.
+fn commands(srv: &Server, o: &mut Out) {
+    let threads = srv.stats.threads();
+    let mut entries = srv.commands.all();
+    entries.sort_by(|a, b| a.fullname.cmp(&b.fullname));
+    struct Row {
+        cmd: String,
+        calls: u64,
+        usec: u64,
+        rejected: u64,
+        failed: u64,
+        latency: Option<Vec<u64>>,
+    }
+    let mut rows = Vec::new();
+    for e in entries {
+        let (mut calls, mut usec, mut rejected, mut failed) = (0, 0, 0, 0);
+        let mut hist: Option<Vec<u64>> = None;
+        for t in &threads {
+            if let Some(c) = t.cmds.get(e.id) {
+                calls += c.calls.get();
+                usec += c.usec.get();
+                rejected += c.rejected.get();
+                failed += c.failed.get();
+                if let Some(h) = c.latency.get() {
+                    h.merge_into(hist.get_or_insert_with(|| vec![0; Histogram::slots()]));
+                }
+            }
+        }
+        if calls == 0 && rejected == 0 && failed == 0 {
+            continue;
+        }
+        rows.push(Row {
+            cmd: e.fullname.clone(),
+            calls,
+            usec,
+            rejected,
+            failed,
+            latency: hist.filter(|h| h.iter().any(|&c| c > 0)),
+        });
+    }
+    o.family(
+        "redis_commands_total",
+        "counter",
+        "Total number of calls per command",
+    );
+    for r in &rows {
+        o.sample("redis_commands_total", &[("cmd", &r.cmd)], r.calls as f64);
+    }
+    o.family(
+        "redis_commands_duration_seconds_total",
+        "counter",
+        "Total amount of time in seconds spent per command",
+    );
+    for r in &rows {
+        o.sample(
+            "redis_commands_duration_seconds_total",
+            &[("cmd", &r.cmd)],
+            r.usec as f64 / 1e6,
+        );
+    }
+    o.family(
+        "redis_commands_rejected_calls_total",
+        "counter",
+        "Total number of errors prior command execution per command",
+    );
+    for r in &rows {
+        o.sample(
+            "redis_commands_rejected_calls_total",
+            &[("cmd", &r.cmd)],
+            r.rejected as f64,
+        );
+    }
+    o.family(
+        "redis_commands_failed_calls_total",
+        "counter",
+        "Total number of errors within command execution per command",
+    );
+    for r in &rows {
+        o.sample(
+            "redis_commands_failed_calls_total",
+            &[("cmd", &r.cmd)],
+            r.failed as f64,
+        );
+    }
+    if !srv.config.hot.latency_tracking.load(Relaxed) {
+        return;
+    }
+    let percentiles: Vec<(String, f64)> = srv
+        .config
+        .get("latency-tracking-info-percentiles")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse::<f64>().ok().map(|v| (p.to_string(), v)))
+        .collect();
+    o.family(
+        "redis_latency_percentiles_usec",
+        "summary",
+        "A summary of latency percentile distribution per command",
+    );
+    for r in &rows {
+        let Some(h) = &r.latency else { continue };
+        for (_, p) in &percentiles {
+            let q = format!("{}", (p * 1e4).round() / 1e6);
+            o.sample(
+                "redis_latency_percentiles_usec",
+                &[("cmd", &r.cmd), ("quantile", &q)],
+                Histogram::percentile(h, *p) as f64,
+            );
+        }
+        o.sample(
+            "redis_latency_percentiles_usec_sum",
+            &[("cmd", &r.cmd)],
+            r.usec as f64,
+        );
+        o.sample(
+            "redis_latency_percentiles_usec_count",
+            &[("cmd", &r.cmd)],
+            r.calls as f64,
+        );
+    }
+}
+
+fn keyspace(srv: &Server, o: &mut Out) {
+    let dbs: Vec<(usize, usize, usize)> = (0..srv.store.databases())
+        .map(|db| {
+            let (keys, expires) = srv.store.db_stats(db);
+            (db, keys, expires)
+        })
+        .filter(|&(_, k, e)| k > 0 || e > 0)
+        .collect();
+    let names: Vec<String> = dbs.iter().map(|(db, _, _)| format!("db{db}")).collect();
+    o.family("redis_db_keys", "gauge", "Total number of keys by DB");
+    for (n, (_, keys, _)) in names.iter().zip(&dbs) {
+        o.sample("redis_db_keys", &[("db", n)], *keys as f64);
+    }
+    o.family(
+        "redis_db_keys_expiring",
+        "gauge",
+        "Total number of expiring keys by DB",
+    );
+    for (n, (_, _, expires)) in names.iter().zip(&dbs) {
+        o.sample("redis_db_keys_expiring", &[("db", n)], *expires as f64);
+    }
+    // INFO keyspace reports avg_ttl=0 (tern keeps no TTL average yet): the same here.
+    o.family("redis_db_avg_ttl_seconds", "gauge", "Avg TTL in seconds");
+    for n in &names {
+        o.sample("redis_db_avg_ttl_seconds", &[("db", n)], 0.0);
+    }
+}
+
+/// tern's own: what each worker thread has done (its share of the load).
+fn threads(srv: &Server, o: &mut Out) {
+    let threads = srv.stats.threads();
+    let per: Vec<(String, &std::sync::Arc<crate::stats::ThreadStats>)> = threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i.to_string(), t))
+        .collect();
+    type Get = fn(&crate::stats::ThreadStats) -> u64;
+    let families: [(&str, &str, Get); 4] = [
+        (
+            "tern_thread_commands_processed_total",
+            "Commands run by each worker thread",
+            |t| t.commands_processed.get(),
+        ),
+        (
+            "tern_thread_net_input_bytes_total",
+            "Bytes read by each worker thread",
+            |t| t.net_input_bytes.get(),
+        ),
+        (
+            "tern_thread_net_output_bytes_total",
+            "Bytes written by each worker thread",
+            |t| t.net_output_bytes.get(),
+        ),
+        (
+            "tern_thread_commands_duration_seconds_total",
+            "Time spent running commands on each worker thread",
+            |t| t.cmds.iter().map(|c| c.usec.get()).sum(),
+        ),
+    ];
+    for (name, help, get) in families {
+        o.family(name, "counter", help);
+        for (i, t) in &per {
+            let v = get(t);
+            let v = if name.ends_with("seconds_total") {
+                v as f64 / 1e6
+            } else {
+                v as f64
+            };
+            o.sample(name, &[("thread", i)], v);
+        }
+    }
+    o.one(
+        "tern_threads",
+        "gauge",
+        "Worker threads serving clients",
+        srv.threads as f64,
+    );
+}
