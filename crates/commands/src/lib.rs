@@ -23,6 +23,7 @@ pub mod replication;
 pub mod server;
 pub mod stats;
 pub mod table;
+pub mod tls;
 pub mod tracking;
 pub mod txn;
 pub mod wait;

@@ -70,6 +70,8 @@ pub struct Server {
     pub tracking: crate::tracking::Tracking,
     /// ACL users, the ACL log.
     pub acl: std::sync::Arc<crate::acl::Acl>,
+    /// The TLS configurations (tls-port listener, outgoing TLS links).
+    pub tls: crate::tls::Tls,
 }
 
 impl Server {
@@ -133,6 +135,7 @@ impl Server {
             pubsub: Default::default(),
             tracking: Default::default(),
             acl,
+            tls: Default::default(),
         }
     }
 
