@@ -12,7 +12,7 @@ T=$RS/tests/tls
 N=${N:-200000}
 P=${P:-16}
 ROUNDS=${ROUNDS:-3}
-CERTS=(--tls-cert-file "$T/redis.crt" --tls-key-file "$T/redis.key" --tls-ca-cert-file "$T/ca.crt")
+CERTS=(--tls-cert-file "$T/server.crt" --tls-key-file "$T/server.key" --tls-ca-cert-file "$T/ca.crt")
 CLI_TLS=(--tls --cert "$T/client.crt" --key "$T/client.key" --cacert "$T/ca.crt")
 TICK=$(getconf CLK_TCK)
 cpu() { awk '{print $14+$15}' /proc/"$1"/stat; }
@@ -29,7 +29,7 @@ run() { # label pid port tls?
     local t0; t0=$(date +%s.%N)
     local out
     out=$(taskset -c 1 "$RS/src/redis-benchmark" -p "$3" "${extra[@]}" -n "$N" -c 50 -P "$P" \
-          -t set,get -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep -E '^(SET|GET):' )
+          -t set,get -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep -E '^(SET|GET): [0-9.]+ requests per second')
     local c1; c1=$(cpu "$2")
     local ops; ops=$(echo "$out" | awk '{s+=$2; n++} END {printf "%.0f", s/n}')
     # 2*N requests (SET and GET) over the server's CPU seconds.
@@ -37,6 +37,8 @@ run() { # label pid port tls?
     res["$1"]+="$ops/$per "
 }
 tp=7180; tt=7181; rp=7182; rt=7183
+tpid=""; rpid=""
+trap 'kill $tpid $rpid 2>/dev/null || true' EXIT
 for r in $(seq "$ROUNDS"); do
     tpid=$(start tern "$TERN" $tp $tt); rpid=$(start redis "$RS/src/redis-server" $rp $rt); sleep 1
     run tern-tcp "$tpid" $tp 0; run redis-tcp "$rpid" $rp 0

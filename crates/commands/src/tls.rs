@@ -162,7 +162,13 @@ fn build(cfg: &Config) -> Result<(Arc<ServerConfig>, Option<Arc<ClientConfig>>),
     };
     let mut server = builder
         .with_single_cert(certs.clone(), key.clone_key())
-        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+        .map_err(|e| match e {
+            // webpki refuses some certificates outright (X.509 v1 among them).
+            rustls::Error::InvalidCertificate(_) => {
+                format!("Failed to load certificate: {cert_file}: {e}")
+            }
+            e => format!("Failed to load private key: {key_file}: {e}"),
+        })?;
     server.ignore_client_order = cfg.get_bool("tls-prefer-server-ciphers");
     if cfg.get_bool("tls-session-caching") {
         server.session_storage = Arc::new(SessionCache::new(
