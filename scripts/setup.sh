@@ -23,6 +23,8 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v tclsh >/dev/null 2>&1 || missing+=(tcl)
+# openssl CLI: the Python TLS tests make their certificates with it.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # python3-venv only matters for Debian's own python3; a pyenv/other python with a working venv
 # module (ensurepip included) needs nothing.
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then

@@ -191,6 +191,17 @@ impl ClientHandle {
     }
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), fields as Redis 7.2.
+    /// How MONITOR names this client: its address, or `unix:<path>` for a Unix socket
+    /// client, as Redis writes it.
+    pub fn monitor_addr(&self) -> std::borrow::Cow<'_, str> {
+        if self.has_flag(cflags::UNIX_SOCKET) {
+            let path = self.addr.strip_suffix(":0").unwrap_or(&self.addr);
+            std::borrow::Cow::Owned(format!("unix:{path}"))
+        } else {
+            std::borrow::Cow::Borrowed(&self.addr)
+        }
+    }
+
     pub fn info_line(&self, cmd_name: &str, now_ms: u64) -> String {
         let m = self.meta.lock();
         let lossy = |o: &Option<Vec<u8>>| {

@@ -451,7 +451,12 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     if entry.spec.flags & flags::SCRIPT_CALLER != 0 && !conn.script_fed && srv.has_monitors() {
         conn.script_fed = true;
         if !conn.is_monitor() {
-            srv.feed_monitors(&monitor_line(conn.db, &conn.handle.addr, args, &[]));
+            srv.feed_monitors(&monitor_line(
+                conn.db,
+                &conn.handle.monitor_addr(),
+                args,
+                &[],
+            ));
         }
     }
     let gate = if crate::propagate::gated(entry.spec) && conn.handle.id != crate::aof::CLIENT_ID {
@@ -501,11 +506,8 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         && !rerun
     {
         let hidden = redacted_args(&entry.fullname, args);
-        let peer = if conn.in_script {
-            "lua"
-        } else {
-            &conn.handle.addr
-        };
+        let addr = conn.handle.monitor_addr();
+        let peer = if conn.in_script { "lua" } else { &addr };
         srv.feed_monitors(&monitor_line(conn.db, peer, args, &hidden));
     }
     if !conn.pending_offload {

@@ -275,15 +275,27 @@ fn server_section(srv: &Server, out: &mut String) {
         tern_engine::clock::lru_clock(),
         srv.executable,
     );
-    // listener0: the TCP listener with its bind addresses.
-    let _ = write!(out, "listener0:name=tcp");
-    for b in cfg.get("bind").unwrap_or_default().split_whitespace() {
-        let _ = write!(out, ",bind={b}");
-    }
+    // The listeners in Redis's order (tcp, unix, tls), each when it is on.
+    let binds = cfg.get("bind").unwrap_or_default();
+    let unix = cfg.get("unixsocket").unwrap_or_default();
+    let tls_port = cfg.get_i64("tls-port");
     if port != 0 {
-        let _ = write!(out, ",port={port}");
+        let _ = write!(out, "listener0:name=tcp");
+        for b in binds.split_whitespace() {
+            let _ = write!(out, ",bind={b}");
+        }
+        let _ = write!(out, ",port={port}\r\n");
     }
-    out.push_str("\r\n");
+    if !unix.is_empty() {
+        let _ = write!(out, "listener1:name=unix,bind={unix}\r\n");
+    }
+    if tls_port != 0 {
+        let _ = write!(out, "listener2:name=tls");
+        for b in binds.split_whitespace() {
+            let _ = write!(out, ",bind={b}");
+        }
+        let _ = write!(out, ",port={tls_port}\r\n");
+    }
 }
 
 fn clients_section(srv: &Server, out: &mut String) {

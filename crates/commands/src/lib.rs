@@ -26,6 +26,7 @@ pub mod reply_buffer;
 pub mod server;
 pub mod stats;
 pub mod table;
+pub mod tls;
 pub mod tracking;
 pub mod txn;
 pub mod wait;

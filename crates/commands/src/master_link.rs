@@ -243,16 +243,17 @@ fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
 
 /// The link's socket, read a line or a chunk at a time.
 struct Wire {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
+    r: BufReader<crate::tls::SyncStream>,
 }
 
 impl Wire {
     fn send(&mut self, argv: &[&[u8]]) -> Result<(), String> {
         let mut buf = Vec::new();
         tern_persist::wlog::encode_command(&mut buf, argv.iter().copied());
-        self.w
-            .write_all(&buf)
+        // Writes bypass the read buffer; TLS frames them as records.
+        let w = self.r.get_mut();
+        w.write_all(&buf)
+            .and_then(|_| w.flush())
             .map_err(|e| format!("Error writing to MASTER: {e}"))
     }
 
@@ -310,12 +311,21 @@ fn connect(srv: &Server, host: &str, port: u16) -> Result<Wire, String> {
         match TcpStream::connect_timeout(&a, repl_timeout(srv)) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
-                s.set_read_timeout(Some(Duration::from_millis(100)))
+                // tls-replication: the link speaks TLS (handshake within repl-timeout).
+                let s = if srv.config.get_bool("tls-replication") {
+                    let config = srv.tls.client_config().ok_or_else(|| {
+                        "Unable to connect to MASTER: TLS is not configured".to_string()
+                    })?;
+                    crate::tls::SyncStream::tls(config, s, host, repl_timeout(srv))
+                        .map_err(|e| format!("Unable to connect to MASTER: {e}"))?
+                } else {
+                    crate::tls::SyncStream::Plain(s)
+                };
+                s.tcp()
+                    .set_read_timeout(Some(Duration::from_millis(100)))
                     .map_err(|e| e.to_string())?;
-                let w = s.try_clone().map_err(|e| e.to_string())?;
                 return Ok(Wire {
                     r: BufReader::with_capacity(64 * 1024, s),
-                    w,
                 });
             }
             Err(e) => last = e.to_string(),
@@ -349,7 +359,12 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), S
             return Err(format!("Unable to AUTH to MASTER: {r}"));
         }
     }
-    let port = srv.config.get_i64("port").to_string();
+    // Under tls-replication the master reaches us on our tls-port, as Redis announces.
+    let port = match srv.config.get_i64("tls-port") {
+        p if p != 0 && srv.config.get_bool("tls-replication") => p,
+        _ => srv.config.get_i64("port"),
+    }
+    .to_string();
     let announced = match srv.config.get_i64("replica-announce-port") {
         0 => port,
         p => p.to_string(),

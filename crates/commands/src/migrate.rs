@@ -73,7 +73,7 @@ const CACHE_TTL: Duration = Duration::from_secs(10);
 
 /// A connection to a target, with the database it has selected (-1: unknown).
 struct Cached {
-    conn: BufReader<TcpStream>,
+    conn: BufReader<crate::tls::SyncStream>,
     last_db: i64,
     last_use: Instant,
 }
@@ -170,8 +170,10 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, Con
     Err(err)
 }
 
-/// The cached connection to host:port, or a new one.
+/// The cached connection to host:port, or a new one (over TLS under tls-cluster, as Redis
+/// connects to a migration target with its cluster's connection type).
 fn get_socket(
+    srv: &crate::Server,
     host: &[u8],
     port: &[u8],
     timeout: Duration,
@@ -188,6 +190,13 @@ fn get_socket(
         }
     }
     let s = connect(host, port, timeout)?;
+    let s = if srv.config.get_bool("tls-cluster") {
+        let config = srv.tls.client_config().ok_or(ConnectError::Connect)?;
+        let host = String::from_utf8_lossy(host);
+        crate::tls::SyncStream::tls(config, s, &host, timeout).map_err(|_| ConnectError::Connect)?
+    } else {
+        crate::tls::SyncStream::Plain(s)
+    };
     Ok((
         name,
         Cached {
@@ -326,7 +335,7 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     let (host, port) = (&args[1][..], &args[2][..]);
     let mut may_retry = true;
     loop {
-        let (name, mut cs) = match get_socket(host, port, timeout) {
+        let (name, mut cs) = match get_socket(srv, host, port, timeout) {
             Ok(c) => c,
             Err(ConnectError::Connect) => {
                 drop(g);
@@ -368,9 +377,9 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
         }
 
         let s = cs.conn.get_mut();
-        let _ = s.set_write_timeout(Some(timeout));
-        let _ = s.set_read_timeout(Some(timeout));
-        if let Err(e) = s.write_all(&cmd) {
+        let _ = s.tcp().set_write_timeout(Some(timeout));
+        let _ = s.tcp().set_read_timeout(Some(timeout));
+        if let Err(e) = s.write_all(&cmd).and_then(|_| s.flush()) {
             drop(cs); // closes the connection: the next attempt connects afresh
             if !is_timeout(&e) && may_retry {
                 may_retry = false;

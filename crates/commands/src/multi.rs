@@ -236,7 +236,12 @@ pub fn reject(
         // MONITOR saw MULTI and no queued command: EXEC tells it the transaction is over.
         if srv.has_monitors() && !conn.is_monitor() {
             let exec = OwnedArgs::new([&b"exec"[..]]);
-            let line = crate::dispatch::monitor_line(conn.db, &conn.handle.addr, &exec.args(), &[]);
+            let line = crate::dispatch::monitor_line(
+                conn.db,
+                &conn.handle.monitor_addr(),
+                &exec.args(),
+                &[],
+            );
             srv.feed_monitors(&line);
         }
         out.error(&format!(

@@ -72,6 +72,8 @@ pub struct Server {
     pub tracking: crate::tracking::Tracking,
     /// ACL users, the ACL log.
     pub acl: std::sync::Arc<crate::acl::Acl>,
+    /// The TLS configurations (tls-port listener, outgoing TLS links).
+    pub tls: crate::tls::Tls,
 }
 
 impl Server {
@@ -136,6 +138,7 @@ impl Server {
             world: Default::default(),
             tracking: Default::default(),
             acl,
+            tls: Default::default(),
         }
     }
 

@@ -10,8 +10,7 @@ use tern_commands::clients::ClientHandle;
 use tern_commands::dispatch;
 use tern_commands::{Args, Conn, Server};
 use tern_resp::{Limits, Reply, RequestParser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// An argument this big is read whole as soon as it arrives (Redis's PROTO_MBULK_BIG_ARG).
@@ -27,7 +26,12 @@ pub fn on_worker_park() {
     BATCHES.with(|b| b.set(0));
 }
 
-pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
+/// A client's byte stream: TCP, TLS over TCP, or a Unix socket. Generic (one copy per kind),
+/// so plain TCP pays nothing for the others.
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin {}
+impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
+
+pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
     let mut conn = Conn::new(handle.clone(), false, stats.clone());
     tern_commands::acl::set_default_auth(&srv, &mut conn);
@@ -91,8 +95,11 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
                 if inbuf.capacity() - inbuf.len() < want {
                     inbuf.reserve(want);
                 }
-                match stream.try_read_buf(&mut inbuf) {
-                    Ok(m) if m > 0 => n += m,
+                // Only what is already there: a read that would wait ends the loop.
+                let now =
+                    tokio::time::timeout(std::time::Duration::ZERO, stream.read_buf(&mut inbuf));
+                match now.await {
+                    Ok(Ok(m)) if m > 0 => n += m,
                     _ => break,
                 }
             }
@@ -302,11 +309,11 @@ pub async fn serve(srv: Arc<Server>, mut stream: TcpStream, handle: Arc<ClientHa
 /// Write the replies gathered so far (false: the client is gone). With `appendfsync always`
 /// nothing goes out before what those commands wrote or read is on disk (one fsync covers
 /// every client waiting meanwhile).
-async fn write_replies(
+async fn write_replies<S: ClientStream>(
     srv: &Server,
     conn: &mut Conn,
     out: &mut Reply,
-    stream: &mut TcpStream,
+    stream: &mut S,
     stats: &tern_commands::stats::ThreadStats,
 ) -> bool {
     if out.overflowed() {
@@ -328,6 +335,8 @@ async fn write_replies(
         Ok(n) if n > 0 => write_rest(srv, &conn.handle, &out.buf, n, stream).await,
         _ => false,
     };
+    // TLS may keep records it could not send yet; on TCP this is a no-op.
+    let ok = ok && stream.flush().await.is_ok();
     out.buf.clear();
     ok
 }
@@ -335,12 +344,12 @@ async fn write_replies(
 /// The rest of a reply the client is slow to read: the bytes waiting show in CLIENT LIST
 /// (obl/omem), and the client is closed once they stay over its class's soft limit for longer
 /// than the limit's seconds, as Redis's checkClientOutputBufferLimits.
-async fn write_rest(
+async fn write_rest<S: ClientStream>(
     srv: &Server,
     handle: &ClientHandle,
     buf: &[u8],
     mut off: usize,
-    stream: &mut TcpStream,
+    stream: &mut S,
 ) -> bool {
     let mut soft_since: Option<tokio::time::Instant> = None;
     let ok = loop {
@@ -398,10 +407,10 @@ fn close_over_limit(srv: &Server, handle: &ClientHandle) {
 
 /// Wait until a writer serves the blocked command, its deadline passes, CLIENT UNBLOCK ends
 /// it, or the client goes away. Input that arrives meanwhile is kept for afterwards.
-async fn wait_blocked(
+async fn wait_blocked<S: ClientStream>(
     srv: &Arc<Server>,
     w: &Arc<Waiter>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     inbuf: &mut BytesMut,
     conn: &mut Conn,
 ) -> Outcome {
@@ -466,7 +475,7 @@ async fn wait_blocked(
                 let Some(rx) = conn.push_rx.as_mut() else { continue };
                 let mut buf = Vec::new();
                 let n = rx.drain_into(&mut buf);
-                let ok = stream.write_all(&buf).await.is_ok();
+                let ok = stream.write_all(&buf).await.is_ok() && stream.flush().await.is_ok();
                 rx.written(n);
                 if !ok {
                     return blocking::end_wait(srv, w, Outcome::Cancelled);

@@ -1,26 +1,21 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
+mod listeners;
 mod log;
 mod metrics;
 mod replica;
 mod startup;
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use listeners::{Accepted, Listeners, Worker};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use tern_commands::clients::ClientHandle;
 use tern_commands::Server;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::unbounded_channel;
 
 // jemalloc, as Redis uses: low fragmentation, and the allocation stats INFO memory reports.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-struct Worker {
-    tx: UnboundedSender<std::net::TcpStream>,
-    load: Arc<AtomicUsize>,
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -184,7 +179,7 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
 }
 
 fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
-    let (tx, mut rx) = unbounded_channel::<std::net::TcpStream>();
+    let (tx, mut rx) = unbounded_channel::<Accepted>();
     let load = Arc::new(AtomicUsize::new(0));
     let load2 = load.clone();
     std::thread::Builder::new()
@@ -201,12 +196,12 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
                 .expect("worker runtime");
             rt.block_on(async move {
                 tern_commands::aof::start_durable_relay();
-                while let Some(std_stream) = rx.recv().await {
+                while let Some(accepted) = rx.recv().await {
                     let srv = srv.clone();
                     let load = load2.clone();
                     load.fetch_add(1, Relaxed);
                     tokio::spawn(async move {
-                        start_connection(srv, std_stream).await;
+                        listeners::start_connection(srv, accepted).await;
                         load.fetch_sub(1, Relaxed);
                     });
                 }
@@ -216,230 +211,17 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
     Worker { tx, load }
 }
 
-const PROTECTED_MODE_MSG: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
-
-async fn start_connection(srv: Arc<Server>, std_stream: std::net::TcpStream) {
-    use std::os::fd::AsRawFd;
-    let Ok(stream) = tokio::net::TcpStream::from_std(std_stream) else {
-        return;
-    };
-    let _ = stream.set_nodelay(true);
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?:0".into());
-    let local = stream
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?:0".into());
-    let mut stream = stream;
-    use tokio::io::AsyncWriteExt;
-    if srv.clients.count() as u64 >= srv.config.hot.maxclients.load(Relaxed) {
-        srv.clients.rejected_connections.fetch_add(1, Relaxed);
-        let _ = stream
-            .write_all(b"-ERR max number of clients reached\r\n")
-            .await;
-        return;
-    }
-    if protected_mode_denies(&srv, &stream) {
-        let _ = stream.write_all(PROTECTED_MODE_MSG.as_bytes()).await;
-        return;
-    }
-    let keepalive = srv.config.get_i64("tcp-keepalive");
-    if keepalive > 0 {
-        let sock = socket2::SockRef::from(&stream);
-        let ka = socket2::TcpKeepalive::new()
-            .with_time(Duration::from_secs(keepalive as u64))
-            .with_interval(Duration::from_secs((keepalive as u64 / 3).max(1)));
-        let _ = sock.set_tcp_keepalive(&ka);
-    }
-    let id = srv.clients.next_id();
-    let handle = Arc::new(ClientHandle::new(id, peer, local, stream.as_raw_fd()));
-    srv.clients.register(handle.clone());
-    connection::serve(srv, stream, handle).await;
-}
-
-fn protected_mode_denies(srv: &Server, stream: &tokio::net::TcpStream) -> bool {
-    if !srv.config.get_bool("protected-mode") || srv.acl.auth_required() {
-        return false;
-    }
-    if srv.config.get("bind").as_deref() != Some("* -::*") {
-        return false;
-    }
-    match stream.peer_addr() {
-        Ok(a) => !a.ip().is_loopback(),
-        Err(_) => false,
-    }
-}
-
-/// Bind every `bind` address (a leading `-` marks one whose failure is tolerated).
-fn bind_all(srv: &Server, binds: &str, port: u16) -> Result<Vec<std::net::TcpListener>, String> {
-    let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
-    let mut out = Vec::new();
-    for spec in binds.split_whitespace() {
-        let (optional, addr) = match spec.strip_prefix('-') {
-            Some(a) => (true, a),
-            None => (false, spec),
-        };
-        let host = match addr {
-            "*" => "0.0.0.0",
-            "::*" => "::",
-            a => a,
-        };
-        let sa: Option<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut i| i.next());
-        let res = sa
-            .ok_or_else(|| format!("bad address {host}"))
-            .and_then(|sa| {
-                let domain = if sa.is_ipv6() {
-                    socket2::Domain::IPV6
-                } else {
-                    socket2::Domain::IPV4
-                };
-                let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)
-                    .map_err(|e| e.to_string())?;
-                if sa.is_ipv6() {
-                    let _ = s.set_only_v6(true);
-                }
-                s.set_reuse_address(true).map_err(|e| e.to_string())?;
-                s.bind(&sa.into()).map_err(|e| e.to_string())?;
-                s.listen(backlog).map_err(|e| e.to_string())?;
-                s.set_nonblocking(true).map_err(|e| e.to_string())?;
-                Ok(std::net::TcpListener::from(s))
-            });
-        match res {
-            Ok(l) => out.push(l),
-            Err(e) if optional => notice!("Skipping optional bind {spec}: {e}"),
-            Err(e) => {
-                return Err(format!(
-                    "Failed listening on port {port} (tcp), aborting: {host}: {e}"
-                ))
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err("Failed listening: no address bound".into());
-    }
-    Ok(out)
-}
-
-/// The listening sockets and their accept tasks; CONFIG SET port/bind swaps them at run time.
-struct Listeners {
-    runtime: tokio::runtime::Handle,
-    workers: Arc<Vec<Worker>>,
-    /// Accept tasks and the (bind, port) they serve.
-    current: parking_lot::Mutex<(Vec<tokio::task::JoinHandle<()>>, String, u16)>,
-}
-
-impl Listeners {
-    /// Listen on every address of `binds` at `port`. Like Redis, the old sockets are closed
-    /// first (a new address may overlap an old one); if the new ones cannot all be bound, the
-    /// old ones are restored and the error returned.
-    fn rebind(&self, srv: &Server, binds: &str, port: u16) -> Result<(), String> {
-        let mut cur = self.current.lock();
-        for t in cur.0.drain(..) {
-            t.abort();
-            // The task owns its listener; wait until it is dropped so the port is free.
-            while !t.is_finished() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        let (old_binds, old_port) = (cur.1.clone(), cur.2);
-        let result = bind_all(srv, binds, port);
-        let (listeners, used) = match result {
-            Ok(l) => (l, (binds.to_string(), port)),
-            Err(e) => {
-                if old_port != 0 {
-                    match bind_all(srv, &old_binds, old_port) {
-                        Ok(l) => self.spawn_all(&mut cur.0, l),
-                        Err(e2) => warning!("Failed to restore the old listeners: {e2}"),
-                    }
-                }
-                return Err(e);
-            }
-        };
-        self.spawn_all(&mut cur.0, listeners);
-        (cur.1, cur.2) = used;
-        srv.tcp_port.store(port as u64, Relaxed);
-        Ok(())
-    }
-
-    fn spawn_all(
-        &self,
-        tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-        listeners: Vec<std::net::TcpListener>,
-    ) {
-        let _guard = self.runtime.enter();
-        for l in listeners {
-            match tokio::net::TcpListener::from_std(l) {
-                Ok(l) => tasks.push(self.runtime.spawn(accept_on(l, self.workers.clone()))),
-                Err(e) => warning!("Listener setup failed: {e}"),
-            }
-        }
-    }
-}
-
-async fn accept_on(l: tokio::net::TcpListener, workers: Arc<Vec<Worker>>) {
-    loop {
-        match l.accept().await {
-            Ok((s, _)) => {
-                let Ok(std) = s.into_std() else { continue };
-                // Least-loaded worker: connections stay on the thread that gets them.
-                let w = workers
-                    .iter()
-                    .min_by_key(|w| w.load.load(Relaxed))
-                    .expect("at least one worker");
-                let _ = w.tx.send(std);
-            }
-            Err(e) => {
-                warning!("Accepting client connection: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
-}
-
 async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
-    let listeners = Arc::new(Listeners {
-        runtime: tokio::runtime::Handle::current(),
-        workers: Arc::new(workers),
-        current: parking_lot::Mutex::new((Vec::new(), String::new(), 0)),
-    });
-    let port = srv.config.get_i64("port") as u16;
-    if let Err(e) = listeners.rebind(&srv, &srv.config.get("bind").unwrap_or_default(), port) {
+    let listeners = Listeners::new(workers);
+    if let Err(e) = listeners::start(&srv, &listeners) {
         warning!("{e}");
+        listeners.remove_unix();
         return 1;
     }
-    // CONFIG SET port / bind: listen on the new address before answering OK.
-    let (l2, s2) = (listeners.clone(), Arc::downgrade(&srv));
-    srv.config.set_apply_hook(
-        "port",
-        Box::new(move |v| {
-            let srv = s2.upgrade().ok_or("shutting down")?;
-            let port: u16 = v
-                .parse()
-                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())?;
-            l2.rebind(&srv, &srv.config.get("bind").unwrap_or_default(), port)
-                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())
-        }),
-    );
-    let (l3, s3) = (listeners.clone(), Arc::downgrade(&srv));
-    srv.config.set_apply_hook(
-        "bind",
-        Box::new(move |v| {
-            let srv = s3.upgrade().ok_or("shutting down")?;
-            let port = srv.tcp_port.load(Relaxed) as u16;
-            l3.rebind(&srv, v, port)
-                .map_err(|_| "Failed to bind to specified addresses.".to_string())
-        }),
-    );
     if let Err(e) = metrics::start(&srv) {
         warning!("{e}");
         return 1;
     }
-    notice!("Ready to accept connections tcp");
     let mut shutdown = srv.shutdown.subscribe();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("SIGTERM handler");
@@ -450,6 +232,7 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
         _ = term.recv() => notice!("Received SIGTERM scheduling shutdown..."),
         _ = int.recv() => notice!("Received SIGINT scheduling shutdown..."),
     }
+    listeners.remove_unix();
     0
 }
 

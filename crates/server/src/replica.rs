@@ -1,20 +1,20 @@
 //! A connection that became a replica (SYNC / PSYNC): the snapshot file, then the replication
 //! stream, until the replica goes away, is killed, falls too far behind or the server stops.
 
+use crate::connection::ClientStream;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tern_commands::clients::ClientHandle;
 use tern_commands::replication::{self, SyncKind};
 use tern_commands::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 const FILE_CHUNK: usize = 256 * 1024;
 
-pub async fn serve(
+pub async fn serve<S: ClientStream>(
     srv: &Arc<Server>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     handle: &Arc<ClientHandle>,
     kind: SyncKind,
 ) {
@@ -46,7 +46,7 @@ pub async fn serve(
         tokio::select! {
             r = &mut job => break r.expect("replica snapshot"),
             _ = tick.tick() => {
-                if stream.write_all(b"\n").await.is_err() {
+                if stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err() {
                     // The snapshot still finishes; dropping `rep` then detaches it.
                     return;
                 }
@@ -72,8 +72,8 @@ pub async fn serve(
     stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
 }
 
-async fn send_rdb(
-    stream: &mut TcpStream,
+async fn send_rdb<S: ClientStream>(
+    stream: &mut S,
     path: &std::path::Path,
     kind: SyncKind,
     offset: u64,
@@ -93,7 +93,7 @@ async fn send_rdb(
     loop {
         let n = file.read(&mut buf).await?;
         if n == 0 {
-            return Ok(());
+            return stream.flush().await;
         }
         stream.write_all(&buf[..n]).await?;
     }
@@ -101,9 +101,9 @@ async fn send_rdb(
 
 /// Drain the subscription into the socket; what the replica sends (REPLCONF ACK) is read and
 /// recorded.
-async fn stream_to_replica(
+async fn stream_to_replica<S: ClientStream>(
     srv: &Arc<Server>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     handle: &Arc<ClientHandle>,
     sub: &Arc<replication::Sub>,
     ready: &Notify,
@@ -130,7 +130,10 @@ async fn stream_to_replica(
         if !bytes.is_empty() {
             // While the socket is full the stream piles up in `sub`: past its limit the
             // replica is dropped, even though this write never completes.
-            let write = stream.write_all(&bytes);
+            let write = async {
+                stream.write_all(&bytes).await?;
+                stream.flush().await
+            };
             tokio::pin!(write);
             loop {
                 tokio::select! {

@@ -1,0 +1,494 @@
+//! The listening sockets (TCP on `port`, TLS on `tls-port`, the `unixsocket`), their accept
+//! tasks, and a new connection's first steps (limits, protected mode, the TLS handshake)
+//! before it is served. CONFIG SET port / tls-port / bind move them at run time.
+
+use crate::{connection, notice, warning};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+use tern_commands::clients::{cflags, ClientHandle};
+use tern_commands::Server;
+use tokio::io::AsyncWriteExt;
+
+/// An accepted connection handed to a worker thread, by the listener it came from.
+pub enum Accepted {
+    Tcp(std::net::TcpStream),
+    Tls(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+/// What the acceptor needs of the worker threads: where to send a connection, and how
+/// loaded each one is.
+pub struct Worker {
+    pub tx: tokio::sync::mpsc::UnboundedSender<Accepted>,
+    pub load: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+const PROTECTED_MODE_MSG: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Serve one accepted connection on this worker until it ends.
+pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
+    match accepted {
+        Accepted::Tcp(s) => {
+            let Some((stream, peer, local, denied)) = tcp_setup(&srv, s) else {
+                return;
+            };
+            let fd = stream.as_raw_fd();
+            admit(srv, stream, peer, local, fd, false, denied).await;
+        }
+        Accepted::Tls(s) => {
+            let Some((stream, peer, local, denied)) = tcp_setup(&srv, s) else {
+                return;
+            };
+            let Some(config) = srv.tls.server_config() else {
+                return;
+            };
+            let fd = stream.as_raw_fd();
+            // The handshake runs first: every reply, refusals included, goes over TLS.
+            match tokio_rustls::TlsAcceptor::from(config).accept(stream).await {
+                Ok(tls) => admit(srv, tls, peer, local, fd, false, denied).await,
+                Err(e) => tern_commands::log::write(
+                    1,
+                    &format!(
+                        "Error accepting a client connection: {e} (addr={peer} laddr={local})"
+                    ),
+                ),
+            }
+        }
+        Accepted::Unix(s) => {
+            let _ = s.set_nonblocking(true);
+            let Ok(stream) = tokio::net::UnixStream::from_std(s) else {
+                return;
+            };
+            // As Redis: the socket's path stands for both ends, port 0.
+            let path = format!("{}:0", srv.config.get("unixsocket").unwrap_or_default());
+            let fd = stream.as_raw_fd();
+            admit(srv, stream, path.clone(), path, fd, true, false).await;
+        }
+    }
+}
+
+/// A TCP connection's socket options, addresses, and whether protected mode refuses it;
+/// None when it is already gone.
+fn tcp_setup(
+    srv: &Server,
+    std_stream: std::net::TcpStream,
+) -> Option<(tokio::net::TcpStream, String, String, bool)> {
+    let stream = tokio::net::TcpStream::from_std(std_stream).ok()?;
+    let _ = stream.set_nodelay(true);
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?:0".into());
+    let local = stream
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?:0".into());
+    let denied = protected_mode_denies(srv, &stream);
+    let keepalive = srv.config.get_i64("tcp-keepalive");
+    if keepalive > 0 {
+        let sock = socket2::SockRef::from(&stream);
+        let ka = socket2::TcpKeepalive::new()
+            .with_time(Duration::from_secs(keepalive as u64))
+            .with_interval(Duration::from_secs((keepalive as u64 / 3).max(1)));
+        let _ = sock.set_tcp_keepalive(&ka);
+    }
+    Some((stream, peer, local, denied))
+}
+
+/// Protected mode's refusal, the client limit, then registration and the connection loop.
+async fn admit<S: connection::ClientStream>(
+    srv: Arc<Server>,
+    mut stream: S,
+    peer: String,
+    local: String,
+    fd: i32,
+    unix: bool,
+    denied: bool,
+) {
+    if denied {
+        let _ = stream.write_all(PROTECTED_MODE_MSG.as_bytes()).await;
+        let _ = stream.flush().await;
+        return;
+    }
+    if srv.clients.count() as u64 >= srv.config.hot.maxclients.load(Relaxed) {
+        srv.clients.rejected_connections.fetch_add(1, Relaxed);
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        let _ = stream.flush().await;
+        return;
+    }
+    let id = srv.clients.next_id();
+    let handle = Arc::new(ClientHandle::new(id, peer, local, fd));
+    if unix {
+        handle.set_flag(cflags::UNIX_SOCKET, true);
+    }
+    srv.clients.register(handle.clone());
+    connection::serve(srv, stream, handle).await;
+}
+
+/// Protected mode refuses TCP clients from other hosts (never a Unix socket client).
+fn protected_mode_denies(srv: &Server, stream: &tokio::net::TcpStream) -> bool {
+    if !srv.config.get_bool("protected-mode") || srv.acl.auth_required() {
+        return false;
+    }
+    if srv.config.get("bind").as_deref() != Some("* -::*") {
+        return false;
+    }
+    match stream.peer_addr() {
+        Ok(a) => !a.ip().is_loopback(),
+        Err(_) => false,
+    }
+}
+
+/// Which of the two TCP listeners.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Kind {
+    Tcp,
+    Tls,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Tcp => "tcp",
+            Kind::Tls => "tls",
+        }
+    }
+}
+
+/// Bind every `bind` address (a leading `-` marks one whose failure is tolerated).
+fn bind_all(
+    srv: &Server,
+    binds: &str,
+    port: u16,
+    kind: Kind,
+) -> Result<Vec<std::net::TcpListener>, String> {
+    let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
+    let mut out = Vec::new();
+    for spec in binds.split_whitespace() {
+        let (optional, addr) = match spec.strip_prefix('-') {
+            Some(a) => (true, a),
+            None => (false, spec),
+        };
+        let host = match addr {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            a => a,
+        };
+        let sa: Option<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut i| i.next());
+        let res = sa
+            .ok_or_else(|| format!("bad address {host}"))
+            .and_then(|sa| {
+                let domain = if sa.is_ipv6() {
+                    socket2::Domain::IPV6
+                } else {
+                    socket2::Domain::IPV4
+                };
+                let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)
+                    .map_err(|e| e.to_string())?;
+                if sa.is_ipv6() {
+                    let _ = s.set_only_v6(true);
+                }
+                s.set_reuse_address(true).map_err(|e| e.to_string())?;
+                s.bind(&sa.into()).map_err(|e| e.to_string())?;
+                s.listen(backlog).map_err(|e| e.to_string())?;
+                s.set_nonblocking(true).map_err(|e| e.to_string())?;
+                Ok(std::net::TcpListener::from(s))
+            });
+        match res {
+            Ok(l) => out.push(l),
+            Err(e) if optional => notice!("Skipping optional bind {spec}: {e}"),
+            Err(e) => {
+                return Err(format!(
+                    "Failed listening on port {port} ({}), aborting: {host}: {e}",
+                    kind.name()
+                ))
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("Failed listening: no address bound".into());
+    }
+    Ok(out)
+}
+
+/// One kind's accept tasks and the (bind, port) they serve (port 0: none).
+#[derive(Default)]
+struct ListenSet {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    binds: String,
+    port: u16,
+}
+
+/// The listening sockets and their accept tasks.
+pub struct Listeners {
+    runtime: tokio::runtime::Handle,
+    workers: Arc<Vec<Worker>>,
+    tcp: parking_lot::Mutex<ListenSet>,
+    tls: parking_lot::Mutex<ListenSet>,
+    unix: parking_lot::Mutex<Option<(tokio::task::JoinHandle<()>, String)>>,
+}
+
+impl Listeners {
+    pub fn new(workers: Vec<Worker>) -> Arc<Listeners> {
+        Arc::new(Listeners {
+            runtime: tokio::runtime::Handle::current(),
+            workers: Arc::new(workers),
+            tcp: Default::default(),
+            tls: Default::default(),
+            unix: Default::default(),
+        })
+    }
+
+    /// Listen on every address of `binds` at `port` (0: not at all, as Redis's `port 0`).
+    /// Like Redis, the old sockets are closed first (a new address may overlap an old one);
+    /// if the new ones cannot all be bound, the old ones are restored and the error returned.
+    pub fn rebind(&self, srv: &Server, kind: Kind, binds: &str, port: u16) -> Result<(), String> {
+        let mut cur = match kind {
+            Kind::Tcp => self.tcp.lock(),
+            Kind::Tls => self.tls.lock(),
+        };
+        for t in cur.tasks.drain(..) {
+            t.abort();
+            // The task owns its listener; wait until it is dropped so the port is free.
+            while !t.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let (old_binds, old_port) = (cur.binds.clone(), cur.port);
+        let result = if port == 0 {
+            Ok(Vec::new())
+        } else {
+            bind_all(srv, binds, port, kind)
+        };
+        match result {
+            Ok(l) => self.spawn_all(&mut cur.tasks, l, kind),
+            Err(e) => {
+                if old_port != 0 {
+                    match bind_all(srv, &old_binds, old_port, kind) {
+                        Ok(l) => self.spawn_all(&mut cur.tasks, l, kind),
+                        Err(e2) => warning!("Failed to restore the old listeners: {e2}"),
+                    }
+                }
+                return Err(e);
+            }
+        }
+        (cur.binds, cur.port) = (binds.to_string(), port);
+        if kind == Kind::Tcp {
+            srv.tcp_port.store(port as u64, Relaxed);
+        }
+        Ok(())
+    }
+
+    fn spawn_all(
+        &self,
+        tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+        listeners: Vec<std::net::TcpListener>,
+        kind: Kind,
+    ) {
+        let _guard = self.runtime.enter();
+        for l in listeners {
+            match tokio::net::TcpListener::from_std(l) {
+                Ok(l) => tasks.push(
+                    self.runtime
+                        .spawn(accept_tcp(l, kind, self.workers.clone())),
+                ),
+                Err(e) => warning!("Listener setup failed: {e}"),
+            }
+        }
+    }
+
+    /// Create the Unix socket at `path` (a stale file there is removed first) with `perm`
+    /// (octal bits; 0 keeps the umask's).
+    pub fn listen_unix(&self, srv: &Server, path: &str, perm: u32) -> Result<(), String> {
+        let _ = std::fs::remove_file(path);
+        let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
+        let l = (|| -> std::io::Result<std::os::unix::net::UnixListener> {
+            let s = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+            s.bind(&socket2::SockAddr::unix(path)?)?;
+            if perm != 0 {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
+            }
+            s.listen(backlog)?;
+            s.set_nonblocking(true)?;
+            Ok(std::os::unix::net::UnixListener::from(
+                std::os::fd::OwnedFd::from(s),
+            ))
+        })()
+        .map_err(|e| format!("Failed opening Unix socket: {e}"))?;
+        let _guard = self.runtime.enter();
+        let l = tokio::net::UnixListener::from_std(l)
+            .map_err(|e| format!("Failed opening Unix socket: {e}"))?;
+        let task = self.runtime.spawn(accept_unix(l, self.workers.clone()));
+        *self.unix.lock() = Some((task, path.to_string()));
+        Ok(())
+    }
+
+    /// Shutdown: the Unix socket file goes away, as Redis removes it.
+    pub fn remove_unix(&self) {
+        if let Some((task, path)) = self.unix.lock().take() {
+            task.abort();
+            notice!("Removing the unix socket file.");
+            if let Err(e) = std::fs::remove_file(&path) {
+                warning!("Error removing the unix socket file: {e}");
+            }
+        }
+    }
+
+    pub fn listening_anywhere(&self) -> bool {
+        !self.tcp.lock().tasks.is_empty()
+            || !self.tls.lock().tasks.is_empty()
+            || self.unix.lock().is_some()
+    }
+
+    /// The least-loaded worker: a connection stays on the thread that gets it.
+    fn hand_over(workers: &[Worker], a: Accepted) {
+        let w = workers
+            .iter()
+            .min_by_key(|w| w.load.load(Relaxed))
+            .expect("at least one worker");
+        let _ = w.tx.send(a);
+    }
+}
+
+async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Vec<Worker>>) {
+    loop {
+        match l.accept().await {
+            Ok((s, _)) => {
+                let Ok(std) = s.into_std() else { continue };
+                let a = match kind {
+                    Kind::Tcp => Accepted::Tcp(std),
+                    Kind::Tls => Accepted::Tls(std),
+                };
+                Listeners::hand_over(&workers, a);
+            }
+            Err(e) => {
+                warning!("Accepting client connection: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+async fn accept_unix(l: tokio::net::UnixListener, workers: Arc<Vec<Worker>>) {
+    loop {
+        match l.accept().await {
+            Ok((s, _)) => {
+                let Ok(std) = s.into_std() else { continue };
+                Listeners::hand_over(&workers, Accepted::Unix(std));
+            }
+            Err(e) => {
+                warning!("Accepting client connection: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Open every configured listener and register the CONFIG SET hooks that move them.
+/// Err: the server cannot start (the message is logged by the caller).
+pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String> {
+    let binds = srv.config.get("bind").unwrap_or_default();
+    if tern_commands::tls::wanted(&srv.config) {
+        if let Err(e) = srv.tls.configure(&srv.config) {
+            warning!("{e}");
+            return Err("Failed to configure TLS. Check logs for more info.".into());
+        }
+    }
+    tern_commands::tls::register_hooks(srv);
+    let port = srv.config.get_i64("port") as u16;
+    listeners.rebind(srv, Kind::Tcp, &binds, port)?;
+    let tls_port = srv.config.get_i64("tls-port") as u16;
+    listeners.rebind(srv, Kind::Tls, &binds, tls_port)?;
+    let path = srv.config.get("unixsocket").unwrap_or_default();
+    if !path.is_empty() {
+        let perm = u32::from_str_radix(&srv.config.get("unixsocketperm").unwrap_or_default(), 8)
+            .unwrap_or(0);
+        listeners.listen_unix(srv, &path, perm)?;
+    }
+    if !listeners.listening_anywhere() {
+        return Err("Configured to not listen anywhere, exiting.".into());
+    }
+
+    // CONFIG SET port / tls-port / bind: listen on the new address before answering OK.
+    let (l, s) = (listeners.clone(), Arc::downgrade(srv));
+    srv.config.set_apply_hook(
+        "port",
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            let port: u16 = v
+                .parse()
+                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())?;
+            l.rebind(
+                &srv,
+                Kind::Tcp,
+                &srv.config.get("bind").unwrap_or_default(),
+                port,
+            )
+            .map_err(|e| {
+                warning!("{e}");
+                "Unable to listen on this port. Check server logs.".to_string()
+            })
+        }),
+    );
+    let (l, s) = (listeners.clone(), Arc::downgrade(srv));
+    srv.config.set_apply_hook(
+        "tls-port",
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            let port: u16 = v
+                .parse()
+                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())?;
+            // As Redis: TLS is configured the first time it is needed.
+            if port != 0 && !srv.tls.is_configured() {
+                srv.tls.configure(&srv.config).map_err(|e| {
+                    warning!("{e}");
+                    tern_commands::tls::APPLY_ERR.to_string()
+                })?;
+            }
+            l.rebind(
+                &srv,
+                Kind::Tls,
+                &srv.config.get("bind").unwrap_or_default(),
+                port,
+            )
+            .map_err(|e| {
+                warning!("{e}");
+                "Unable to listen on this port. Check server logs.".to_string()
+            })
+        }),
+    );
+    let (l, s) = (listeners.clone(), Arc::downgrade(srv));
+    srv.config.set_apply_hook(
+        "bind",
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            let port = srv.tcp_port.load(Relaxed) as u16;
+            let tls_port = srv.config.get_i64("tls-port") as u16;
+            l.rebind(&srv, Kind::Tcp, v, port)
+                .and_then(|_| l.rebind(&srv, Kind::Tls, v, tls_port))
+                .map_err(|e| {
+                    warning!("{e}");
+                    "Failed to bind to specified addresses.".to_string()
+                })
+        }),
+    );
+    for (on, kind) in [
+        (port != 0, "tcp"),
+        (!path.is_empty(), "unix"),
+        (tls_port != 0, "tls"),
+    ] {
+        if on {
+            notice!("Ready to accept connections {kind}");
+        }
+    }
+    Ok(())
+}
