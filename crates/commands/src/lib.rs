@@ -20,6 +20,8 @@ pub mod propagate;
 pub mod push;
 pub mod registry;
 pub mod replication;
+pub mod save_child;
+pub mod save_progress;
 pub mod server;
 pub mod stats;
 pub mod table;

@@ -1,5 +1,6 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
+mod crash;
 mod log;
 mod replica;
 mod startup;
@@ -23,6 +24,11 @@ struct Worker {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, template] = args.as_slice() {
+        if flag == tern_commands::save_child::CHILD_FLAG {
+            tern_commands::save_child::child_main(template);
+        }
+    }
     let config = match startup::parse_args(&args) {
         startup::Startup::Run(c) => *c,
         startup::Startup::Exit(code) => std::process::exit(code),
@@ -35,6 +41,7 @@ fn main() {
         std::process::exit(1);
     }
     tern_commands::log::set_logger(log::log);
+    crash::install();
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
     tern_engine::events::set_expire_hook(tern_commands::propagate::on_expired);
     tern_commands::digest::maybe_enable_watch_check();
@@ -81,11 +88,13 @@ fn main() {
                     }
                     Ok(_) => {}
                     Err(e) => {
+                        log::wait_initialized(Duration::from_secs(5));
                         warning!("{e}");
                         std::process::exit(1);
                     }
                 }
                 if let Err(e) = tern_commands::aof::open_on_start(&srv2) {
+                    log::wait_initialized(Duration::from_secs(5));
                     warning!("{e}");
                     std::process::exit(1);
                 }
@@ -107,6 +116,7 @@ fn main() {
                         t0.elapsed().as_secs_f64()
                     ),
                     Err(e) => {
+                        log::wait_initialized(Duration::from_secs(5));
                         warning!("{e}");
                         std::process::exit(1);
                     }
@@ -176,7 +186,6 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
     } else {
         notice!("Running mode=standalone, port={port}.");
     }
-    warning!("Server initialized");
 }
 
 fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
@@ -408,6 +417,7 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
         warning!("{e}");
         return 1;
     }
+    log::server_initialized();
     // CONFIG SET port / bind: listen on the new address before answering OK.
     let (l2, s2) = (listeners.clone(), Arc::downgrade(&srv));
     srv.config.set_apply_hook(
