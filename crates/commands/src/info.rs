@@ -533,11 +533,9 @@ fn persistence_section(srv: &Server, out: &mut String) {
         let start = RDB.loading_start.load(Relaxed);
         // As Redis: the time so far scaled by what is left (1 until there is progress).
         let elapsed = now.saturating_sub(start);
-        let eta = if loaded == 0 {
-            1
-        } else {
-            elapsed * total.saturating_sub(loaded) / loaded
-        };
+        let eta = (elapsed * total.saturating_sub(loaded))
+            .checked_div(loaded)
+            .unwrap_or(1);
         let _ = write!(
             out,
             "loading_start_time:{start}\r\n\

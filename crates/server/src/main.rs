@@ -139,6 +139,11 @@ fn main() {
         .build()
         .expect("acceptor runtime");
     let mut code = rt.block_on(accept_loop(srv.clone(), workers));
+    // A background save's writer is of no use any more, as Redis kills its child: stop it
+    // and remove its temp file.
+    for pid in tern_commands::save_child::kill_all() {
+        warning!("There is a child saving an .rdb. Killing it! (pid {pid})");
+    }
     if code == 0
         && !tern_commands::persistence::SHUTDOWN_SAVED.load(Relaxed)
         && tern_commands::persistence::has_save_points(&srv)
