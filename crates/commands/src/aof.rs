@@ -346,7 +346,33 @@ fn delete_history(srv: &Server, m: &mut Manifest) {
 // ---------------------------------------------------------------------------------------------
 // The writer thread
 
+/// DEBUG AOF-FLUSH-SLEEP: microseconds to pause before each write to the AOF (tests use it to
+/// catch a reply sent before its write reached the file).
+pub static AOF_FLUSH_SLEEP_US: AtomicU64 = AtomicU64::new(0);
+
+/// `aof-timestamp-enabled`: a `#TS:<unix time>` annotation line precedes the writes of each
+/// new second (and starts a rewritten base), as Redis writes them for point-in-time recovery
+/// (`redis-check-aof --truncate-to-timestamp`).
+pub static AOF_TIMESTAMPS: AtomicBool = AtomicBool::new(false);
+static LAST_TIMESTAMP: AtomicU64 = AtomicU64::new(0);
+
+fn timestamp_line(secs: u64) -> String {
+    format!("#TS:{secs}\r\n")
+}
+
 fn write_all_retry(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    let pause = AOF_FLUSH_SLEEP_US.load(Relaxed);
+    if pause > 0 {
+        std::thread::sleep(Duration::from_micros(pause));
+    }
+    if AOF_TIMESTAMPS.load(Relaxed) && !bytes.is_empty() {
+        let now = unix_secs();
+        if LAST_TIMESTAMP.swap(now, Relaxed) != now {
+            let ts = timestamp_line(now);
+            file.write_all(ts.as_bytes())?;
+            AOF.incr_size.fetch_add(ts.len() as u64, Relaxed);
+        }
+    }
     file.write_all(bytes)
 }
 
@@ -480,7 +506,7 @@ pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
     if m.base.is_none() && m.incrs.is_empty() {
         let rdb = srv.config.get_bool("aof-use-rdb-preamble");
         let base = m.new_base(&name, rdb);
-        write_base(srv, &dir.join(&base), rdb, None)?;
+        write_base(srv, &dir.join(&base), rdb, None, false)?;
         crate::log::notice(&format!("Creating AOF base file {base} on server start"));
     }
     let (incr, created) = match m.incrs.last() {
@@ -553,6 +579,11 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
         if !AOF.enabled.load(Relaxed) {
             return Ok(());
         }
+        if let Some(pid) = crate::save_child::running_pid("temp-rewriteaof-bg-") {
+            // As Redis: the rewrite is of no use any more; its writer is stopped at once.
+            crate::log::notice(&format!("Killing running AOF rewrite child: {pid}"));
+            REWRITE_ABORT.store(true, Relaxed);
+        }
         let _c = CONTROL.lock();
         AOF.generation.fetch_add(1, Relaxed);
         stop_writer();
@@ -585,36 +616,93 @@ fn write_base(
     path: &Path,
     rdb: bool,
     at_cut: Option<&(dyn Fn() + Sync)>,
+    background: bool,
 ) -> Result<u64, String> {
-    let tmp = PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    let file = File::create(&tmp).map_err(|e| {
-        format!("Opening the temp file for AOF rewrite in rewriteAppendOnlyFile(): {e}")
-    })?;
-    let now = clock::now_ms();
-    let out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let res: std::io::Result<std::io::BufWriter<File>> = if rdb {
-        let aux = crate::persistence::rdb_aux(now, true);
-        snapshot_into(srv, at_cut, || {
-            crate::persistence::rdb_writer(srv, out, &aux, now)
-        })
-        .finish()
+    let write_err =
+        |e: std::io::Error| format!("Write error writing append only file on disk: {e}");
+    // A background rewrite's base is written by a writer process (see save_child), whose
+    // death (or `appendonly no`) gives the rewrite up at once.
+    let (child, out): (Option<crate::save_child::SaveChild>, Box<dyn Write + Send>) = if background
+    {
+        REWRITE_ABORT.store(false, Relaxed);
+        let (c, stdin) =
+            crate::save_child::SaveChild::spawn("temp-rewriteaof-bg-%d.aof", &REWRITE_ABORT)
+                .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
+        crate::log::notice(&format!(
+            "Background append only file rewriting started by pid {}",
+            c.pid()
+        ));
+        (Some(c), Box::new(stdin))
     } else {
-        snapshot_into(srv, at_cut, || {
-            tern_persist::aof::rewrite::CommandWriter::new(
+        let tmp = PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+        let file = File::create(&tmp).map_err(|e| {
+            format!("Opening the temp file for AOF rewrite in rewriteAppendOnlyFile(): {e}")
+        })?;
+        (None, Box::new(file))
+    };
+    let tmp = match &child {
+        Some(c) => c.path.clone(),
+        None => PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", std::process::id())),
+    };
+    let never = AtomicBool::new(false);
+    let abort = if background { &REWRITE_ABORT } else { &never };
+    let now = clock::now_ms();
+    let out = std::io::BufWriter::with_capacity(1 << 20, out);
+    let res: Option<std::io::Result<std::io::BufWriter<Box<dyn Write + Send>>>> = if rdb {
+        let aux = crate::persistence::rdb_aux(now, true);
+        snapshot_into_abortable(srv, at_cut, abort, || {
+            crate::save_progress::Counted::new(crate::persistence::rdb_writer(srv, out, &aux, now))
+        })
+        .map(|w| w.inner.finish())
+    } else {
+        let mut out = out;
+        if AOF_TIMESTAMPS.load(Relaxed) {
+            out.write_all(timestamp_line(now / 1000).as_bytes())
+                .map_err(write_err)?;
+        }
+        snapshot_into_abortable(srv, at_cut, abort, || {
+            crate::save_progress::Counted::new(tern_persist::aof::rewrite::CommandWriter::new(
                 out,
                 &crate::functions::library_codes(),
                 now,
-            )
+            ))
         })
-        .finish()
+        .map(|w| w.inner.finish())
     };
-    let res = res.and_then(|bw| {
-        let f = bw.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()
-    });
+    let res = match res {
+        Some(r) => r.and_then(|bw| {
+            let mut out = bw.into_inner().map_err(|e| e.into_error())?;
+            out.flush()?;
+            Ok(out)
+        }),
+        None => Err(std::io::Error::other("rewrite given up")),
+    };
+    let res = match (res, child) {
+        (Ok(out), None) => {
+            drop(out);
+            OpenOptions::new()
+                .write(true)
+                .open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(write_err)
+        }
+        (Ok(out), Some(c)) => {
+            drop(out); // end of input: the writer syncs and exits
+            child_result(c.wait())
+        }
+        (Err(e), None) => Err(write_err(e)),
+        (Err(e), Some(c)) => {
+            if c.has_ended() {
+                child_result(c.wait()).and(Err(write_err(e)))
+            } else {
+                c.kill_and_remove();
+                Err(write_err(e))
+            }
+        }
+    };
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("Write error writing append only file on disk: {e}"));
+        return Err(e);
     }
     if let Err(e) = std::fs::rename(&tmp, path) {
         let _ = std::fs::remove_file(&tmp);
@@ -627,6 +715,17 @@ fn write_base(
     Ok(file_size(path))
 }
 
+/// Set to give a background rewrite up (its writer process ended, or the AOF was turned off).
+static REWRITE_ABORT: AtomicBool = AtomicBool::new(false);
+
+fn child_result(ended: crate::save_child::Ended) -> Result<(), String> {
+    match ended {
+        crate::save_child::Ended::Ok => Ok(()),
+        crate::save_child::Ended::Signal(sig) => Err(format!("terminated by signal {sig}")),
+        crate::save_child::Ended::Failed(e) => Err(format!("writer process failed: {e}")),
+    }
+}
+
 /// Take a snapshot into the sink `make` creates at the cut (the function libraries it writes
 /// are then the cut's); `at_cut` runs there too. Returns the sink once every key is in.
 pub(crate) fn snapshot_into<S: tern_engine::snapshot::SnapshotSink>(
@@ -634,13 +733,27 @@ pub(crate) fn snapshot_into<S: tern_engine::snapshot::SnapshotSink>(
     at_cut: Option<&(dyn Fn() + Sync)>,
     make: impl FnOnce() -> S,
 ) -> S {
-    srv.store.snapshot(|| {
-        let sink = make();
-        if let Some(f) = at_cut {
-            f();
-        }
-        sink
-    })
+    let never = AtomicBool::new(false);
+    snapshot_into_abortable(srv, at_cut, &never, make).expect("a snapshot nobody aborts")
+}
+
+/// `snapshot_into` that gives up (None) once `abort` is set.
+fn snapshot_into_abortable<S: tern_engine::snapshot::SnapshotSink>(
+    srv: &Server,
+    at_cut: Option<&(dyn Fn() + Sync)>,
+    abort: &AtomicBool,
+    make: impl FnOnce() -> S,
+) -> Option<S> {
+    srv.store.snapshot_abortable(
+        || {
+            let sink = make();
+            if let Some(f) = at_cut {
+                f();
+            }
+            sink
+        },
+        abort,
+    )
 }
 
 /// Start a background rewrite unless one runs; false when it could not start.
@@ -658,6 +771,7 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
             let r = rewrite(&srv, gen);
             AOF.last_rewrite_time_sec
                 .store(start.elapsed().as_secs() as i64, Relaxed);
+            crate::save_progress::finish(true);
             match &r {
                 Ok(()) => {
                     AOF.last_bgrewrite_ok.store(true, Relaxed);
@@ -668,7 +782,11 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
                 Err(e) => {
                     AOF.last_bgrewrite_ok.store(false, Relaxed);
                     AOF.consecutive_failures.fetch_add(1, Relaxed);
-                    crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
+                    if e.starts_with("terminated by signal") {
+                        crate::log::warning(&format!("Background AOF rewrite {e}"));
+                    } else {
+                        crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
+                    }
                     if AOF.wait_rewrite.load(Relaxed) {
                         // Still waiting for a first base: try again from the cron.
                         AOF.rewrite_scheduled.store(true, Relaxed);
@@ -742,7 +860,7 @@ fn rewrite(srv: &Arc<Server>, gen: u64) -> Result<(), String> {
             LOG.cut();
         }
     };
-    let base_size = write_base(srv, &dir.join(&tmp_base), rdb, Some(&cut))?;
+    let base_size = write_base(srv, &dir.join(&tmp_base), rdb, Some(&cut), true)?;
     // 3. The manifest: new base, the new incremental file last, the rest history.
     let _c = CONTROL.lock();
     if AOF.generation.load(Relaxed) != gen {

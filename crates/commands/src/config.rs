@@ -1778,6 +1778,7 @@ impl Config {
         match name {
             "hz" => h.hz.store(n().clamp(1, 500) as u64, Relaxed),
             "rdb-key-save-delay" => tern_engine::save_delay::KEY_SAVE_DELAY_US.store(n(), Relaxed),
+            "aof-timestamp-enabled" => crate::aof::AOF_TIMESTAMPS.store(yes, Relaxed),
             "proto-max-bulk-len" => h.proto_max_bulk_len.store(n(), Relaxed),
             "client-query-buffer-limit" => h
                 .client_query_buffer_limit

@@ -111,6 +111,24 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             crate::persistence::SKIP_CHECKSUM_VALIDATION.store(skip, Relaxed);
             ctx.out.ok();
         }
+        ("aof-flush-sleep", 3) => {
+            let us = atoi(&args[2]).max(0) as u64;
+            crate::aof::AOF_FLUSH_SLEEP_US.store(us, Relaxed);
+            ctx.out.ok()
+        }
+        ("segfault", 2) => crash_segfault(),
+        ("panic", 2) => {
+            crate::log::warning(&format!(
+                "Guru Meditation: DEBUG PANIC called at Unix time {} #debug.rs",
+                tern_engine::clock::now_ms() / 1000
+            ));
+            std::process::abort()
+        }
+        ("assert", 2) => {
+            crate::log::warning("=== ASSERTION FAILED ===");
+            crate::log::warning("==> debug.rs: DEBUG ASSERT '1 == 2' is not true");
+            std::process::abort()
+        }
         ("reload", _) => crate::persistence::debug_reload(ctx, args),
         ("loadaof", 2) => crate::aof::debug_loadaof(ctx),
         ("digest", 2) => digest(ctx),
@@ -120,6 +138,25 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             args.str(1)
         )),
     }
+}
+
+/// DEBUG SEGFAULT: a real invalid memory access (a write to a read-only page), so the crash
+/// report path is the one a genuine fault takes.
+fn crash_segfault() -> ! {
+    // SAFETY: deliberately faulting is this command's job; the page is mapped read-only so
+    // the volatile write raises SIGSEGV, whose handler reports and kills the process.
+    unsafe {
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        std::ptr::write_volatile(page as *mut u8, 1);
+    }
+    std::process::abort()
 }
 
 /// C's atoi: optional sign and leading digits, 0 when there are none.
@@ -423,6 +460,10 @@ fn stringmatch_selftest() {
 const DEBUG_HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Give the instance new replication IDs (no effect until replication exists).",
+    "ASSERT",
+    "    Crash the server with a failed assertion (abort, with a crash report).",
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Sleep this long before each write of the AOF (0 turns the pause off).",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -439,6 +480,8 @@ const DEBUG_HELP: &[&str] = &[
     "PROTOCOL <type>",
     "    Reply with a sample value of <type>: string, integer, double, bignum, null,",
     "    array, set, map, attrib, push, verbatim, true or false.",
+    "PANIC",
+    "    Crash the server (abort, with a crash report).",
     "PAUSE-CRON <0|1>",
     "    Stop (1) or resume (0) the periodic tasks: active expiry, tracking table limit.",
     "QUICKLIST-PACKED-THRESHOLD <size>",
@@ -449,6 +492,8 @@ const DEBUG_HELP: &[&str] = &[
     "    Accepted for compatibility; reply buffers are managed per batch.",
     "REPLYBUFFER RESIZING <0|1>",
     "    Accepted for compatibility; reply buffers are managed per batch.",
+    "SEGFAULT",
+    "    Crash the server with an invalid memory access (with a crash report).",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Turn the background expiry of keys off (0) or back on (1).",
     "SET-SKIP-CHECKSUM-VALIDATION <0|1>",

@@ -256,6 +256,12 @@ pub fn execute_for_script(
             // The leading `-` keeps the error's code through the script's error table.
             return Err(format!("-{e}").into());
         }
+        if let Some(e) = crate::persistence::disk_error(srv) {
+            conn.stats.total_error_replies.add(1);
+            srv.stats.record_error("MISCONF");
+            conn.stats.cmds[entry.id].rejected.add(1);
+            return Err(format!("-{e}").into());
+        }
         if let Some(e) = crate::replication::deny_write(srv) {
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("NOREPLICAS");

@@ -535,17 +535,20 @@ fn persistence_section(srv: &Server, out: &mut String) {
     let _ = write!(
         out,
         "loading:{}\r\n\
-         async_loading:0\r\n\
-         current_cow_peak:0\r\n\
-         current_cow_size:0\r\n\
-         current_cow_size_age:0\r\n\
-         current_fork_perc:0.00\r\n\
-         current_save_keys_processed:0\r\n\
-         current_save_keys_total:0\r\n",
+         async_loading:0\r\n",
         loading as u8
+    );
+    crate::save_progress::info_current(
+        out,
+        bg || crate::aof::AOF.rewrite_in_progress.load(Relaxed),
     );
     if loading {
         let start = RDB.loading_start.load(Relaxed);
+        // As Redis: the time so far scaled by what is left (1 until there is progress).
+        let elapsed = now.saturating_sub(start);
+        let eta = (elapsed * total.saturating_sub(loaded))
+            .checked_div(loaded)
+            .unwrap_or(1);
         let _ = write!(
             out,
             "loading_start_time:{start}\r\n\
@@ -553,7 +556,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
              loading_rdb_used_mem:0\r\n\
              loading_loaded_bytes:{loaded}\r\n\
              loading_loaded_perc:{:.2}\r\n\
-             loading_eta_seconds:1\r\n",
+             loading_eta_seconds:{eta}\r\n",
             loaded as f64 * 100.0 / total as f64
         );
     }
@@ -566,7 +569,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
          rdb_last_bgsave_time_sec:{}\r\n\
          rdb_current_bgsave_time_sec:{}\r\n\
          rdb_saves:{}\r\n\
-         rdb_last_cow_size:0\r\n\
+         rdb_last_cow_size:{}\r\n\
          rdb_last_load_keys_expired:{}\r\n\
          rdb_last_load_keys_loaded:{}\r\n",
         bg as u8,
@@ -583,6 +586,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
             -1
         },
         RDB.saves.load(Relaxed),
+        crate::save_progress::RDB_LAST_COW.load(Relaxed),
         RDB.last_load_keys_expired.load(Relaxed),
         RDB.last_load_keys_loaded.load(Relaxed),
     );

@@ -23,6 +23,8 @@ pub mod push;
 pub mod registry;
 pub mod replication;
 pub mod reply_buffer;
+pub mod save_child;
+pub mod save_progress;
 pub mod server;
 pub mod stats;
 pub mod table;

@@ -331,16 +331,27 @@ pub(crate) fn rdb_writer<W: std::io::Write + Send>(
 /// configured file. Runs on the calling thread. Returns the keys written.
 pub fn rdb_save(srv: &Server) -> Result<u64, String> {
     let never = AtomicBool::new(false);
-    rdb_save_abortable(srv, &never).map(|k| k.expect("not aborted"))
+    rdb_save_abortable(srv, &never, None).map(|k| k.expect("not aborted"))
+}
+
+/// Where a save's bytes go: a temp file this process writes (SAVE, shutdown), or the pipe to
+/// the writer process of a background save.
+enum Target {
+    Own(std::path::PathBuf),
+    Child(crate::save_child::SaveChild),
 }
 
 /// `rdb_save` that gives up when `abort` is set (Ok(None); the file is left as it was).
-fn rdb_save_abortable(srv: &Server, abort: &AtomicBool) -> Result<Option<u64>, String> {
+/// `child`: write through a writer process (BGSAVE), whose death fails the save.
+fn rdb_save_abortable(
+    srv: &Server,
+    abort: &AtomicBool,
+    child: Option<&'static AtomicBool>,
+) -> Result<Option<u64>, String> {
     let _one = RDB.save_lock.lock();
     RDB.last_attempt.store(unix_secs(), Relaxed);
     let path = rdb_path(srv);
-    let tmp = std::path::PathBuf::from(format!("temp-{}.rdb", std::process::id()));
-    let file = std::fs::File::create(&tmp).map_err(|e| {
+    let open_err = |tmp: &std::path::Path, e: std::io::Error| {
         format!(
             "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
             tmp.display(),
@@ -348,7 +359,20 @@ fn rdb_save_abortable(srv: &Server, abort: &AtomicBool) -> Result<Option<u64>, S
                 .map(|d| d.display().to_string())
                 .unwrap_or_default()
         )
-    })?;
+    };
+    let (target, out): (Target, Box<dyn std::io::Write + Send>) = match child {
+        Some(abort_on_exit) => {
+            let (c, stdin) = crate::save_child::SaveChild::spawn("temp-%d.rdb", abort_on_exit)
+                .map_err(|e| format!("Can't save in background: fork: {e}"))?;
+            crate::log::notice(&format!("Background saving started by pid {}", c.pid()));
+            (Target::Child(c), Box::new(stdin))
+        }
+        None => {
+            let tmp = std::path::PathBuf::from(format!("temp-{}.rdb", std::process::id()));
+            let file = std::fs::File::create(&tmp).map_err(|e| open_err(&tmp, e))?;
+            (Target::Own(tmp), Box::new(file))
+        }
+    };
     let now = clock::now_ms();
     let aux = rdb_aux(now, false);
     let dirty_at_cut = AtomicU64::new(0);
@@ -356,28 +380,88 @@ fn rdb_save_abortable(srv: &Server, abort: &AtomicBool) -> Result<Option<u64>, S
         || {
             let w = rdb_writer(
                 srv,
-                std::io::BufWriter::with_capacity(1 << 20, file),
+                std::io::BufWriter::with_capacity(1 << 20, out),
                 &aux,
                 now,
             );
             dirty_at_cut.store(srv.dirty_total(), Relaxed);
-            w
+            crate::save_progress::Counted::new(w)
         },
         abort,
     );
-    let Some(w) = w else {
-        let _ = std::fs::remove_file(&tmp);
-        return Ok(None);
+    let written = match w {
+        None => Err(None),
+        Some(w) => {
+            let keys = w.inner.keys;
+            match w.inner.finish().and_then(|bw| {
+                let mut out = bw.into_inner().map_err(|e| e.into_error())?;
+                out.flush()?;
+                Ok(out)
+            }) {
+                Ok(out) => Ok((keys, out)),
+                Err(e) => Err(Some(e)),
+            }
+        }
     };
-    let keys = w.keys;
-    let res = w.finish().and_then(|bw| {
-        let f = bw.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()
-    });
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("Write error saving DB on disk: {e}"));
-    }
+    // The temp file: synced by this process, or by the writer process once its input ends.
+    let tmp = match target {
+        Target::Own(tmp) => {
+            let res = match written {
+                Ok((keys, out)) => {
+                    drop(out);
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&tmp)
+                        .and_then(|f| f.sync_all())
+                        .map(|_| keys)
+                        .map_err(Some)
+                }
+                Err(e) => Err(e),
+            };
+            match res {
+                Ok(keys) => (tmp, keys),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    return match e {
+                        None => Ok(None),
+                        Some(e) => Err(format!("Write error saving DB on disk: {e}")),
+                    };
+                }
+            }
+        }
+        Target::Child(c) => {
+            let tmp = c.path.clone();
+            let pid = c.pid();
+            match written {
+                Ok((keys, out)) => {
+                    drop(out); // end of input: the writer syncs and exits
+                    match c.wait() {
+                        crate::save_child::Ended::Ok => (tmp, keys),
+                        ended => {
+                            let _ = std::fs::remove_file(&tmp);
+                            return Err(child_failure(pid, ended));
+                        }
+                    }
+                }
+                Err(e) => {
+                    // Given up (FLUSHALL), or the writer died (the pipe broke, or the
+                    // watcher set the abort flag): which one, the process's status says.
+                    let died_first = c.has_ended();
+                    if died_first {
+                        let ended = c.wait();
+                        let _ = std::fs::remove_file(&tmp);
+                        return Err(child_failure(pid, ended));
+                    }
+                    c.kill_and_remove();
+                    return match e {
+                        None => Ok(None),
+                        Some(e) => Err(format!("Write error saving DB on disk: {e}")),
+                    };
+                }
+            }
+        }
+    };
+    let (tmp, keys) = tmp;
     if let Err(e) = std::fs::rename(&tmp, &path) {
         let _ = std::fs::remove_file(&tmp);
         return Err(format!(
@@ -390,6 +474,15 @@ fn rdb_save_abortable(srv: &Server, abort: &AtomicBool) -> Result<Option<u64>, S
     srv.lastsave.store(unix_secs(), Relaxed);
     RDB.saves.fetch_add(1, Relaxed);
     Ok(Some(keys))
+}
+
+/// Redis's words for a writer process that failed.
+fn child_failure(pid: u32, ended: crate::save_child::Ended) -> String {
+    match ended {
+        crate::save_child::Ended::Signal(sig) => format!("terminated by signal {sig}"),
+        crate::save_child::Ended::Failed(e) => format!("writer process {pid} failed: {e}"),
+        crate::save_child::Ended::Ok => format!("writer process {pid} ended early"),
+    }
 }
 
 /// FLUSHALL with save points: save now (outside any atomic unit), as Redis's rdbSave there.
@@ -622,15 +715,15 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
     }
     RDB.bgsave_scheduled.store(false, Relaxed);
     RDB.bgsave_started.store(unix_secs(), Relaxed);
-    crate::log::notice("Background saving started (forkless snapshot)");
+    RDB.abort_bgsave.store(false, Relaxed);
     std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
             let start = std::time::Instant::now();
-            RDB.abort_bgsave.store(false, Relaxed);
-            let r = rdb_save_abortable(&srv, &RDB.abort_bgsave);
+            let r = rdb_save_abortable(&srv, &RDB.abort_bgsave, Some(&RDB.abort_bgsave));
             RDB.last_bgsave_time_sec
                 .store(start.elapsed().as_secs() as i64, Relaxed);
+            crate::save_progress::finish(false);
             match r {
                 Ok(Some(_)) => {
                     RDB.last_bgsave_ok.store(true, Relaxed);
@@ -638,6 +731,10 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
                 }
                 // Like a child killed on purpose: the last status stays what it was.
                 Ok(None) => crate::log::warning("Background saving aborted (FLUSHALL)"),
+                Err(e) if e.starts_with("terminated by signal") => {
+                    RDB.last_bgsave_ok.store(false, Relaxed);
+                    crate::log::warning(&format!("Background saving {e}"))
+                }
                 Err(e) => {
                     RDB.last_bgsave_ok.store(false, Relaxed);
                     crate::log::warning(&format!("Background saving error: {e}"))
@@ -775,6 +872,15 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
 }
 
 const ERR_MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// MISCONF when writes are held back because the last background save failed (and
+/// `stop-writes-on-bgsave-error` with save points): scripts check it before a write.
+pub fn disk_error(srv: &Server) -> Option<&'static str> {
+    (!RDB.last_bgsave_ok.load(Relaxed)
+        && srv.config.get_bool("stop-writes-on-bgsave-error")
+        && has_save_points(srv))
+    .then_some(ERR_MISCONF)
+}
 
 /// Why a command is refused right now: the dataset is loading (`-LOADING` unless the command
 /// may run then), or the last background save failed and `stop-writes-on-bgsave-error` holds

@@ -486,6 +486,10 @@ pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
         return true;
     }
     if fl & sflags::NO_WRITES == 0 {
+        if let Some(e) = crate::persistence::disk_error(ctx.srv) {
+            ctx.error(e);
+            return false;
+        }
         if let Some(e) = crate::replication::deny_write(ctx.srv) {
             ctx.error(e);
             return false;

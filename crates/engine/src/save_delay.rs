@@ -35,8 +35,9 @@ pub(crate) fn end() {
     OWED_KEYS.with(|o| o.set(None));
 }
 
-/// Take the pause owed for the keys written since the last call (no lock may be held).
-pub(crate) fn settle() {
+/// Take the pause owed for the keys written since the last call (no lock may be held); cut
+/// short when the snapshot is given up (`abort`).
+pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
     let keys = OWED_KEYS
         .with(|o| o.replace(o.get().map(|_| 0)))
         .unwrap_or(0);
@@ -62,7 +63,7 @@ pub(crate) fn settle() {
         let per_key = KEY_SAVE_DELAY_US.load(Relaxed).max(0) as u64;
         let total = Duration::from_micros(per_key.saturating_mul(keys));
         let left = total.saturating_sub(start.elapsed());
-        if left.is_zero() {
+        if left.is_zero() || abort.load(Relaxed) {
             return;
         }
         std::thread::sleep(left.min(Duration::from_millis(5)));

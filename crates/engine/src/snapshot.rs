@@ -81,6 +81,7 @@ impl SnapShared {
             if !self.encoder.encode(&mut s, e) {
                 return;
             }
+            COW_BYTES.fetch_add(s.len() as u64, Ordering::Relaxed);
             let mut side = self.side.lock();
             match side.last_mut() {
                 Some(p) if p.db == db => {
@@ -143,6 +144,11 @@ impl SnapShared {
     }
 }
 
+/// Bytes the writing threads copied for the running snapshot (keys they changed before the
+/// walk reached them): the snapshot's copy-on-write cost, what Redis reports as a child's COW
+/// size. Reset when a snapshot starts.
+pub static COW_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Per-store snapshot state.
 pub(crate) struct SnapState {
     /// True from the cut until every shard was walked.
@@ -204,6 +210,7 @@ impl Store {
                 g.begin_snapshot(shared.clone());
             }
             sink.db_sizes(&sizes);
+            COW_BYTES.store(0, Ordering::Relaxed);
             snap.active.store(true, Ordering::Release);
             (sink, shared)
         };
@@ -233,7 +240,7 @@ impl Store {
                     buf.clear();
                 }
                 shared.drain_into(&mut sink, &mut buf);
-                crate::save_delay::settle();
+                crate::save_delay::settle(abort);
                 if next == 0 {
                     break;
                 }

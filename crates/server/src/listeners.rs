@@ -481,6 +481,8 @@ pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String
                 })
         }),
     );
+    // Listening now: clients (and Redis's suite) may connect once this is logged.
+    crate::log::server_initialized();
     for (on, kind) in [
         (port != 0, "tcp"),
         (!path.is_empty(), "unix"),

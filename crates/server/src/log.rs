@@ -40,13 +40,55 @@ pub fn log(level: u8, msg: &str) {
     let mark = ['.', '-', '*', '#'][level.min(3) as usize];
     let now = tern_engine::clock::now_ms();
     let line = format!(
-        "{}:M {} {} {}\n",
+        "{}:{} {} {} {}\n",
         std::process::id(),
+        role_char(),
         format_time(now),
         mark,
         msg
     );
     raw(&line);
+}
+
+/// The role in the line prefix, as Redis: `M` master, `S` replica.
+fn role_char() -> char {
+    if tern_commands::master_link::is_replica() {
+        'S'
+    } else {
+        'M'
+    }
+}
+
+/// A crash report's line: as `log`, but a log lock held by the crashing thread (or one that
+/// stopped) is waited for only briefly before writing to stdout without it.
+pub fn crash_line(level: u8, msg: &str) {
+    let line = format!(
+        "{}:{} {} {} {}\n",
+        std::process::id(),
+        role_char(),
+        format_time(tern_engine::clock::now_ms()),
+        ['.', '-', '*', '#'][level.min(3) as usize],
+        msg
+    );
+    crash_raw(&line);
+}
+
+/// `raw` for a crash report (see `crash_line`).
+pub fn crash_raw(text: &str) {
+    match SINK.try_lock_for(std::time::Duration::from_millis(200)) {
+        Some(mut sink) => match sink.as_mut() {
+            Some(f) => {
+                let _ = f.write_all(text.as_bytes());
+            }
+            None => {
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                let _ = std::io::stdout().flush();
+            }
+        },
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
 }
 
 /// Text written as it is, without the line prefix (Redis's logo).
@@ -103,4 +145,25 @@ macro_rules! notice {
 #[macro_export]
 macro_rules! warning {
     ($($t:tt)*) => { $crate::log::log($crate::log::WARNING, &format!($($t)*)) };
+}
+
+/// Set once `Server initialized` is logged (the port listens).
+static INITIALIZED: (parking_lot::Mutex<bool>, parking_lot::Condvar) =
+    (parking_lot::const_mutex(false), parking_lot::Condvar::new());
+
+/// Log `Server initialized`, once the port listens: clients (and Redis's suite) connect on
+/// that line, as with Redis, which binds before it.
+pub fn server_initialized() {
+    log(NOTICE, "Server initialized");
+    *INITIALIZED.0.lock() = true;
+    INITIALIZED.1.notify_all();
+}
+
+/// Before exiting on a fatal loading error: let `Server initialized` come first (or `limit`
+/// pass), so the log reads as Redis's (started, then failed loading).
+pub fn wait_initialized(limit: std::time::Duration) {
+    let mut done = INITIALIZED.0.lock();
+    if !*done {
+        let _ = INITIALIZED.1.wait_for(&mut done, limit);
+    }
 }

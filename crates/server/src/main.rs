@@ -1,5 +1,6 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
+mod crash;
 mod listeners;
 mod log;
 mod metrics;
@@ -19,6 +20,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, template] = args.as_slice() {
+        if flag == tern_commands::save_child::CHILD_FLAG {
+            tern_commands::save_child::child_main(template);
+        }
+    }
     let config = match startup::parse_args(&args) {
         startup::Startup::Run(c) => *c,
         startup::Startup::Exit(code) => std::process::exit(code),
@@ -31,6 +37,7 @@ fn main() {
         std::process::exit(1);
     }
     tern_commands::log::set_logger(log::log);
+    crash::install();
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
     tern_engine::events::set_expire_hook(tern_commands::propagate::on_expired);
     tern_commands::digest::maybe_enable_watch_check();
@@ -79,11 +86,13 @@ fn main() {
                     }
                     Ok(_) => {}
                     Err(e) => {
+                        log::wait_initialized(Duration::from_secs(5));
                         warning!("{e}");
                         std::process::exit(1);
                     }
                 }
                 if let Err(e) = tern_commands::aof::open_on_start(&srv2) {
+                    log::wait_initialized(Duration::from_secs(5));
                     warning!("{e}");
                     std::process::exit(1);
                 }
@@ -105,6 +114,7 @@ fn main() {
                         t0.elapsed().as_secs_f64()
                     ),
                     Err(e) => {
+                        log::wait_initialized(Duration::from_secs(5));
                         warning!("{e}");
                         warning!("Terminating server after rdb file reading failure.");
                         std::process::exit(1);
@@ -128,6 +138,11 @@ fn main() {
         .build()
         .expect("acceptor runtime");
     let mut code = rt.block_on(accept_loop(srv.clone(), workers));
+    // A background save's writer is of no use any more, as Redis kills its child: stop it
+    // and remove its temp file.
+    for pid in tern_commands::save_child::kill_all() {
+        warning!("There is a child saving an .rdb. Killing it! (pid {pid})");
+    }
     if code == 0
         && !tern_commands::persistence::SHUTDOWN_SAVED.load(Relaxed)
         && tern_commands::persistence::has_save_points(&srv)
@@ -175,7 +190,6 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
     } else {
         notice!("Running mode=standalone, port={port}.");
     }
-    warning!("Server initialized");
 }
 
 fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {

@@ -27,11 +27,11 @@ pub struct FileWriter<W: Write + Send> {
     encoder: Arc<KeyRecords>,
 }
 
-/// An RDB key record: expiry opcode if any, type, key, value. Keys expired at the snapshot's
-/// time are left out.
+/// An RDB key record: expiry opcode if any, type, key, value. Keys already expired at the
+/// snapshot's time are written too, as Redis does (the loader drops them and counts them in
+/// `rdb_last_load_keys_expired`; a replica keeps them until its master's DEL).
 pub struct KeyRecords {
     compress: bool,
-    now_ms: u64,
 }
 
 impl KeyRecords {
@@ -49,9 +49,6 @@ impl KeyRecords {
 impl KeyEncoder for KeyRecords {
     fn encode(&self, out: &mut Vec<u8>, e: &Entry) -> bool {
         let exp = e.expire_at();
-        if exp != 0 && exp <= self.now_ms {
-            return false;
-        }
         let mut w = Writer {
             buf: std::mem::take(out),
             compress: self.compress,
@@ -70,7 +67,8 @@ impl<W: Write + Send> FileWriter<W> {
         checksum: bool,
         aux: &[(&str, String)],
         functions: &[Vec<u8>],
-        now_ms: u64,
+        // The snapshot's time; kept for callers, though expired keys are written as well.
+        _now_ms: u64,
     ) -> Self {
         let mut f = FileWriter {
             out,
@@ -82,7 +80,7 @@ impl<W: Write + Send> FileWriter<W> {
             resized: Vec::new(),
             keys: 0,
             error: None,
-            encoder: Arc::new(KeyRecords { compress, now_ms }),
+            encoder: Arc::new(KeyRecords { compress }),
         };
         f.w.buf
             .extend_from_slice(format!("REDIS{:04}", RDB_VERSION).as_bytes());
@@ -343,8 +341,19 @@ pub fn load(
                 .try_into()
                 .expect("8"),
         );
-        if opts.verify_crc && crc != 0 && crc64::crc64(&data[..end]) != crc {
-            return Err(RestoreError::Bad("wrong RDB checksum".into(), end));
+        let actual = if opts.verify_crc && crc != 0 {
+            crc64::crc64(&data[..end])
+        } else {
+            crc
+        };
+        if actual != crc {
+            // Redis's wording: operators (and Redis's suite) grep for "CRC error".
+            return Err(RestoreError::Bad(
+                format!(
+                    "Wrong RDB checksum expected: ({crc:x}) but got ({actual:x}). RDB CRC error"
+                ),
+                end,
+            ));
         }
     }
     out.end = r.pos;
