@@ -545,9 +545,10 @@ fn move_copy_swapdb() {
         err(&mut c, &["MOVE", "k", "x"]),
         "ERR value is not an integer or out of range"
     );
+    // Redis 7.2's wording for an index outside a 32-bit int (7.0 said "not an integer").
     assert_eq!(
         err(&mut c, &["MOVE", "k", "4294967296"]),
-        "ERR value is not an integer or out of range"
+        "ERR value is out of range, value must between -2147483648 and 2147483647"
     );
     let _: () = q(&mut c, &["SELECT", "1"]);
     assert_eq!(q::<String>(&mut c, &["GET", "k"]), "v");
