@@ -847,7 +847,9 @@ fn bgrewriteaof_info_and_automatic_rewrite() {
             // the new incremental file, so only the base is known exactly (one key).
             let cur: u64 = field(&i, "aof_current_size").parse().unwrap();
             let base: u64 = field(&i, "aof_base_size").parse().unwrap();
-            assert!(base < 2048 && base <= cur, "{i}");
+            // The base holds the current state (a few small keys, expired ones included as
+            // Redis saves them), far less than the 200 SETs' history.
+            assert!(base < 8192 && base <= cur, "{i}");
             assert!(cur < 200 * 250, "{i}");
             break;
         }
