@@ -307,7 +307,7 @@ fn register_client_eviction_hooks(srv: &Arc<Server>) {
             name,
             Box::new(move |_| {
                 let srv = s.upgrade().ok_or("shutting down")?;
-                tern_commands::client_eviction::cron(&srv);
+                tern_commands::client_eviction::apply_limit(&srv);
                 Ok(())
             }),
         );
