@@ -285,7 +285,11 @@ fn evict_one(
     }
     let (_, db, key) = best?;
     let (h, mut shard) = store.lock(db, &key);
-    let entry = shard.remove(h, &key)?;
+    // Another thread (the cron, or a command on another core) may have evicted or deleted the
+    // key since it was sampled: that is progress, not "nothing left to evict".
+    let Some(entry) = shard.remove(h, &key) else {
+        return Some(0);
+    };
     let lazy = srv.config.get_bool("lazyfree-lazy-eviction");
     // Logged before the shard is released, so a later write to the key follows it in the log.
     crate::propagate::propagate_delete(db, &key, lazy);
