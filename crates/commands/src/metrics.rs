@@ -42,6 +42,14 @@ impl Out {
         self.family(name, kind, help);
         self.sample(name, &[], value);
     }
+
+    /// Unlabelled families copied from INFO fields: (metric, INFO field, value), helped as
+    /// the exporter helps them ("<field> metric").
+    fn info_fields(&mut self, kind: &str, rows: &[(&str, &str, f64)]) {
+        for (name, field, value) in rows {
+            self.one(name, kind, &format!("{field} metric"), *value);
+        }
+    }
 }
 
 /// Label values escape backslash, double quote and newline.
@@ -109,78 +117,72 @@ pub fn render(srv: &Server) -> String {
 fn clients(srv: &Server, o: &mut Out) {
     // The same counting as INFO clients.
     let all = srv.clients.all();
-    let count = |f: u32| all.iter().filter(|c| c.has_flag(f)).count();
-    let replicas = count(cflags::REPLICA);
-    o.one(
-        "redis_connected_clients",
-        "gauge",
-        "connected_clients metric",
-        (all.len() - replicas) as f64,
-    );
-    o.one(
-        "redis_blocked_clients",
-        "gauge",
-        "blocked_clients metric",
-        count(cflags::BLOCKED) as f64,
-    );
-    o.one(
-        "redis_tracking_clients",
-        "gauge",
-        "tracking_clients metric",
-        count(cflags::TRACKING) as f64,
-    );
-    o.one(
-        "redis_max_clients",
-        "gauge",
-        "maxclients metric",
-        srv.config.hot.maxclients.load(Relaxed) as f64,
-    );
+    let count = |f: u32| all.iter().filter(|c| c.has_flag(f)).count() as f64;
     let (_, blocking_keys, _) = srv.blocking.counts();
-    o.one(
-        "redis_total_blocking_keys",
+    o.info_fields(
         "gauge",
-        "total_blocking_keys metric",
-        blocking_keys as f64,
+        &[
+            (
+                "redis_connected_clients",
+                "connected_clients",
+                all.len() as f64 - count(cflags::REPLICA),
+            ),
+            (
+                "redis_blocked_clients",
+                "blocked_clients",
+                count(cflags::BLOCKED),
+            ),
+            (
+                "redis_tracking_clients",
+                "tracking_clients",
+                count(cflags::TRACKING),
+            ),
+            (
+                "redis_max_clients",
+                "maxclients",
+                srv.config.hot.maxclients.load(Relaxed) as f64,
+            ),
+            (
+                "redis_total_blocking_keys",
+                "total_blocking_keys",
+                blocking_keys as f64,
+            ),
+        ],
     );
 }
 
 fn memory(srv: &Server, o: &mut Out) {
     let m = crate::info::memory_figures(srv);
-    o.one(
-        "redis_memory_used_bytes",
+    o.info_fields(
         "gauge",
-        "used_memory metric",
-        m.used as f64,
-    );
-    o.one(
-        "redis_memory_used_rss_bytes",
-        "gauge",
-        "used_memory_rss metric",
-        m.rss as f64,
-    );
-    o.one(
-        "redis_memory_used_peak_bytes",
-        "gauge",
-        "used_memory_peak metric",
-        m.peak as f64,
-    );
-    o.one(
-        "redis_memory_used_startup_bytes",
-        "gauge",
-        "used_memory_startup metric",
-        m.startup as f64,
-    );
-    o.one(
-        "redis_memory_max_bytes",
-        "gauge",
-        "maxmemory metric",
-        srv.config.hot.maxmemory.load(Relaxed) as f64,
-    );
-    o.one(
-        "redis_mem_clients_normal",
-        "gauge",
-        "mem_clients_normal metric",
-        m.clients_normal as f64,
+        &[
+            ("redis_memory_used_bytes", "used_memory", m.used as f64),
+            (
+                "redis_memory_used_rss_bytes",
+                "used_memory_rss",
+                m.rss as f64,
+            ),
+            (
+                "redis_memory_used_peak_bytes",
+                "used_memory_peak",
+                m.peak as f64,
+            ),
+            (
+                "redis_memory_used_startup_bytes",
+                "used_memory_startup",
+                m.startup as f64,
+            ),
+            (
+                "redis_memory_max_bytes",
+                "maxmemory",
+                srv.config.hot.maxmemory.load(Relaxed) as f64,
+            ),
+            (
+                "redis_mem_clients_normal",
+                "mem_clients_normal",
+                m.clients_normal as f64,
+            ),
+        ],
     );
 }
 
@@ -190,155 +192,138 @@ fn persistence(srv: &Server, o: &mut Out) {
     let dirty = srv
         .dirty_total()
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
-    let flag = |b: bool| if b { 1.0 } else { 0.0 };
-    o.one(
-        "redis_loading_dump_file",
+    let flag = |b: &std::sync::atomic::AtomicBool| if b.load(Relaxed) { 1.0 } else { 0.0 };
+    o.info_fields(
         "gauge",
-        "loading metric",
-        flag(RDB.loading.load(Relaxed)),
+        &[
+            ("redis_loading_dump_file", "loading", flag(&RDB.loading)),
+            (
+                "redis_rdb_changes_since_last_save",
+                "rdb_changes_since_last_save",
+                dirty as f64,
+            ),
+            (
+                "redis_rdb_bgsave_in_progress",
+                "rdb_bgsave_in_progress",
+                flag(&RDB.bgsave_in_progress),
+            ),
+            (
+                "redis_rdb_last_save_timestamp_seconds",
+                "rdb_last_save_time",
+                srv.lastsave.load(Relaxed) as f64,
+            ),
+            (
+                "redis_rdb_last_bgsave_status",
+                "rdb_last_bgsave_status",
+                flag(&RDB.last_bgsave_ok),
+            ),
+            (
+                "redis_rdb_last_bgsave_duration_sec",
+                "rdb_last_bgsave_time_sec",
+                RDB.last_bgsave_time_sec.load(Relaxed) as f64,
+            ),
+            ("redis_aof_enabled", "aof_enabled", flag(&AOF.enabled)),
+            (
+                "redis_aof_rewrite_in_progress",
+                "aof_rewrite_in_progress",
+                flag(&AOF.rewrite_in_progress),
+            ),
+            (
+                "redis_aof_rewrite_scheduled",
+                "aof_rewrite_scheduled",
+                flag(&AOF.rewrite_scheduled),
+            ),
+            (
+                "redis_aof_last_bgrewrite_status",
+                "aof_last_bgrewrite_status",
+                flag(&AOF.last_bgrewrite_ok),
+            ),
+            (
+                "redis_aof_last_write_status",
+                "aof_last_write_status",
+                flag(&AOF.last_write_ok),
+            ),
+        ],
     );
-    o.one(
-        "redis_rdb_changes_since_last_save",
-        "gauge",
-        "rdb_changes_since_last_save metric",
-        dirty as f64,
-    );
-    o.one(
-        "redis_rdb_bgsave_in_progress",
-        "gauge",
-        "rdb_bgsave_in_progress metric",
-        flag(RDB.bgsave_in_progress.load(Relaxed)),
-    );
-    o.one(
-        "redis_rdb_last_save_timestamp_seconds",
-        "gauge",
-        "rdb_last_save_time metric",
-        srv.lastsave.load(Relaxed) as f64,
-    );
-    o.one(
-        "redis_rdb_last_bgsave_status",
-        "gauge",
-        "rdb_last_bgsave_status metric",
-        flag(RDB.last_bgsave_ok.load(Relaxed)),
-    );
-    o.one(
-        "redis_rdb_last_bgsave_duration_sec",
-        "gauge",
-        "rdb_last_bgsave_time_sec metric",
-        RDB.last_bgsave_time_sec.load(Relaxed) as f64,
-    );
-    o.one(
-        "redis_rdb_saves_total",
+    o.info_fields(
         "counter",
-        "rdb_saves metric",
-        RDB.saves.load(Relaxed) as f64,
-    );
-    o.one(
-        "redis_aof_enabled",
-        "gauge",
-        "aof_enabled metric",
-        flag(AOF.enabled.load(Relaxed)),
-    );
-    o.one(
-        "redis_aof_rewrite_in_progress",
-        "gauge",
-        "aof_rewrite_in_progress metric",
-        flag(AOF.rewrite_in_progress.load(Relaxed)),
-    );
-    o.one(
-        "redis_aof_rewrite_scheduled",
-        "gauge",
-        "aof_rewrite_scheduled metric",
-        flag(AOF.rewrite_scheduled.load(Relaxed)),
-    );
-    o.one(
-        "redis_aof_last_bgrewrite_status",
-        "gauge",
-        "aof_last_bgrewrite_status metric",
-        flag(AOF.last_bgrewrite_ok.load(Relaxed)),
-    );
-    o.one(
-        "redis_aof_last_write_status",
-        "gauge",
-        "aof_last_write_status metric",
-        flag(AOF.last_write_ok.load(Relaxed)),
+        &[(
+            "redis_rdb_saves_total",
+            "rdb_saves",
+            RDB.saves.load(Relaxed) as f64,
+        )],
     );
 }
 
 fn stats(srv: &Server, o: &mut Out) {
     let st = &srv.stats;
-    let counters: [(&str, &str, u64); 11] = [
-        (
-            "redis_connections_received_total",
-            "total_connections_received metric",
-            srv.clients.total_connections.load(Relaxed),
-        ),
-        (
-            "redis_commands_processed_total",
-            "total_commands_processed metric",
-            st.sum(|t| t.commands_processed.get()),
-        ),
-        (
-            "redis_net_input_bytes_total",
-            "total_net_input_bytes metric",
-            st.sum(|t| t.net_input_bytes.get()),
-        ),
-        (
-            "redis_net_output_bytes_total",
-            "total_net_output_bytes metric",
-            st.sum(|t| t.net_output_bytes.get()),
-        ),
-        (
-            "redis_rejected_connections_total",
-            "rejected_connections metric",
-            srv.clients.rejected_connections.load(Relaxed),
-        ),
-        (
-            "redis_expired_keys_total",
-            "expired_keys metric",
-            srv.store.expired_keys_total(),
-        ),
-        (
-            "redis_evicted_keys_total",
-            "evicted_keys metric",
-            st.sum(|t| t.evicted_keys.get()),
-        ),
-        (
-            "redis_keyspace_hits_total",
-            "keyspace_hits metric",
-            st.sum(|t| t.keyspace_hits.get()),
-        ),
-        (
-            "redis_keyspace_misses_total",
-            "keyspace_misses metric",
-            st.sum(|t| t.keyspace_misses.get()),
-        ),
-        (
-            "redis_total_error_replies",
-            "total_error_replies metric",
-            st.sum(|t| t.total_error_replies.get()),
-        ),
-        (
-            "redis_sync_full_total",
-            "sync_full metric",
-            crate::replication::SYNC_FULL.load(Relaxed),
-        ),
-    ];
-    for (name, help, v) in counters {
-        o.one(name, "counter", help, v as f64);
-    }
     let (channels, patterns, _) = srv.pubsub.counts();
-    o.one(
-        "redis_pubsub_channels",
-        "gauge",
-        "pubsub_channels metric",
-        channels as f64,
+    o.info_fields(
+        "counter",
+        &[
+            (
+                "redis_connections_received_total",
+                "total_connections_received",
+                srv.clients.total_connections.load(Relaxed) as f64,
+            ),
+            (
+                "redis_commands_processed_total",
+                "total_commands_processed",
+                st.sum(|t| t.commands_processed.get()) as f64,
+            ),
+            (
+                "redis_net_input_bytes_total",
+                "total_net_input_bytes",
+                st.sum(|t| t.net_input_bytes.get()) as f64,
+            ),
+            (
+                "redis_net_output_bytes_total",
+                "total_net_output_bytes",
+                st.sum(|t| t.net_output_bytes.get()) as f64,
+            ),
+            (
+                "redis_rejected_connections_total",
+                "rejected_connections",
+                srv.clients.rejected_connections.load(Relaxed) as f64,
+            ),
+            (
+                "redis_expired_keys_total",
+                "expired_keys",
+                srv.store.expired_keys_total() as f64,
+            ),
+            (
+                "redis_evicted_keys_total",
+                "evicted_keys",
+                st.sum(|t| t.evicted_keys.get()) as f64,
+            ),
+            (
+                "redis_keyspace_hits_total",
+                "keyspace_hits",
+                st.sum(|t| t.keyspace_hits.get()) as f64,
+            ),
+            (
+                "redis_keyspace_misses_total",
+                "keyspace_misses",
+                st.sum(|t| t.keyspace_misses.get()) as f64,
+            ),
+            (
+                "redis_total_error_replies",
+                "total_error_replies",
+                st.sum(|t| t.total_error_replies.get()) as f64,
+            ),
+            (
+                "redis_sync_full_total",
+                "sync_full",
+                crate::replication::SYNC_FULL.load(Relaxed) as f64,
+            ),
+        ],
     );
-    o.one(
-        "redis_pubsub_patterns",
+    o.info_fields(
         "gauge",
-        "pubsub_patterns metric",
-        patterns as f64,
+        &[
+            ("redis_pubsub_channels", "pubsub_channels", channels as f64),
+            ("redis_pubsub_patterns", "pubsub_patterns", patterns as f64),
+        ],
     );
     o.family(
         "redis_errors_total",
@@ -374,37 +359,30 @@ fn replication(srv: &Server, o: &mut Out, role: &str) {
         "tern: 1 on a master, 0 on a replica",
         if role == "master" { 1.0 } else { 0.0 },
     );
-    o.family(
-        "redis_connected_slave_offset_bytes",
-        "gauge",
-        "Offset of connected slave",
-    );
-    for r in &rows {
-        let port = r.port.to_string();
-        let labels = [
-            ("slave_ip", r.ip.as_str()),
-            ("slave_port", port.as_str()),
-            ("slave_state", r.state),
-        ];
-        o.sample(
+    type Get = fn(&crate::replication::ReplicaRow) -> f64;
+    let families: [(&str, &str, Get); 2] = [
+        (
             "redis_connected_slave_offset_bytes",
-            &labels,
-            r.offset as f64,
-        );
-    }
-    o.family(
-        "redis_connected_slave_lag_seconds",
-        "gauge",
-        "Lag of connected slave",
-    );
-    for r in &rows {
-        let port = r.port.to_string();
-        let labels = [
-            ("slave_ip", r.ip.as_str()),
-            ("slave_port", port.as_str()),
-            ("slave_state", r.state),
-        ];
-        o.sample("redis_connected_slave_lag_seconds", &labels, r.lag as f64);
+            "Offset of connected slave",
+            |r| r.offset as f64,
+        ),
+        (
+            "redis_connected_slave_lag_seconds",
+            "Lag of connected slave",
+            |r| r.lag as f64,
+        ),
+    ];
+    for (name, help, get) in families {
+        o.family(name, "gauge", help);
+        for r in &rows {
+            let port = r.port.to_string();
+            let labels = [
+                ("slave_ip", r.ip.as_str()),
+                ("slave_port", port.as_str()),
+                ("slave_state", r.state),
+            ];
+            o.sample(name, &labels, get(r));
+        }
     }
 }
 
@@ -449,49 +427,34 @@ fn commands(srv: &Server, o: &mut Out) {
             latency: hist.filter(|h| h.iter().any(|&c| c > 0)),
         });
     }
-    o.family(
-        "redis_commands_total",
-        "counter",
-        "Total number of calls per command",
-    );
-    for r in &rows {
-        o.sample("redis_commands_total", &[("cmd", &r.cmd)], r.calls as f64);
-    }
-    o.family(
-        "redis_commands_duration_seconds_total",
-        "counter",
-        "Total amount of time in seconds spent per command",
-    );
-    for r in &rows {
-        o.sample(
+    type Get = fn(&Row) -> f64;
+    let families: [(&str, &str, Get); 4] = [
+        (
+            "redis_commands_total",
+            "Total number of calls per command",
+            |r| r.calls as f64,
+        ),
+        (
             "redis_commands_duration_seconds_total",
-            &[("cmd", &r.cmd)],
-            r.usec as f64 / 1e6,
-        );
-    }
-    o.family(
-        "redis_commands_rejected_calls_total",
-        "counter",
-        "Total number of errors prior command execution per command",
-    );
-    for r in &rows {
-        o.sample(
+            "Total amount of time in seconds spent per command",
+            |r| r.usec as f64 / 1e6,
+        ),
+        (
             "redis_commands_rejected_calls_total",
-            &[("cmd", &r.cmd)],
-            r.rejected as f64,
-        );
-    }
-    o.family(
-        "redis_commands_failed_calls_total",
-        "counter",
-        "Total number of errors within command execution per command",
-    );
-    for r in &rows {
-        o.sample(
+            "Total number of errors prior command execution per command",
+            |r| r.rejected as f64,
+        ),
+        (
             "redis_commands_failed_calls_total",
-            &[("cmd", &r.cmd)],
-            r.failed as f64,
-        );
+            "Total number of errors within command execution per command",
+            |r| r.failed as f64,
+        ),
+    ];
+    for (name, help, get) in families {
+        o.family(name, "counter", help);
+        for r in &rows {
+            o.sample(name, &[("cmd", &r.cmd)], get(r));
+        }
     }
     if !srv.config.hot.latency_tracking.load(Relaxed) {
         return;

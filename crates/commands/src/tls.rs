@@ -128,10 +128,8 @@ fn build(cfg: &Config) -> Result<(Arc<ServerConfig>, Option<Arc<ClientConfig>>),
         ..provider::default_provider()
     });
 
-    let certs = load_certs(&cert_file)
-        .map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
-    let key = load_key(&key_file, &get("tls-key-file-pass"))
-        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let certs = load_certs(&cert_file)?;
+    let key = load_key(&key_file, &get("tls-key-file-pass"))?;
     let roots = load_roots(&ca_file, &ca_dir)
         .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
     let dh = get("tls-dh-params-file");
@@ -189,10 +187,8 @@ fn build(cfg: &Config) -> Result<(Arc<ServerConfig>, Option<Arc<ClientConfig>>),
         let (c_file, c_key) = (get("tls-client-cert-file"), get("tls-client-key-file"));
         let (ccerts, ckey) = if !c_file.is_empty() && !c_key.is_empty() {
             (
-                load_certs(&c_file)
-                    .map_err(|e| format!("Failed to load certificate: {c_file}: {e}"))?,
-                load_key(&c_key, &get("tls-client-key-file-pass"))
-                    .map_err(|e| format!("Failed to load private key: {c_key}: {e}"))?,
+                load_certs(&c_file)?,
+                load_key(&c_key, &get("tls-client-key-file-pass"))?,
             )
         } else {
             (certs, key)
@@ -380,7 +376,12 @@ fn select_suites(
     Ok(out)
 }
 
+/// A PEM certificate chain; errors worded as Redis logs them.
 fn load_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    read_certs(path).map_err(|e| format!("Failed to load certificate: {path}: {e}"))
+}
+
+fn read_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
@@ -396,6 +397,10 @@ fn load_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
 /// (PBES2: PBKDF2 or scrypt with AES-CBC). OpenSSL's legacy encrypted PEM (`Proc-Type:
 /// 4,ENCRYPTED`) is refused with a hint to convert it.
 fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
+    read_key(path, pass).map_err(|e| format!("Failed to load private key: {path}: {e}"))
+}
+
+fn read_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&bytes);
     if text.contains("Proc-Type: 4,ENCRYPTED") {
@@ -430,7 +435,7 @@ fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
 fn load_roots(file: &str, dir: &str) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
     if !file.is_empty() {
-        for c in load_certs(file).map_err(|e| format!("{file}: {e}"))? {
+        for c in read_certs(file).map_err(|e| format!("{file}: {e}"))? {
             roots.add(c).map_err(|e| format!("{file}: {e}"))?;
         }
     }

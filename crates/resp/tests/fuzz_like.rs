@@ -5,22 +5,8 @@
 #[path = "../../../fuzz/check.rs"]
 mod check;
 
+use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tern_resp::Limits;
-
-/// xorshift64*: deterministic, no dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 const TOKENS: &[&[u8]] = &[
     b"\r\n",
@@ -50,58 +36,62 @@ const TOKENS: &[&[u8]] = &[
     b"\0",
 ];
 
-fn valid_command(rng: &mut Rng, out: &mut Vec<u8>) {
-    let n = 1 + rng.below(4);
-    if rng.below(4) == 0 {
+fn valid_command(rng: &mut SmallRng, out: &mut Vec<u8>) {
+    let n = 1 + rng.gen_range(0..4);
+    if rng.gen_range(0..4) == 0 {
         // inline
         for i in 0..n {
             if i > 0 {
                 out.push(b' ');
             }
-            match rng.below(3) {
+            match rng.gen_range(0..3) {
                 0 => out.extend_from_slice(b"arg"),
                 1 => out.extend_from_slice(b"\"q \\x41\\n\""),
                 _ => out.extend_from_slice(b"'s\\'q'"),
             }
         }
-        out.extend_from_slice(if rng.below(2) == 0 { b"\r\n" } else { b"\n" });
+        out.extend_from_slice(if rng.gen_range(0..2) == 0 {
+            b"\r\n"
+        } else {
+            b"\n"
+        });
         return;
     }
     out.extend_from_slice(format!("*{n}\r\n").as_bytes());
     for _ in 0..n {
-        let len = rng.below(20);
+        let len = rng.gen_range(0..20);
         out.extend_from_slice(format!("${len}\r\n").as_bytes());
         for _ in 0..len {
-            out.push(rng.next() as u8);
+            out.push(rng.gen::<u64>() as u8);
         }
         out.extend_from_slice(b"\r\n");
     }
 }
 
-fn random_input(rng: &mut Rng) -> Vec<u8> {
+fn random_input(rng: &mut SmallRng) -> Vec<u8> {
     let mut data = Vec::new();
-    for _ in 0..1 + rng.below(6) {
+    for _ in 0..1 + rng.gen_range(0..6) {
         valid_command(rng, &mut data);
     }
     // mutate
-    for _ in 0..rng.below(4) {
+    for _ in 0..rng.gen_range(0..4) {
         if data.is_empty() {
             break;
         }
-        let at = rng.below(data.len() + 1);
-        match rng.below(5) {
+        let at = rng.gen_range(0..data.len() + 1);
+        match rng.gen_range(0..5) {
             0 => {
-                let t = TOKENS[rng.below(TOKENS.len())];
+                let t = TOKENS[rng.gen_range(0..TOKENS.len())];
                 data.splice(at..at, t.iter().copied());
             }
-            1 if at < data.len() => data[at] = rng.next() as u8,
+            1 if at < data.len() => data[at] = rng.gen::<u64>() as u8,
             2 if at < data.len() => {
                 data.remove(at);
             }
             3 => data.truncate(at),
             _ => {
-                let from = rng.below(data.len());
-                let len = rng.below(data.len() - from + 1);
+                let from = rng.gen_range(0..data.len());
+                let len = rng.gen_range(0..data.len() - from + 1);
                 let piece = data[from..from + len].to_vec();
                 data.splice(at..at, piece);
             }
@@ -112,17 +102,19 @@ fn random_input(rng: &mut Rng) -> Vec<u8> {
 
 #[test]
 fn random_requests_one_shot_equals_chunked() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = SmallRng::seed_from_u64(0x9E37_79B9_7F4A_7C15);
     for _ in 0..100_000 {
         let data = random_input(&mut rng);
-        let chunks: Vec<usize> = (0..1 + rng.below(5)).map(|_| 1 + rng.below(16)).collect();
+        let chunks: Vec<usize> = (0..1 + rng.gen_range(0..5))
+            .map(|_| 1 + rng.gen_range(0..16))
+            .collect();
         let limits = Limits {
-            max_bulk_len: if rng.below(4) == 0 {
-                rng.below(16) as i64
+            max_bulk_len: if rng.gen_range(0..4) == 0 {
+                rng.gen_range(0..16) as i64
             } else {
                 512 << 20
             },
-            auth_required: rng.below(8) == 0,
+            auth_required: rng.gen_range(0..8) == 0,
         };
         check::check(&data, &chunks, &limits);
         check::check(&data, &[1], &Limits::default());

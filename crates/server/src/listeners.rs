@@ -395,6 +395,36 @@ async fn accept_unix(l: tokio::net::UnixListener, workers: Arc<Vec<Worker>>) {
 
 /// Open every configured listener and register the CONFIG SET hooks that move them.
 /// Err: the server cannot start (the message is logged by the caller).
+/// CONFIG SET port / tls-port: rebind that kind's listeners on the new port.
+fn set_port_hook(srv: &Arc<Server>, listeners: &Arc<Listeners>, kind: Kind) {
+    const PORT_ERR: &str = "Unable to listen on this port. Check server logs.";
+    let (l, s) = (listeners.clone(), Arc::downgrade(srv));
+    let name = if kind == Kind::Tls {
+        "tls-port"
+    } else {
+        "port"
+    };
+    srv.config.set_apply_hook(
+        name,
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            let port: u16 = v.parse().map_err(|_| PORT_ERR.to_string())?;
+            // As Redis: TLS is configured the first time it is needed.
+            if kind == Kind::Tls && port != 0 && !srv.tls.is_configured() {
+                srv.tls.configure(&srv.config).map_err(|e| {
+                    warning!("{e}");
+                    tern_commands::tls::APPLY_ERR.to_string()
+                })?;
+            }
+            let binds = srv.config.get("bind").unwrap_or_default();
+            l.rebind(&srv, kind, &binds, port).map_err(|e| {
+                warning!("{e}");
+                PORT_ERR.to_string()
+            })
+        }),
+    );
+}
+
 pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String> {
     let binds = srv.config.get("bind").unwrap_or_default();
     if tern_commands::tls::wanted(&srv.config) {
@@ -419,53 +449,8 @@ pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String
     }
 
     // CONFIG SET port / tls-port / bind: listen on the new address before answering OK.
-    let (l, s) = (listeners.clone(), Arc::downgrade(srv));
-    srv.config.set_apply_hook(
-        "port",
-        Box::new(move |v| {
-            let srv = s.upgrade().ok_or("shutting down")?;
-            let port: u16 = v
-                .parse()
-                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())?;
-            l.rebind(
-                &srv,
-                Kind::Tcp,
-                &srv.config.get("bind").unwrap_or_default(),
-                port,
-            )
-            .map_err(|e| {
-                warning!("{e}");
-                "Unable to listen on this port. Check server logs.".to_string()
-            })
-        }),
-    );
-    let (l, s) = (listeners.clone(), Arc::downgrade(srv));
-    srv.config.set_apply_hook(
-        "tls-port",
-        Box::new(move |v| {
-            let srv = s.upgrade().ok_or("shutting down")?;
-            let port: u16 = v
-                .parse()
-                .map_err(|_| "Unable to listen on this port. Check server logs.".to_string())?;
-            // As Redis: TLS is configured the first time it is needed.
-            if port != 0 && !srv.tls.is_configured() {
-                srv.tls.configure(&srv.config).map_err(|e| {
-                    warning!("{e}");
-                    tern_commands::tls::APPLY_ERR.to_string()
-                })?;
-            }
-            l.rebind(
-                &srv,
-                Kind::Tls,
-                &srv.config.get("bind").unwrap_or_default(),
-                port,
-            )
-            .map_err(|e| {
-                warning!("{e}");
-                "Unable to listen on this port. Check server logs.".to_string()
-            })
-        }),
-    );
+    set_port_hook(srv, listeners, Kind::Tcp);
+    set_port_hook(srv, listeners, Kind::Tls);
     let (l, s) = (listeners.clone(), Arc::downgrade(srv));
     srv.config.set_apply_hook(
         "bind",
