@@ -154,6 +154,10 @@ pub struct Sub {
 #[derive(Default)]
 struct SubInner {
     buf: Vec<u8>,
+    /// (end of a run of `buf`, the log LSN that must be in the AOF before that run is sent):
+    /// a replica never receives a write its master could lose in a crash (Redis writes the
+    /// AOF before it writes to replicas in the same event-loop pass).
+    holds: std::collections::VecDeque<(usize, u64)>,
     started: bool,
     overflowed: bool,
     /// Detached by the server (it became a replica itself).
@@ -169,15 +173,42 @@ impl Sub {
         })
     }
 
-    /// Take what is pending (swapped with `spare`). None once dropped for falling behind.
-    pub fn take(&self, spare: Vec<u8>) -> Option<Vec<u8>> {
+    /// Take what is pending (swapped with `spare`), or with `durable` only what the AOF
+    /// already holds up to that LSN. None once dropped for falling behind.
+    pub fn take(&self, spare: Vec<u8>, durable: Option<u64>) -> Option<Vec<u8>> {
         let mut g = self.inner.lock();
         if g.overflowed || g.closed {
             return None;
         }
         let mut spare = spare;
         spare.clear();
-        Some(std::mem::replace(&mut g.buf, spare))
+        let sendable = match durable {
+            Some(d) => g
+                .holds
+                .iter()
+                .take_while(|&&(_, lsn)| lsn <= d)
+                .last()
+                .map_or(0, |&(end, _)| end),
+            None => g.buf.len(),
+        };
+        if sendable == g.buf.len() {
+            g.holds.clear();
+            return Some(std::mem::replace(&mut g.buf, spare));
+        }
+        spare.extend_from_slice(&g.buf[..sendable]);
+        g.buf.drain(..sendable);
+        while g.holds.front().is_some_and(|&(end, _)| end <= sendable) {
+            g.holds.pop_front();
+        }
+        for h in g.holds.iter_mut() {
+            h.0 -= sendable;
+        }
+        Some(spare)
+    }
+
+    /// Bytes held back for the AOF: the first LSN they wait for.
+    fn first_hold(&self) -> Option<u64> {
+        self.inner.lock().holds.front().map(|&(_, lsn)| lsn)
     }
 
     /// Dropped for falling behind.
@@ -195,8 +226,9 @@ impl Sub {
         self.inner.lock().buf.len()
     }
 
-    /// Add bytes; false (and the subscriber marked overflowed) past the limit.
-    fn feed(&self, bytes: &[u8]) -> bool {
+    /// Add bytes that may go once the log is durable up to `lsn`; false (and the subscriber
+    /// marked overflowed) past the limit.
+    fn feed(&self, bytes: &[u8], lsn: u64) -> bool {
         let mut g = self.inner.lock();
         if !g.started {
             return true;
@@ -204,6 +236,11 @@ impl Sub {
         let ok = g.buf.len() + bytes.len() <= self.limit;
         if ok {
             g.buf.extend_from_slice(bytes);
+            let end = g.buf.len();
+            match g.holds.back_mut() {
+                Some(last) if last.1 == lsn => last.0 = end,
+                _ => g.holds.push_back((end, lsn)),
+            }
         } else {
             g.overflowed = true;
             g.buf = Vec::new();
@@ -407,8 +444,10 @@ impl WriteLog {
         let bytes = std::mem::take(&mut g.rbuf);
         g.repl_offset += bytes.len() as u64;
         let before = g.subs.len();
+        // What the AOF must hold first: everything appended so far.
+        let lsn = g.base + g.buf.len() as u64;
         // Only started subscribers can overflow (and leave here).
-        g.subs.retain(|s| s.feed(&bytes));
+        g.subs.retain(|s| s.feed(&bytes, lsn));
         g.started -= before - g.subs.len();
         g.rbuf = bytes;
         g.rbuf.clear();
@@ -518,6 +557,15 @@ impl WriteLog {
 
     pub fn set_durable(&self, lsn: u64) {
         self.durable.fetch_max(lsn, Ordering::AcqRel);
+        // Replicas whose stream waited for this may go on.
+        let g = self.inner.lock();
+        if g.started > 0 {
+            for s in &g.subs {
+                if s.first_hold().is_some_and(|h| h <= lsn) {
+                    (s.wake)();
+                }
+            }
+        }
     }
 
     /// Bytes appended but not yet taken by the consumer.
@@ -595,13 +643,17 @@ mod tests {
             "a subscriber alone makes writes log themselves"
         );
         log.append(&one);
-        assert_eq!(sub.take(Vec::new()).unwrap(), b"", "nothing before the cut");
+        assert_eq!(
+            sub.take(Vec::new(), None).unwrap(),
+            b"",
+            "nothing before the cut"
+        );
         assert_eq!(log.start_sub(&sub), 0);
         let mut unit = Ops::default();
         unit.push(0, [&b"INCR"[..], b"n"].into_iter());
         unit.push_replicas_only(0, [&b"PUBLISH"[..], b"c", b"m"].into_iter());
         log.append(&unit);
-        let got = sub.take(Vec::new()).unwrap();
+        let got = sub.take(Vec::new(), None).unwrap();
         assert_eq!(
             String::from_utf8(got.clone()).unwrap(),
             "*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n\
@@ -611,6 +663,47 @@ mod tests {
         assert_eq!(log.pending(), 0, "no AOF consumer: nothing kept for it");
         log.unsubscribe(&sub);
         assert!(!log.active());
+    }
+
+    #[test]
+    fn a_replica_gets_only_what_the_aof_already_holds() {
+        let log = WriteLog::new();
+        log.activate();
+        let woken = Arc::new(AtomicU64::new(0));
+        let w = woken.clone();
+        let sub = Sub::new(
+            1 << 20,
+            Box::new(move || {
+                w.fetch_add(1, Ordering::Relaxed);
+            }),
+        );
+        log.subscribe(sub.clone());
+        log.start_sub(&sub);
+        let set = |k: &[u8]| {
+            let mut u = Ops::default();
+            u.push(0, [&b"SET"[..], k, b"v"].into_iter());
+            u
+        };
+        let first = log.append(&set(b"a"));
+        let second = log.append(&set(b"b"));
+        assert!(sub.take(Vec::new(), Some(0)).unwrap().is_empty());
+        let before = woken.load(Ordering::Relaxed);
+        log.set_durable(first);
+        assert!(
+            woken.load(Ordering::Relaxed) > before,
+            "the sender is woken"
+        );
+        let got = String::from_utf8(sub.take(Vec::new(), Some(log.durable())).unwrap()).unwrap();
+        assert!(
+            got.ends_with("$1\r\na\r\n$1\r\nv\r\n") && !got.contains("$1\r\nb"),
+            "{got}"
+        );
+        log.set_durable(second);
+        let rest = String::from_utf8(sub.take(Vec::new(), Some(second)).unwrap()).unwrap();
+        assert_eq!(rest, "*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\nv\r\n");
+        // Without an AOF to wait for, everything goes.
+        log.append(&set(b"c"));
+        assert!(!sub.take(Vec::new(), None).unwrap().is_empty());
     }
 
     #[test]

@@ -121,7 +121,10 @@ async fn stream_to_replica<S: ClientStream>(
         if handle.is_killed() {
             return;
         }
-        let Some(bytes) = sub.take(spare) else {
+        // With an AOF, only what it already holds (written; fsynced under `always`).
+        let durable =
+            tern_commands::aof::must_wait().then(|| tern_commands::propagate::LOG.durable());
+        let Some(bytes) = sub.take(spare, durable) else {
             if sub.overflowed() {
                 overflowed();
             }

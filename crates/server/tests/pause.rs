@@ -7,17 +7,6 @@ use redis::Value as V;
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let V::BulkString(b) = q(c, &["INFO", section]) else {
-        panic!("INFO")
-    };
-    String::from_utf8(b)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("{field} missing"))
-}
-
 fn wait_blocked(c: &mut redis::Connection, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while info_field(c, "clients", "blocked_clients") != n.to_string() {

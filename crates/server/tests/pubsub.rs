@@ -4,7 +4,7 @@
 //! limit, CLIENT LIST/INFO fields, and keyspace notifications (one command per class, expired
 //! events from lazy and active expiry, `new`).
 mod common;
-use common::{bulk, int, q, Raw, Server};
+use common::{bulk, info_field, int, q, Raw, Server};
 use redis::Value;
 use std::time::{Duration, Instant};
 
@@ -18,15 +18,6 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("never: {what}");
-}
-
-fn info_field(c: &mut redis::Connection, section: &str, name: &str) -> String {
-    let info: String = common::cmd(&["INFO", section]).query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .to_string()
 }
 
 #[test]

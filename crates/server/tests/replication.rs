@@ -8,7 +8,7 @@ use common::*;
 use persist_data::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A SYNC connection: the snapshot is read, then commands of the stream one by one.
 struct Stream(BufReader<TcpStream>);
@@ -68,24 +68,6 @@ impl Stream {
         let got = self.next();
         let got: Vec<&str> = got.iter().map(|s| s.as_str()).collect();
         assert_eq!(got, want);
-    }
-}
-
-fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let redis::Value::BulkString(b) = q(c, &["INFO", section]) else {
-        panic!()
-    };
-    let text = String::from_utf8(b).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -447,3 +447,25 @@ pub fn entry(id: &str, fields: &[&str]) -> redis::Value {
         redis::Value::Array(fields.iter().map(|f| bulk(f)).collect()),
     ])
 }
+
+/// One field of an INFO section (panics when the field is missing).
+pub fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = cmd(&["INFO", section]).query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+        .trim()
+        .to_string()
+}
+
+/// Poll `f` every 20 ms until it holds; fail after 20 s.
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
