@@ -219,7 +219,7 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
     }
     let l = listeners.clone();
     srv.shutdown_state
-        .set_before_exit(Box::new(move || l.remove_unix()));
+        .set_before_exit(Box::new(move || l.close_before_exit()));
     // SIGTERM / SIGINT only mark a shutdown wanted: the cron runs it (see shutdown.rs).
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("SIGTERM handler");
