@@ -35,6 +35,8 @@ pub enum TimeoutReply {
         /// 0); otherwise only its timeout ends it (no replica can ever acknowledge).
         ends_on_fsync: bool,
     },
+    /// An error: SHUTDOWN's waiters when the shutdown is given up.
+    Error(&'static str),
 }
 
 impl TimeoutReply {
@@ -43,6 +45,7 @@ impl TimeoutReply {
             TimeoutReply::NullArray => out.null_array(),
             TimeoutReply::Int(n) => out.int(n),
             TimeoutReply::WaitAof { woff, .. } => crate::wait::waitaof_reply(out, woff),
+            TimeoutReply::Error(e) => out.error(e),
         }
     }
 }
@@ -209,6 +212,34 @@ impl Blocking {
             Outcome::Timeout
         };
         self.end_if_waiting(&w, o)
+    }
+
+    /// End the wait of every client whose timeout reply is `which` (as if timed out); returns
+    /// how many.
+    pub fn time_out_all(&self, which: TimeoutReply) -> usize {
+        let waiting: Vec<Arc<Waiter>> = self
+            .queues
+            .lock()
+            .by_client
+            .values()
+            .filter(|w| w.timeout_reply == which)
+            .cloned()
+            .collect();
+        waiting
+            .iter()
+            .filter(|w| self.end_if_waiting(w, Outcome::Timeout))
+            .count()
+    }
+
+    /// Is any client waiting with `which` as its timeout reply?
+    pub fn any_waiting(&self, which: TimeoutReply) -> bool {
+        self.any()
+            && self
+                .queues
+                .lock()
+                .by_client
+                .values()
+                .any(|w| w.timeout_reply == which)
     }
 
     /// End `w`'s wait with `o` unless a writer got there first: out of the registry, woken.

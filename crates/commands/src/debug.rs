@@ -1,44 +1,25 @@
-//! DEBUG (the subcommands the Redis test suite leans on) and SHUTDOWN.
+//! DEBUG (the subcommands the Redis test suite leans on).
 //!
 //! DEBUG is one command with a free-form first argument, as in Redis (not a container), and
 //! is refused unless `enable-debug-command` allows it for this connection.
 
-use crate::args::{eq_ic, parse_f64, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX};
+use crate::args::{eq_ic, parse_f64, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY};
 use crate::ctx::Ctx;
 use crate::table::{flags as f, CommandSpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::{RString, Value};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "debug",
-        arity: -2,
-        flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::PROTECTED,
-        handler: Some(debug),
-        group: "server",
-        since: "1.0.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for debugging commands.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "shutdown",
-        arity: -1,
-        flags: f::ADMIN
-            | f::NOSCRIPT
-            | f::LOADING
-            | f::STALE
-            | f::NO_MULTI
-            | f::SENTINEL
-            | f::ALLOW_BUSY,
-        handler: Some(shutdown),
-        group: "server",
-        since: "1.0.0",
-        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
-        summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "debug",
+    arity: -2,
+    flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::PROTECTED,
+    handler: Some(debug),
+    group: "server",
+    since: "1.0.0",
+    complexity: "Depends on subcommand.",
+    summary: "A container for debugging commands.",
+    ..CommandSpec::DEFAULT
+}];
 
 fn debug(ctx: &mut Ctx, args: &Args) {
     // Refused with `enable-debug-command` by the dispatcher (PROTECTED flag).
@@ -508,57 +489,4 @@ const DEBUG_HELP: &[&str] = &[
 
 fn debug_help(ctx: &mut Ctx) {
     crate::client_cmd::reply_help(ctx, "DEBUG", DEBUG_HELP);
-}
-
-// ---------------------------------------------------------------------------------------------
-// SHUTDOWN
-
-fn shutdown(ctx: &mut Ctx, args: &Args) {
-    let (mut nosave, mut save, mut _now, mut force, mut abort) =
-        (false, false, false, false, false);
-    for a in args.iter().skip(1) {
-        if eq_ic(a, "nosave") {
-            nosave = true;
-        } else if eq_ic(a, "save") {
-            save = true;
-        } else if eq_ic(a, "now") {
-            _now = true;
-        } else if eq_ic(a, "force") {
-            force = true;
-        } else if eq_ic(a, "abort") {
-            abort = true;
-        } else {
-            ctx.error(ERR_SYNTAX);
-            return;
-        }
-    }
-    if (abort && (nosave || save || _now || force)) || (nosave && save) {
-        ctx.error(ERR_SYNTAX);
-        return;
-    }
-    if abort {
-        // Shutdown never waits (no replicas to catch up), so none is ever in progress.
-        ctx.error("ERR No shutdown in progress.");
-        return;
-    }
-    let save_points = ctx
-        .srv
-        .config
-        .get("save")
-        .is_some_and(|s| !s.trim().is_empty());
-    let wants_save = save || (!nosave && save_points);
-    if wants_save {
-        if let Err(e) = crate::persistence::rdb_save(ctx.srv) {
-            crate::log::warning(&format!("Error trying to save the DB, can't exit: {e}"));
-            if !force {
-                ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
-                return;
-            }
-        }
-    }
-    // Saved (or not wanted) here: the exit path must not save again.
-    crate::persistence::SHUTDOWN_SAVED.store(true, std::sync::atomic::Ordering::Relaxed);
-    ctx.srv.request_shutdown();
-    // The connection closes without a reply, as when Redis exits.
-    ctx.conn.close_after_reply = true;
 }

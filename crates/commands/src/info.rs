@@ -275,6 +275,9 @@ fn server_section(srv: &Server, out: &mut String) {
         tern_engine::clock::lru_clock(),
         srv.executable,
     );
+    if let Some(ms) = srv.shutdown_state.ms_left() {
+        let _ = write!(out, "shutdown_in_milliseconds:{ms}\r\n");
+    }
     // The listeners in Redis's order (tcp, unix, tls), each when it is on.
     let binds = cfg.get("bind").unwrap_or_default();
     let unix = cfg.get("unixsocket").unwrap_or_default();
@@ -450,6 +453,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let mem_scripts = scripts_eval + mem_functions;
     let lazy_pending = crate::background::LAZYFREE_PENDING.load(Relaxed);
     let lazyfreed = crate::background::LAZYFREED.load(Relaxed);
+    // The replication stream waiting in replicas' buffers (tern has no backlog).
+    let repl_buffers = crate::propagate::LOG.subs_pending();
     let _ = write!(
         out,
         "used_memory:{used}\r\n\
@@ -494,7 +499,7 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
          mem_fragmentation_bytes:{}\r\n\
          mem_not_counted_for_evict:0\r\n\
          mem_replication_backlog:0\r\n\
-         mem_total_replication_buffers:0\r\n\
+         mem_total_replication_buffers:{repl_buffers}\r\n\
          mem_clients_slaves:0\r\n\
          mem_clients_normal:{clients_normal}\r\n\
          mem_cluster_links:0\r\n\

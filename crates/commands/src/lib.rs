@@ -50,6 +50,7 @@ pub mod module_cmd;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
+pub mod shutdown;
 pub mod strings;
 
 pub mod bitops;
@@ -76,7 +77,7 @@ pub use server::Server;
 use table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 32] {
+pub fn families() -> [&'static [CommandSpec]; 33] {
     [
         acl::COMMANDS,
         cluster::COMMANDS,
@@ -90,6 +91,7 @@ pub fn families() -> [&'static [CommandSpec]; 32] {
         client_cmd::COMMANDS,
         introspection::COMMANDS,
         debug::COMMANDS,
+        shutdown::COMMANDS,
         functions::COMMANDS,
         scripting::COMMANDS,
         memory::COMMANDS,

@@ -290,10 +290,13 @@ impl Wire {
     }
 }
 
+/// A read that timed out, or that a signal interrupted (SIGCONT after SIGSTOP): try again.
 fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
     )
 }
 

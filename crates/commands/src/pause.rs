@@ -24,6 +24,9 @@ use std::time::Duration;
 pub struct Pause {
     /// Every command is held, not only writes.
     all: AtomicBool,
+    /// Writes are held while a shutdown waits for replicas (Redis's PAUSE_DURING_SHUTDOWN):
+    /// apart from CLIENT PAUSE, which UNPAUSE does not end.
+    during_shutdown: AtomicBool,
     /// Wakes the held clients on UNPAUSE.
     changed: tokio::sync::Notify,
 }
@@ -45,11 +48,22 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
+    /// Hold writes until `end_shutdown_hold` (a shutdown waiting for its replicas).
+    pub fn start_shutdown_hold(&self) {
+        self.during_shutdown.store(true, Relaxed);
+    }
+
+    /// The shutdown was cancelled: writes go on (unless CLIENT PAUSE holds them).
+    pub fn end_shutdown_hold(&self) {
+        self.during_shutdown.store(false, Relaxed);
+        self.changed.notify_waiters();
+    }
+
     /// The pause in force now: None, or Some(all).
     #[inline]
     pub fn active(&self) -> Option<bool> {
         if tern_engine::expire::paused_until() <= tern_engine::clock::now_ms() {
-            return None;
+            return self.during_shutdown.load(Relaxed).then_some(false);
         }
         Some(self.all.load(Relaxed))
     }
@@ -67,11 +81,15 @@ impl Pause {
         n.as_mut().enable();
         let end = tern_engine::expire::paused_until();
         let now = tern_engine::clock::now_ms();
-        if end <= now {
+        let left = if end > now {
+            end - now
+        } else if self.during_shutdown.load(Relaxed) {
+            u64::MAX
+        } else {
             return;
-        }
+        };
         // Re-check at least every 100 ms (a killed client, a shutdown).
-        let left = Duration::from_millis((end - now).min(100));
+        let left = Duration::from_millis(left.min(100));
         let _ = tokio::time::timeout(left, n).await;
     }
 }

@@ -59,6 +59,8 @@ pub struct Server {
     pub threads: usize,
     /// Set by SHUTDOWN / signals; the listener and workers watch it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// SHUTDOWN / signals: a shutdown asked for, waiting for replicas, its flags.
+    pub shutdown_state: crate::shutdown::Shutdown,
     pub stat_expired_time_cap: AtomicU64,
     /// Clients waiting in BLPOP, BZPOPMIN, XREAD BLOCK, ...
     pub blocking: crate::blocking::Blocking,
@@ -131,6 +133,7 @@ impl Server {
                 .unwrap_or_default(),
             threads,
             shutdown: tokio::sync::watch::channel(false).0,
+            shutdown_state: Default::default(),
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),
             pause: Default::default(),

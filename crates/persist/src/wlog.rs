@@ -455,13 +455,28 @@ impl WriteLog {
 
     /// Send a PING down the replication stream (Redis's repl-ping-replica-period).
     pub fn ping_subs(&self) {
+        self.feed_subs_raw(b"*1\r\n$4\r\nPING\r\n");
+    }
+
+    /// Send `REPLCONF GETACK *` down the replication stream: replicas answer with their offset.
+    pub fn getack_subs(&self) {
+        self.feed_subs_raw(b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+    }
+
+    fn feed_subs_raw(&self, command: &[u8]) {
         let mut g = self.inner.lock();
         if g.started == 0 {
             return;
         }
-        g.rbuf.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        g.rbuf.extend_from_slice(command);
         Self::feed_subs(&mut g);
         self.update_active(&g);
+    }
+
+    /// Bytes of the replication stream waiting in subscribers' buffers (INFO's
+    /// mem_total_replication_buffers).
+    pub fn subs_pending(&self) -> usize {
+        self.inner.lock().subs.iter().map(|s| s.pending()).sum()
     }
 
     /// Append one execution unit's commands, wrapped in MULTI/EXEC when there are several.

@@ -223,6 +223,8 @@ fn bind_all(
 #[derive(Default)]
 struct ListenSet {
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The listening sockets the tasks own (shut down directly at exit: `close_before_exit`).
+    fds: Vec<std::os::fd::RawFd>,
     binds: String,
     port: u16,
 }
@@ -255,6 +257,7 @@ impl Listeners {
             Kind::Tcp => self.tcp.lock(),
             Kind::Tls => self.tls.lock(),
         };
+        cur.fds.clear();
         for t in cur.tasks.drain(..) {
             t.abort();
             // The task owns its listener; wait until it is dropped so the port is free.
@@ -269,11 +272,11 @@ impl Listeners {
             bind_all(srv, binds, port, kind)
         };
         match result {
-            Ok(l) => self.spawn_all(&mut cur.tasks, l, kind),
+            Ok(l) => self.spawn_all(&mut cur, l, kind),
             Err(e) => {
                 if old_port != 0 {
                     match bind_all(srv, &old_binds, old_port, kind) {
-                        Ok(l) => self.spawn_all(&mut cur.tasks, l, kind),
+                        Ok(l) => self.spawn_all(&mut cur, l, kind),
                         Err(e2) => warning!("Failed to restore the old listeners: {e2}"),
                     }
                 }
@@ -287,19 +290,18 @@ impl Listeners {
         Ok(())
     }
 
-    fn spawn_all(
-        &self,
-        tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-        listeners: Vec<std::net::TcpListener>,
-        kind: Kind,
-    ) {
+    fn spawn_all(&self, set: &mut ListenSet, listeners: Vec<std::net::TcpListener>, kind: Kind) {
+        use std::os::fd::AsRawFd;
         let _guard = self.runtime.enter();
         for l in listeners {
             match tokio::net::TcpListener::from_std(l) {
-                Ok(l) => tasks.push(
-                    self.runtime
-                        .spawn(accept_tcp(l, kind, self.workers.clone())),
-                ),
+                Ok(l) => {
+                    set.fds.push(l.as_raw_fd());
+                    set.tasks.push(
+                        self.runtime
+                            .spawn(accept_tcp(l, kind, self.workers.clone())),
+                    )
+                }
                 Err(e) => warning!("Listener setup failed: {e}"),
             }
         }
@@ -343,6 +345,24 @@ impl Listeners {
         }
     }
 
+    /// The last step of a shutdown, on whatever thread runs it: stop listening at once (a
+    /// client connecting after SHUTDOWN is refused, as Redis closes its listeners before
+    /// exiting), then remove the Unix socket file.
+    pub fn close_before_exit(&self) {
+        for set in [&self.tcp, &self.tls] {
+            let mut set = set.lock();
+            for fd in set.fds.drain(..) {
+                // SAFETY: a listening socket its accept task still owns (aborted only below);
+                // shut down, not closed, so the descriptor stays valid until the process exits.
+                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+            }
+            for t in set.tasks.drain(..) {
+                t.abort();
+            }
+        }
+        self.remove_unix();
+    }
+
     pub fn listening_anywhere(&self) -> bool {
         !self.tcp.lock().tasks.is_empty()
             || !self.tls.lock().tasks.is_empty()
@@ -370,6 +390,8 @@ async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Vec<Wor
                 };
                 Listeners::hand_over(&workers, a);
             }
+            // No longer listening (shut down by `close_before_exit`).
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
             Err(e) => {
                 warning!("Accepting client connection: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;

@@ -137,30 +137,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("acceptor runtime");
-    let mut code = rt.block_on(accept_loop(srv.clone(), workers));
-    // A background save's writer is of no use any more, as Redis kills its child: stop it
-    // and remove its temp file.
-    for pid in tern_commands::save_child::kill_all() {
-        warning!("There is a child saving an .rdb. Killing it! (pid {pid})");
-    }
-    if code == 0
-        && !tern_commands::persistence::SHUTDOWN_SAVED.load(Relaxed)
-        && tern_commands::persistence::has_save_points(&srv)
-    {
-        notice!("Saving the final RDB snapshot before exiting.");
-        match tern_commands::persistence::rdb_save(&srv) {
-            Ok(_) => notice!("DB saved on disk"),
-            Err(e) => {
-                warning!("Error trying to save the DB, can't exit: {e}");
-                code = 1;
-            }
-        }
-    }
-    tern_commands::aof::shutdown();
+    // Returns only when the listeners could not start: a shutdown exits from its last step.
+    let code = rt.block_on(accept_loop(srv.clone(), workers));
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }
-    notice!("tern is now ready to exit, bye bye...");
     std::process::exit(code);
 }
 
@@ -236,18 +217,21 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
         warning!("{e}");
         return 1;
     }
-    let mut shutdown = srv.shutdown.subscribe();
+    let l = listeners.clone();
+    srv.shutdown_state
+        .set_before_exit(Box::new(move || l.close_before_exit()));
+    // SIGTERM / SIGINT only mark a shutdown wanted: the cron runs it (see shutdown.rs).
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("SIGTERM handler");
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .expect("SIGINT handler");
-    tokio::select! {
-        _ = shutdown.wait_for(|v| *v) => notice!("User requested shutdown..."),
-        _ = term.recv() => notice!("Received SIGTERM scheduling shutdown..."),
-        _ = int.recv() => notice!("Received SIGINT scheduling shutdown..."),
+    loop {
+        let sig = tokio::select! {
+            _ = term.recv() => libc::SIGTERM,
+            _ = int.recv() => libc::SIGINT,
+        };
+        tern_commands::shutdown::on_signal(&srv, sig);
     }
-    listeners.remove_unix();
-    0
 }
 
 /// Background work Redis does in serverCron: active expiry and idle-client timeouts.
@@ -290,6 +274,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_commands::persistence::cron(&srv);
                 tern_commands::aof::cron(&srv);
                 tern_commands::replication::cron(&srv);
+                tern_commands::shutdown::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);

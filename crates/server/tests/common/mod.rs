@@ -185,6 +185,25 @@ impl Server {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// The server's working directory (its files, and `server.log` with its output).
+    pub fn dir(&self) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("tern-test-{}", self.port))
+    }
+
+    /// The server's exit status once it exited within `limit`, else None.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
