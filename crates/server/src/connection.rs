@@ -58,13 +58,14 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             let n = if outbox.is_idle() && conn.push_rx.is_none() {
                 stream.read_buf(&mut inbuf).await
             } else {
-                match wait_io(&mut stream, &mut inbuf, &mut outbox, conn.push_rx.as_ref()).await {
+                let io = wait_io(&mut stream, &mut inbuf, &mut outbox, conn.push_rx.as_ref()).await;
+                if handle.reply_pending.load(Relaxed) != outbox.bytes() {
+                    output_written(&srv, &handle, &outbox);
+                }
+                match io {
                     Io::Read(r) => r,
-                    Io::Wrote(Ok(_)) => {
-                        output_written(&srv, &handle, &outbox);
-                        continue 'conn;
-                    }
-                    Io::Wrote(Err(_)) => break,
+                    Io::Wrote => continue 'conn,
+                    Io::WriteFailed => break,
                     Io::Push => {
                         // Pub/sub messages or MONITOR lines: taken once the connections
                         // already readable are served (more messages to a write when
@@ -116,7 +117,10 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                     break;
                 }
                 let need = parser.pending_bulk_need(inbuf.len());
-                let want = need.min(inbuf.len().max(READ_CHUNK));
+                // Room for what already waits in the socket (one read takes it, so the
+                // argument's memory shows sooner), or double what came: never room for
+                // bytes only announced.
+                let want = need.min(inbuf.len().max(READ_CHUNK).max(socket_backlog(handle.fd)));
                 if inbuf.capacity() - inbuf.len() < want {
                     inbuf.reserve(want);
                 }
@@ -348,6 +352,18 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
     let _ = stream.shutdown().await;
 }
 
+/// Bytes received on the socket and not read yet (0 if unknown).
+fn socket_backlog(fd: std::os::fd::RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: fd is this connection's open socket; FIONREAD only stores an int.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if rc < 0 {
+        0
+    } else {
+        n.max(0) as usize
+    }
+}
+
 /// What the client's pending input holds, as CLIENT LIST shows it: the parsed part of a
 /// pending request is its arguments (argv-mem), the rest its query buffer.
 fn record_input(handle: &ClientHandle, inbuf: &BytesMut, parser: &RequestParser) {
@@ -370,15 +386,19 @@ fn record_input(handle: &ClientHandle, inbuf: &BytesMut, parser: &RequestParser)
 /// What woke a connection that has output waiting (or a push queue).
 enum Io {
     Read(std::io::Result<usize>),
-    /// Some waiting output was written (or flushed).
-    Wrote(std::io::Result<usize>),
+    /// Waiting output was written (or flushed), and nothing else happened.
+    Wrote,
+    /// Writing failed: the client is gone.
+    WriteFailed,
     /// Push output was queued for the client.
     Push,
 }
 
-/// Wait for input, for the socket to take waiting output, or for push output, whichever
-/// comes first: input first, so neither output nor a stream of messages keeps a client's
-/// requests from being read (Redis reads a client whatever it has pending).
+/// Wait for input, for the socket to take waiting output, or for push output. Each wake-up
+/// first writes as much waiting output as the socket takes (as Redis writes before it
+/// sleeps), then looks for input before push output, so neither output nor a stream of
+/// messages keeps a client's requests from being read (Redis reads a client whatever it has
+/// pending).
 async fn wait_io<S: ClientStream>(
     stream: &mut S,
     inbuf: &mut BytesMut,
@@ -387,11 +407,19 @@ async fn wait_io<S: ClientStream>(
 ) -> Io {
     let mut ready = push.map(|rx| rx.ready());
     std::future::poll_fn(|cx| {
+        let mut wrote = false;
+        loop {
+            match outbox.poll_send(stream, cx) {
+                Poll::Ready(Ok(_)) => wrote = true,
+                Poll::Ready(Err(_)) => return Poll::Ready(Io::WriteFailed),
+                Poll::Pending => break,
+            }
+        }
         if let Poll::Ready(r) = pin!(stream.read_buf(&mut *inbuf)).poll(cx) {
             return Poll::Ready(Io::Read(r));
         }
-        if let Poll::Ready(r) = outbox.poll_send(stream, cx) {
-            return Poll::Ready(Io::Wrote(r));
+        if wrote {
+            return Poll::Ready(Io::Wrote);
         }
         if let Some(r) = ready.as_mut() {
             if Pin::new(r).poll(cx).is_ready() {
