@@ -266,3 +266,119 @@ def test_idle_reply_buffer_shrinks_and_busy_one_grows(server):
         time.sleep(0.05)
     stats = c.info("stats")
     assert int(stats["reply_buffer_shrinks"]) >= 1 and int(stats["reply_buffer_expands"]) >= 1
+
+
+# ---- requests are read while replies wait for the socket -----------------------------------------
+
+
+def slow_reader(port: int, name: str) -> socket.socket:
+    """A client that reads (almost) nothing of what it is sent."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(encode("CLIENT", "SETNAME", name))
+    assert s.recv(64) == b"+OK\r\n"
+    return s
+
+
+def wait_field(c, name: str, f: str, at_least: int, timeout: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        line = client_line(c, name)
+        assert line is not None, f"{name} is gone"
+        v = field(line, f)
+        if v >= at_least:
+            return v
+        assert time.monotonic() < deadline, line
+        time.sleep(0.02)
+
+
+def fill_output(c, s: socket.socket, name: str, at_least: int) -> int:
+    """Send `GET v` one at a time until at least `at_least` bytes of replies wait in the
+    server for `name` (what the kernel's buffers took aside)."""
+    deadline = time.monotonic() + 10
+    while True:
+        s.sendall(encode("GET", "v"))
+        settle = time.monotonic() + 0.2
+        omem = 0
+        while time.monotonic() < settle:
+            line = client_line(c, name)
+            assert line is not None, f"{name} is gone"
+            omem = field(line, "omem")
+            if omem >= at_least:
+                return omem
+            time.sleep(0.02)
+        assert time.monotonic() < deadline, f"omem={omem}"
+
+
+def test_unread_replies_grow_while_new_requests_are_served(server):
+    """Redis reads a client's requests whatever its pending output: each GET sent one by one
+    (never read) adds its reply to what waits, so the client's memory keeps growing."""
+    c = server.client()
+    c.set("v", "x" * (1 << 20))
+    s = slow_reader(server.port, "grower")
+    deadline = time.monotonic() + 10
+    while True:
+        s.sendall(encode("GET", "v"))
+        time.sleep(0.01)
+        line = client_line(c, "grower")
+        if field(line, "tot-mem") > 10 << 20:
+            break
+        assert time.monotonic() < deadline, line
+    assert field(line, "omem") > 8 << 20
+    # The server answers everyone else meanwhile, and the slow client still gets everything
+    # it asked for once it reads.
+    assert c.ping()
+    s.close()
+
+
+def test_client_sending_a_big_query_while_not_reading_is_evicted(server):
+    c = server.client()
+    c.execute_command("CLIENT", "NO-EVICT", "on")
+    c.config_set("maxmemory-clients", "3mb")
+    c.set("v", "x" * (1 << 20))
+    s = slow_reader(server.port, "piper")
+    fill_output(c, s, "piper", 1)
+    # Its reply waits; the query it goes on sending is still read, and its memory with it.
+    size = 3 << 20
+    try:
+        s.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
+    except OSError:
+        pass  # closed while we were still sending: evicted already
+    assert wait_gone(c, "piper")
+    assert int(c.info("stats")["evicted_clients"]) == 1
+    s.close()
+
+
+def test_output_limit_close_takes_the_clients_memory_out_of_the_total(server):
+    """A client closed for its output-buffer limit gives its memory back to the clients'
+    total at once: what it held is never a reason to evict anyone else."""
+    limit = 10 << 20
+    c = server.client()
+    c.client_setname("control")
+    c.execute_command("CLIENT", "NO-EVICT", "on")
+    c.config_set("maxmemory-clients", str(limit))
+    c.config_set("client-output-buffer-limit", "normal 3mb 0 0")
+    c.set("v", "x" * (1 << 19))
+    c.setrange("big", 4 << 20, "x")
+    x = slow_reader(server.port, "obuf")
+    # Replies wait for it in 512 KiB steps: 1.5 to 2 MiB, under its 3 MiB hard limit.
+    fill_output(c, x, "obuf", 3 << 19)
+    x_mem = field(client_line(c, "obuf"), "tot-mem")
+    control = field(client_line(c, "control"), "tot-mem")
+    # Everyone fits with 1 MB to spare.
+    q_size = limit - x_mem - control - (1 << 20)
+    q = big_partial_request(server.port, "qbuf", q_size)
+    wait_field(c, "qbuf", "qbuf", q_size)
+    assert client_line(c, "obuf") is not None
+    # Over its hard limit: closed, its memory leaves the total...
+    x.sendall(encode("GET", "big"))
+    assert wait_gone(c, "obuf")
+    # ... so a client taking less than that memory back fits too.
+    y = big_partial_request(server.port, "late", (1 << 20) + (1 << 19))
+    wait_field(c, "late", "qbuf", (1 << 20) + (1 << 19))
+    time.sleep(0.3)  # a cron tick or more: figures refreshed, limit enforced again
+    assert client_line(c, "qbuf") is not None and client_line(c, "late") is not None
+    assert int(c.info("stats")["evicted_clients"]) == 0
+    for s in (x, q, y):
+        s.close()

@@ -4,9 +4,10 @@
 //! total reaches the limit, the largest clients not marked `CLIENT NO-EVICT` are closed until
 //! it is under again. The limit is bytes, or a percentage of `maxmemory`.
 //!
-//! Each client's figure is refreshed by its own connection (after reading input, after a
-//! batch, while a slow reader holds output), by senders of push output, and by the cron; the
-//! total is only walked when it is over the limit.
+//! Each client's figure is refreshed by its own connection (after reading input, before a
+//! big command, after a batch, as waiting output is written), by senders of push output, and
+//! by the cron, whether or not eviction is on, so the total is always true (a limit set
+//! later acts on it at once); the clients are only walked when it is over the limit.
 
 use crate::clients::{cflags, ClientHandle, ClientRegistry};
 use crate::server::Server;
@@ -16,6 +17,8 @@ use std::sync::atomic::Ordering::Relaxed;
 const DICT_ENTRY: usize = 24;
 /// The client structure itself (Redis's sizeof(client), rounded to its allocation).
 pub const CLIENT_STRUCT: usize = 2048;
+/// The smallest effective limit, whatever `maxmemory-clients` says.
+const MIN_LIMIT: usize = 128 * 1024;
 
 /// Memory a client holds outside what its connection reports as state (see `ClientHandle`).
 pub fn client_memory(h: &ClientHandle) -> usize {
@@ -43,13 +46,19 @@ pub fn client_memory(h: &ClientHandle) -> usize {
 /// `maxmemory`.
 pub fn limit_from_config(srv: &Server) -> usize {
     let v = srv.config.get("maxmemory-clients").unwrap_or_default();
-    match v.strip_suffix('%') {
+    let bytes = match v.strip_suffix('%') {
         Some(pct) => {
             let pct: u128 = pct.parse().unwrap_or(0);
             let maxmemory = srv.config.hot.maxmemory.load(Relaxed) as u128;
             (maxmemory * pct / 100) as usize
         }
         None => v.parse().unwrap_or(0),
+    };
+    if bytes == 0 {
+        0
+    } else {
+        // As Redis: a limit too small to talk to the server at all is raised to this.
+        bytes.max(MIN_LIMIT)
     }
 }
 
@@ -66,6 +75,10 @@ pub fn refresh(reg: &ClientRegistry, h: &ClientHandle) {
     } else {
         0
     };
+    // Mostly unchanged since last time: leave the shared total's cache line alone.
+    if h.tot_mem.load(Relaxed) == now {
+        return;
+    }
     let before = h.tot_mem.swap(now, Relaxed);
     if now >= before {
         reg.clients_mem.fetch_add(now - before, Relaxed);
@@ -85,12 +98,9 @@ pub fn forget(reg: &ClientRegistry, h: &ClientHandle) {
 #[inline]
 pub fn check(srv: &Server, h: &ClientHandle) {
     let reg = &srv.clients;
-    let limit = reg.eviction_limit.load(Relaxed);
-    if limit == 0 {
-        return;
-    }
     refresh(reg, h);
-    if reg.clients_mem.load(Relaxed) >= limit {
+    let limit = reg.eviction_limit.load(Relaxed);
+    if limit != 0 && reg.clients_mem.load(Relaxed) >= limit {
         evict(srv);
     }
 }
@@ -105,20 +115,35 @@ pub fn evict(srv: &Server) {
     let _one = reg.eviction_lock.lock();
     // The figures recorded after each client's last batch (or by the cron): a client in the
     // middle of a command (the CONFIG SET that lowered the limit) counts as it was before it.
-    let mut candidates: Vec<_> = reg
-        .all()
-        .into_iter()
-        .filter(|h| counted(h) && !h.has_flag(cflags::NO_EVICT))
-        .collect();
-    candidates.sort_by_key(|h| std::cmp::Reverse(h.tot_mem.load(Relaxed)));
-    let now_ms = tern_engine::clock::now_ms();
-    for h in candidates {
+    let mut clients: Vec<_> = reg.all().into_iter().filter(|h| counted(h)).collect();
+    clients.sort_by_key(|h| std::cmp::Reverse(h.tot_mem.load(Relaxed)));
+    // Clients that already hung up leave first: Redis, serving one socket at a time, notices
+    // a closed connection before it runs requests that came after the close, so what such a
+    // client held never makes it evict anyone (here its connection may simply not have
+    // been scheduled yet).
+    for h in &clients {
         if reg.clients_mem.load(Relaxed) < limit {
             return;
         }
-        crate::log::notice(&format!("Evicting client: {}", h.info_line("NULL", now_ms)));
+        if h.peer_closed() && h.kill() {
+            forget(reg, h);
+        }
+    }
+    let now_ms = tern_engine::clock::now_ms();
+    for h in clients {
+        if reg.clients_mem.load(Relaxed) < limit {
+            return;
+        }
+        if h.has_flag(cflags::NO_EVICT) {
+            continue;
+        }
+        let line = h.info_line("NULL", now_ms);
+        // Closed meanwhile (its output limits, CLIENT KILL): its memory is already gone.
+        if !h.kill() {
+            continue;
+        }
         forget(reg, &h);
-        h.kill();
+        crate::log::notice(&format!("Evicting client: {line}"));
         reg.evicted_clients.fetch_add(1, Relaxed);
     }
     if reg.clients_mem.load(Relaxed) >= limit {
@@ -133,14 +158,4 @@ pub fn apply_limit(srv: &Server) {
         .eviction_limit
         .store(limit_from_config(srv), Relaxed);
     evict(srv);
-}
-
-/// The cron's pass, as Redis's clientsCron: every client's figure is brought up to date
-/// (whether or not eviction is on, so that turning it on finds a true total), then the limit
-/// is enforced.
-pub fn cron(srv: &Server) {
-    for h in srv.clients.all() {
-        refresh(&srv.clients, &h);
-    }
-    apply_limit(srv);
 }

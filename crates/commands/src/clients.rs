@@ -140,14 +140,34 @@ impl ClientHandle {
     }
 
     /// Close the connection from any thread: the owner's next read fails and it cleans up.
-    pub fn kill(&self) {
-        self.killed.store(true, Relaxed);
+    /// True for the call that closed it (false when it already was).
+    pub fn kill(&self) -> bool {
+        let first = !self.killed.swap(true, Relaxed);
         if let Some(fd) = *self.sock.lock() {
             // SAFETY: fd is open while it is registered here; shutdown does not close it.
             unsafe {
                 libc::shutdown(fd, libc::SHUT_RDWR);
             }
         }
+        first
+    }
+
+    /// The peer closed its side and left nothing unread: the connection's next read ends
+    /// it. Asked from any thread without disturbing the connection (the data stays queued).
+    pub fn peer_closed(&self) -> bool {
+        let sock = self.sock.lock();
+        let Some(fd) = *sock else { return false };
+        let mut byte = 0u8;
+        // SAFETY: fd is open while it is registered here (see `kill`); a peek reads nothing.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n == 0
     }
 
     /// Called by the owner just before its socket is closed.
@@ -307,7 +327,7 @@ pub struct ClientRegistry {
     pub reply_buffers: crate::reply_buffer::ReplyBufferPolicy,
     /// maxmemory-clients in bytes (0: no client eviction).
     pub eviction_limit: AtomicUsize,
-    /// Memory of the normal and pub/sub clients, while eviction is on.
+    /// Memory of the normal and pub/sub clients (kept whether or not eviction is on).
     pub clients_mem: AtomicUsize,
     pub evicted_clients: AtomicU64,
     pub eviction_lock: Mutex<()>,

@@ -70,7 +70,7 @@ impl PushTx {
             return false;
         }
         let len = frame.len();
-        let used = h.push_pending.fetch_add(len, Relaxed) + len;
+        h.push_pending.fetch_add(len, Relaxed);
         let wake = {
             let mut st = self.queue.state.lock();
             if st.closed {
@@ -89,9 +89,8 @@ impl PushTx {
         if let Some(w) = wake {
             w.wake();
         }
-        if over_limit(srv, h, used) {
-            srv.pubsub.obuf_limit_disconnections.fetch_add(1, Relaxed);
-            h.kill();
+        if crate::output_limits::reached(srv, h) {
+            crate::output_limits::close(srv, h, crate::output_limits::Close::Scheduled);
             return false;
         }
         crate::client_eviction::check(srv, h);
@@ -161,53 +160,5 @@ impl Drop for PushRx {
         st.buf = Vec::new();
         drop(st);
         self.written(n);
-    }
-}
-
-/// Redis's checkClientOutputBufferLimits for queued push output: over the hard limit, or over
-/// the soft limit continuously for more than its seconds. Pub/sub subscribers use the
-/// `pubsub` class, everyone else (MONITOR) the `normal` one.
-fn over_limit(srv: &Server, h: &ClientHandle, used: usize) -> bool {
-    let (hard, soft, secs) = crate::clients::obuf_limits(srv, h);
-    // Replies still waiting for the client to read count too, past the static buffer.
-    let replies = crate::clients::counted_reply_bytes(
-        h.reply_pending.load(Relaxed),
-        h.reply_buffer.size.load(Relaxed),
-    );
-    let used = (used + replies) as u64;
-    if hard != 0 && used >= hard {
-        return true;
-    }
-    if soft != 0 && used >= soft {
-        let now = tern_engine::clock::now_ms() / 1000;
-        let since = h.obuf_soft_since.load(Relaxed);
-        if since == 0 {
-            h.obuf_soft_since.store(now, Relaxed);
-            return false;
-        }
-        return now - since.min(now) > secs;
-    }
-    if h.obuf_soft_since.load(Relaxed) != 0 {
-        h.obuf_soft_since.store(0, Relaxed);
-    }
-    false
-}
-
-/// The cron's check (Redis checks output limits from its cron too): a client whose queued
-/// output stays over the soft limit is closed even when nothing more is sent to it.
-pub fn enforce_limits(srv: &Server) {
-    for h in srv.clients.all() {
-        let queued = h.push_pending.load(Relaxed);
-        if queued == 0 || h.is_killed() {
-            continue;
-        }
-        if over_limit(srv, &h, queued) {
-            srv.pubsub.obuf_limit_disconnections.fetch_add(1, Relaxed);
-            crate::log::warning(&format!(
-                "Client {} closed for overcoming of output buffer limits.",
-                h.info_line("NULL", tern_engine::clock::now_ms())
-            ));
-            h.kill();
-        }
     }
 }

@@ -5,7 +5,7 @@
 //! idle client's buffer shrinks to the 1 KiB minimum. The connection keeps its real buffer's
 //! capacity at `rbs` between batches.
 
-use crate::clients::{ClientHandle, ClientRegistry, REPLY_STATIC};
+use crate::clients::{ClientHandle, REPLY_STATIC};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// The smallest reply buffer (Redis's PROTO_REPLY_MIN_BYTES).
@@ -70,7 +70,7 @@ impl ReplyBufferPolicy {
     }
 
     /// One cron visit of a client (Redis's clientsCronResizeOutputBuffer).
-    fn visit(&self, rb: &ClientReplyBuffer, now_ms: u64) {
+    pub fn visit(&self, rb: &ClientReplyBuffer, now_ms: u64) {
         if !self.resizing.load(Relaxed) {
             return;
         }
@@ -96,14 +96,6 @@ impl ReplyBufferPolicy {
         if new_size != 0 {
             rb.size.store(new_size, Relaxed);
         }
-    }
-}
-
-/// The cron's pass over every client.
-pub fn cron(clients: &ClientRegistry, policy: &ReplyBufferPolicy) {
-    let now = tern_engine::clock::now_ms();
-    for c in clients.all() {
-        policy.visit(&c.reply_buffer, now);
     }
 }
 

@@ -130,6 +130,11 @@ impl Reply {
 
     #[inline]
     pub fn bulk(&mut self, s: &[u8]) {
+        if self.buf.len().saturating_add(s.len()) > self.limit {
+            // It could only overflow: no time spent copying what would be dropped.
+            self.overflow();
+            return;
+        }
         self.header(b'$', s.len() as i64);
         self.buf.extend_from_slice(s);
         self.buf.extend_from_slice(b"\r\n");
@@ -226,6 +231,10 @@ impl Reply {
 
     /// Raw protocol bytes, already encoded.
     pub fn raw(&mut self, bytes: &[u8]) {
+        if self.buf.len().saturating_add(bytes.len()) > self.limit {
+            self.overflow();
+            return;
+        }
         self.buf.extend_from_slice(bytes);
         self.check_limit();
     }
@@ -257,6 +266,19 @@ mod tests {
             r.bulk(b"z");
         }
         assert!(r.buf.len() <= 100 + 16);
+    }
+
+    #[test]
+    fn a_bulk_past_the_limit_is_never_copied() {
+        let mut r = Reply::with_buffer(Vec::with_capacity(64));
+        r.set_limit(1000);
+        r.bulk(&vec![b'x'; 1 << 20]);
+        assert!(r.overflowed());
+        assert!(r.buf.capacity() < 1000, "{}", r.buf.capacity());
+        let mut r = Reply::new();
+        r.set_limit(1000);
+        r.raw(&[b'y'; 2000]);
+        assert!(r.overflowed() && r.buf.is_empty());
     }
 
     #[test]

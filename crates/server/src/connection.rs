@@ -1,9 +1,13 @@
 //! One client connection: read what is there, run every complete command, answer them all with
 //! one write. Runs as a task on the worker thread that accepted it, for its whole life.
 
+use crate::outbox::{write_now, Outbox};
 use bytes::{Buf, BytesMut};
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::task::Poll;
 use tern_commands::args::OwnedArgs;
 use tern_commands::blocking::{self, Outcome, Waiter};
 use tern_commands::clients::ClientHandle;
@@ -38,6 +42,8 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
     let mut parser = RequestParser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Reply::new();
+    // Replies the client has not taken yet: meanwhile its requests are still read and run.
+    let mut outbox = Outbox::default();
     // Input left unprocessed when a blocking command paused the pipeline.
     let mut resume = false;
     'conn: loop {
@@ -49,36 +55,49 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             if inbuf.capacity() - inbuf.len() < want {
                 inbuf.reserve(want.max(READ_CHUNK));
             }
-            let n = match conn.push_rx.as_mut() {
-                None => stream.read_buf(&mut inbuf).await,
-                Some(rx) => {
-                    // Input first: a stream of messages cannot keep a subscriber's commands
-                    // (UNSUBSCRIBE...) from being read.
-                    tokio::select! {
-                        biased;
-                        r = stream.read_buf(&mut inbuf) => r,
-                        () = rx.ready() => {
-                            // Pub/sub messages or MONITOR lines: write what is queued once
-                            // the connections already readable are served (more messages to
-                            // a write when publishers are busy; see the reply path below).
-                            if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
-                                tokio::task::yield_now().await;
-                            }
-                            let n = rx.drain_into(&mut out.buf);
-                            if n > 0 {
-                                // A keyspace event or invalidation reveals a write.
-                                conn.observe_all();
-                            }
-                            let ok = write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await;
-                            // Counted against the output limit until written.
-                            if let Some(rx) = conn.push_rx.as_mut() {
-                                rx.written(n);
-                            }
-                            if !ok || handle.is_killed() {
-                                break 'conn;
-                            }
-                            continue 'conn;
+            let n = if outbox.is_idle() && conn.push_rx.is_none() {
+                stream.read_buf(&mut inbuf).await
+            } else {
+                let io = wait_io(&mut stream, &mut inbuf, &mut outbox, conn.push_rx.as_ref()).await;
+                if handle.reply_pending.load(Relaxed) != outbox.bytes() {
+                    output_written(&srv, &handle, &outbox);
+                }
+                match io {
+                    Io::Read(r) => r,
+                    Io::Wrote => continue 'conn,
+                    Io::WriteFailed => break,
+                    Io::Push => {
+                        // Pub/sub messages or MONITOR lines: taken once the connections
+                        // already readable are served (more messages to a write when
+                        // publishers are busy; see the reply path below).
+                        if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
+                            tokio::task::yield_now().await;
                         }
+                        let Some(rx) = conn.push_rx.as_mut() else {
+                            continue 'conn;
+                        };
+                        let n = rx.drain_into(&mut out.buf);
+                        if n > 0 {
+                            // A keyspace event or invalidation reveals a write.
+                            conn.observe_all();
+                        }
+                        let ok = send_replies(
+                            &srv,
+                            &mut conn,
+                            &mut out,
+                            &mut outbox,
+                            &mut stream,
+                            &stats,
+                        )
+                        .await;
+                        // Counted as queued push output until it joined the replies.
+                        if let Some(rx) = conn.push_rx.as_mut() {
+                            rx.written(n);
+                        }
+                        if !ok || handle.is_killed() {
+                            break 'conn;
+                        }
+                        continue 'conn;
                     }
                 }
             };
@@ -90,8 +109,18 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             // argument whole), so its memory shows at once and it completes sooner. Small
             // requests never pay the extra read.
             while parser.pending_bulk_need(inbuf.len()) >= BIG_ARG {
+                // What arrived so far counts at once (client eviction), as after each of
+                // Redis's reads.
+                record_input(&handle, &inbuf, &parser);
+                tern_commands::client_eviction::check(&srv, &handle);
+                if handle.is_killed() {
+                    break;
+                }
                 let need = parser.pending_bulk_need(inbuf.len());
-                let want = need.min(inbuf.len().max(READ_CHUNK));
+                // Room for what already waits in the socket (one read takes it, so the
+                // argument's memory shows sooner), or double what came: never room for
+                // bytes only announced.
+                let want = need.min(inbuf.len().max(READ_CHUNK).max(socket_backlog(handle.fd)));
                 if inbuf.capacity() - inbuf.len() < want {
                     inbuf.reserve(want);
                 }
@@ -110,7 +139,10 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         }
         resume = false;
         conn.start_batch();
-        out.set_limit(tern_commands::clients::reply_cap(&srv, &handle));
+        // Replies still waiting count against the output limit with the batch's.
+        out.set_limit(
+            tern_commands::clients::reply_cap(&srv, &handle).saturating_sub(outbox.bytes()),
+        );
         handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
             max_bulk_len: srv.config.hot.proto_max_bulk_len.load(Relaxed),
@@ -125,8 +157,24 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
                     let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
-                    // CLIENT LIST's qbuf counts the unprocessed input, this command included.
-                    handle.qbuf.store(inbuf.len() - pos, Relaxed);
+                    // As CLIENT LIST shows a command running: its arguments (argv-mem), and
+                    // the unprocessed input, this command included unless it is big (Redis
+                    // moves a big argument out of the query buffer instead of copying it).
+                    let argv: usize = parser.ranges().iter().map(|&(a, b)| b - a).sum();
+                    handle.argv_mem.store(argv, Relaxed);
+                    let big = used >= BIG_ARG;
+                    handle
+                        .qbuf
+                        .store(inbuf.len() - pos - if big { used } else { 0 }, Relaxed);
+                    if big {
+                        // Redis evicts clients before running a command; a big one may be
+                        // what takes this client over the limit.
+                        tern_commands::client_eviction::check(&srv, &handle);
+                        if handle.is_killed() {
+                            fatal = true;
+                            break;
+                        }
+                    }
                     // Pushes queued for this client go out in order with its replies: those
                     // that came before the command ahead of its reply, those it caused (a
                     // PUBLISH to itself, its own keyspace events) after it, as in Redis 7.2.
@@ -167,23 +215,24 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 }
             }
         }
+        if out.overflowed() {
+            // Gone from CLIENT LIST and the clients' memory at once, before anyone's eviction
+            // could count what it held.
+            close_over_limit(&srv, &handle);
+            break;
+        }
         inbuf.advance(pos);
-        // As Redis shows it: the parsed part of a pending request is its arguments (argv-mem),
-        // the rest its query buffer.
-        let parsed = parser.parsed_len();
-        handle.qbuf.store(inbuf.len() - parsed, Relaxed);
-        handle.argv_mem.store(parsed, Relaxed);
-        // Mid-request, only the room the pending argument will fill counts (Redis sizes a
-        // big argument's buffer exactly); between requests, the whole spare capacity.
-        let free = inbuf.capacity() - inbuf.len();
-        handle.qbuf_free.store(
-            if parser.in_progress() {
-                free.min(parser.pending_bulk_need(inbuf.len()))
+        if inbuf.is_empty() {
+            if inbuf.capacity() > 4 * READ_CHUNK {
+                // A big idle read buffer goes (Redis shrinks idle query buffers).
+                inbuf = BytesMut::with_capacity(READ_CHUNK);
             } else {
-                free
-            },
-            Relaxed,
-        );
+                // Back to the buffer's start, so its spare room (qbuf-free) is the whole
+                // allocation whatever the batch consumed, as Redis's query buffer shows.
+                let _ = inbuf.try_reclaim(inbuf.capacity() + 1);
+            }
+        }
+        record_input(&handle, &inbuf, &parser);
         // maxmemory-clients: this client's input and state may have grown.
         conn.account_memory(&srv);
         if handle.is_killed() {
@@ -200,7 +249,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         if let Some(args) = paused {
             // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
             // as Redis counts it) and is dispatched again until the pause lets it through.
-            if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
+            if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
                 break;
             }
             handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
@@ -242,7 +291,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         }
         if let Some((spec, args)) = blocked {
             // Earlier replies of the pipeline go out before the wait, as in Redis.
-            if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
+            if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
                 break;
             }
             let w = blocking::start_wait(&srv, &conn, out.resp, spec, args);
@@ -269,29 +318,26 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             if BATCHES.with(|b| b.replace(b.get().saturating_add(1))) > 0 {
                 tokio::task::yield_now().await;
             }
-            if !write_replies(&srv, &mut conn, &mut out, &mut stream, &stats).await {
+            if !send_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
                 break;
-            }
-            // Keep the buffer near the size its recent use earned (see `reply_buffer`).
-            let cap = tern_commands::reply_buffer::capacity_for(&handle);
-            if out.buf.capacity() > 2 * cap {
-                out.buf.shrink_to(cap);
             }
         }
         if fatal {
+            // What was answered goes out before the close (QUIT, a protocol error).
+            flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await;
             break;
         }
         if let Some(kind) = conn.pending_sync.take() {
             // The rest of the input, if any, was sent before the replica read our reply:
             // Redis too drops it.
+            if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
+                break;
+            }
             crate::replica::serve(&srv, &mut stream, &handle, kind).await;
             break;
         }
-        // Drop big idle read buffers and argument tables so an idle client holds little
-        // memory (Redis frees argv after each command and shrinks idle query buffers).
-        if inbuf.is_empty() && inbuf.capacity() > 4 * READ_CHUNK {
-            inbuf = BytesMut::with_capacity(READ_CHUNK);
-        }
+        // Drop big argument tables so an idle client holds little memory (Redis frees argv
+        // after each command).
         parser.shrink();
     }
     if conn.is_monitor() {
@@ -306,13 +352,104 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
     let _ = stream.shutdown().await;
 }
 
-/// Write the replies gathered so far (false: the client is gone). With `appendfsync always`
-/// nothing goes out before what those commands wrote or read is on disk (one fsync covers
-/// every client waiting meanwhile).
-async fn write_replies<S: ClientStream>(
+/// Bytes received on the socket and not read yet (0 if unknown).
+fn socket_backlog(fd: std::os::fd::RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: fd is this connection's open socket; FIONREAD only stores an int.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if rc < 0 {
+        0
+    } else {
+        n.max(0) as usize
+    }
+}
+
+/// What the client's pending input holds, as CLIENT LIST shows it: the parsed part of a
+/// pending request is its arguments (argv-mem), the rest its query buffer.
+fn record_input(handle: &ClientHandle, inbuf: &BytesMut, parser: &RequestParser) {
+    let parsed = parser.parsed_len();
+    handle.qbuf.store(inbuf.len() - parsed, Relaxed);
+    handle.argv_mem.store(parsed, Relaxed);
+    // Mid-request, only the room the pending argument will fill counts (Redis sizes a big
+    // argument's buffer exactly); between requests, the whole spare capacity.
+    let free = inbuf.capacity() - inbuf.len();
+    handle.qbuf_free.store(
+        if parser.in_progress() {
+            free.min(parser.pending_bulk_need(inbuf.len()))
+        } else {
+            free
+        },
+        Relaxed,
+    );
+}
+
+/// What woke a connection that has output waiting (or a push queue).
+enum Io {
+    Read(std::io::Result<usize>),
+    /// Waiting output was written (or flushed), and nothing else happened.
+    Wrote,
+    /// Writing failed: the client is gone.
+    WriteFailed,
+    /// Push output was queued for the client.
+    Push,
+}
+
+/// Wait for input, for the socket to take waiting output, or for push output. Each wake-up
+/// first writes as much waiting output as the socket takes (as Redis writes before it
+/// sleeps), then looks for input before push output, so neither output nor a stream of
+/// messages keeps a client's requests from being read (Redis reads a client whatever it has
+/// pending).
+async fn wait_io<S: ClientStream>(
+    stream: &mut S,
+    inbuf: &mut BytesMut,
+    outbox: &mut Outbox,
+    push: Option<&tern_commands::push::PushRx>,
+) -> Io {
+    let mut ready = push.map(|rx| rx.ready());
+    std::future::poll_fn(|cx| {
+        let mut wrote = false;
+        loop {
+            match outbox.poll_send(stream, cx) {
+                Poll::Ready(Ok(_)) => wrote = true,
+                Poll::Ready(Err(_)) => return Poll::Ready(Io::WriteFailed),
+                Poll::Pending => break,
+            }
+        }
+        if let Poll::Ready(r) = pin!(stream.read_buf(&mut *inbuf)).poll(cx) {
+            return Poll::Ready(Io::Read(r));
+        }
+        if wrote {
+            return Poll::Ready(Io::Wrote);
+        }
+        if let Some(r) = ready.as_mut() {
+            if Pin::new(r).poll(cx).is_ready() {
+                return Poll::Ready(Io::Push);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Waiting output went out: CLIENT LIST, the output limits and client eviction see what is
+/// left.
+fn output_written(srv: &Server, handle: &ClientHandle, outbox: &Outbox) {
+    handle.reply_pending.store(outbox.bytes(), Relaxed);
+    if outbox.bytes() == 0 {
+        tern_commands::output_limits::under_soft_limit(handle);
+    }
+    tern_commands::client_eviction::check(srv, handle);
+}
+
+/// Hand the replies gathered so far to the socket (false: the client is gone or closed): at
+/// once when nothing else waits and the socket takes them, otherwise queued behind what
+/// waits. With `appendfsync always` nothing goes out before what those commands wrote or
+/// read is on disk (one fsync covers every client waiting meanwhile).
+async fn send_replies<S: ClientStream>(
     srv: &Server,
     conn: &mut Conn,
     out: &mut Reply,
+    outbox: &mut Outbox,
     stream: &mut S,
     stats: &tern_commands::stats::ThreadStats,
 ) -> bool {
@@ -327,81 +464,72 @@ async fn write_replies<S: ClientStream>(
     if tern_commands::aof::must_wait() && tern_commands::propagate::LOG.durable() < lsn {
         tern_commands::aof::wait_durable(lsn).await;
     }
+    let handle = &*conn.handle;
     stats.net_output_bytes.add(out.buf.len() as u64);
-    conn.handle.reply_buffer.used(out.buf.len());
-    // Usually the socket takes it all at once; a client that does not read gets the slow path.
-    let ok = match stream.write(&out.buf).await {
-        Ok(n) if n == out.buf.len() => true,
-        Ok(n) if n > 0 => write_rest(srv, &conn.handle, &out.buf, n, stream).await,
-        _ => false,
-    };
-    // TLS may keep records it could not send yet; on TCP this is a no-op.
-    let ok = ok && stream.flush().await.is_ok();
-    out.buf.clear();
-    ok
+    handle.reply_buffer.used(out.buf.len());
+    // Keep the buffer near the size its recent use earned (see `reply_buffer`).
+    let cap = tern_commands::reply_buffer::capacity_for(handle);
+    let mut sent = 0;
+    if outbox.bytes() == 0 {
+        // Usually the socket takes it all at once.
+        match write_now(stream, &out.buf).await {
+            Ok(n) => sent = n,
+            Err(_) => return false,
+        }
+        if outbox.wrote_directly(stream).await.is_err() {
+            return false;
+        }
+        if sent == out.buf.len() {
+            out.buf.clear();
+            if out.buf.capacity() > 2 * cap {
+                out.buf.shrink_to(cap);
+            }
+            return true;
+        }
+    }
+    // A client slow to read: the rest waits, counted in CLIENT LIST (obl/omem), against the
+    // output limits and in client eviction.
+    let rest = std::mem::replace(&mut out.buf, Vec::with_capacity(cap));
+    outbox.push(rest, sent);
+    handle.reply_pending.store(outbox.bytes(), Relaxed);
+    if tern_commands::output_limits::reached(srv, handle) {
+        close_over_limit(srv, handle);
+        return false;
+    }
+    tern_commands::client_eviction::check(srv, handle);
+    !handle.is_killed()
 }
 
-/// The rest of a reply the client is slow to read: the bytes waiting show in CLIENT LIST
-/// (obl/omem), and the client is closed once they stay over its class's soft limit for longer
-/// than the limit's seconds, as Redis's checkClientOutputBufferLimits.
-async fn write_rest<S: ClientStream>(
+/// `send_replies`, then wait until the socket took everything (before a blocking wait, a
+/// close, a replica's sync).
+async fn flush_replies<S: ClientStream>(
     srv: &Server,
-    handle: &ClientHandle,
-    buf: &[u8],
-    mut off: usize,
+    conn: &mut Conn,
+    out: &mut Reply,
+    outbox: &mut Outbox,
     stream: &mut S,
+    stats: &tern_commands::stats::ThreadStats,
 ) -> bool {
-    let mut soft_since: Option<tokio::time::Instant> = None;
-    let ok = loop {
-        let pending = buf.len() - off;
-        if pending == 0 {
-            break true;
-        }
-        handle.reply_pending.store(pending, Relaxed);
-        tern_commands::client_eviction::check(srv, handle);
-        if handle.is_killed() {
-            break false;
-        }
-        let (_, soft, secs) = tern_commands::clients::obuf_limits(srv, handle);
-        let counted = tern_commands::clients::counted_reply_bytes(
-            pending,
-            handle.reply_buffer.size.load(Relaxed),
-        );
-        let over_soft = soft != 0 && counted as u64 >= soft;
-        let deadline = if over_soft {
-            let since = *soft_since.get_or_insert_with(tokio::time::Instant::now);
-            // Redis counts whole seconds and checks from its cron: never earlier than that.
-            Some(since + std::time::Duration::from_millis(secs * 1000 + 500))
-        } else {
-            soft_since = None;
-            None
-        };
-        tokio::select! {
-            r = stream.write(&buf[off..]) => match r {
-                Ok(n) if n > 0 => off += n,
-                _ => break false,
-            },
-            _ = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                close_over_limit(srv, handle);
-                break false;
-            }
-        }
-    };
-    handle.reply_pending.store(0, Relaxed);
-    ok
+    if !send_replies(srv, conn, out, outbox, stream, stats).await {
+        return false;
+    }
+    let handle = conn.handle.clone();
+    let drained = outbox
+        .drain(stream, |left| {
+            handle.reply_pending.store(left, Relaxed);
+            tern_commands::client_eviction::check(srv, &handle);
+        })
+        .await;
+    tern_commands::output_limits::under_soft_limit(&handle);
+    drained.is_ok() && !handle.is_killed()
 }
 
 /// Redis's hard (or soft) output-buffer limit: the client goes without what was not written.
 fn close_over_limit(srv: &Server, handle: &ClientHandle) {
-    srv.pubsub.obuf_limit_disconnections.fetch_add(1, Relaxed);
-    crate::warning!(
-        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-        handle.info_line("NULL", tern_engine::clock::now_ms())
+    tern_commands::output_limits::close(
+        srv,
+        handle,
+        tern_commands::output_limits::Close::Scheduled,
     );
 }
 

@@ -4,6 +4,7 @@ mod crash;
 mod listeners;
 mod log;
 mod metrics;
+mod outbox;
 mod replica;
 mod startup;
 
@@ -266,9 +267,7 @@ fn spawn_cron(srv: Arc<Server>) {
                     tern_commands::pubsub::flush_engine_events(&srv);
                 }
                 tern_commands::tracking::cron(&srv);
-                tern_commands::reply_buffer::cron(&srv.clients, &srv.clients.reply_buffers);
-                tern_commands::push::enforce_limits(&srv);
-                tern_commands::client_eviction::cron(&srv);
+                tern_commands::clients_cron::run(&srv);
                 // Over maxmemory: go on evicting between commands (a quarter of the period).
                 tern_commands::evict::cron(&srv, period / 4);
                 tern_commands::persistence::cron(&srv);

@@ -193,7 +193,10 @@ fn pubsub_introspection_and_client_fields() {
         .unwrap();
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 2, "{list}");
-    assert!(lines[0].contains(" flags=P ") && lines[0].contains(" sub=2 psub=1 ssub=0 "));
+    assert!(
+        lines[0].contains(" flags=P ") && lines[0].contains(" sub=2 psub=1 ssub=0 "),
+        "{list}"
+    );
     assert!(lines[1].contains(" sub=0 psub=2 ssub=1 "), "{}", lines[1]);
     // CLIENT KILL TYPE pubsub drops both, and with them every subscription.
     assert_eq!(q(&mut c, &["CLIENT", "KILL", "TYPE", "pubsub"]), int(2));

@@ -1,0 +1,20 @@
+//! The cron's visit of the connected clients, as Redis's clientsCron: one walk of the client
+//! list does each job per client (reply buffer resizing, output limits for output left
+//! waiting, the client's figure in the clients' memory total), then the client eviction
+//! limit is enforced once.
+
+use crate::server::Server;
+
+pub fn run(srv: &Server) {
+    let now_ms = tern_engine::clock::now_ms();
+    let reg = &srv.clients;
+    for h in reg.all() {
+        reg.reply_buffers.visit(&h.reply_buffer, now_ms);
+        if crate::output_limits::cron_visit(srv, &h) {
+            continue;
+        }
+        crate::client_eviction::refresh(reg, &h);
+    }
+    // Takes the limit again too: a percentage follows `maxmemory`.
+    crate::client_eviction::apply_limit(srv);
+}
