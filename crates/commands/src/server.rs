@@ -57,8 +57,6 @@ pub struct Server {
     pub tcp_port: AtomicU64,
     pub executable: String,
     pub threads: usize,
-    /// Set by SHUTDOWN / signals; the listener and workers watch it.
-    pub shutdown: tokio::sync::watch::Sender<bool>,
     /// SHUTDOWN / signals: a shutdown asked for, waiting for replicas, its flags.
     pub shutdown_state: crate::shutdown::Shutdown,
     pub stat_expired_time_cap: AtomicU64,
@@ -132,7 +130,6 @@ impl Server {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
             threads,
-            shutdown: tokio::sync::watch::channel(false).0,
             shutdown_state: Default::default(),
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),
@@ -194,10 +191,6 @@ impl Server {
             s.samples.pop_front();
         }
         s.max = s.max.max(ms);
-    }
-
-    pub fn request_shutdown(&self) {
-        self.shutdown.send_replace(true);
     }
 }
 

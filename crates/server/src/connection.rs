@@ -253,10 +253,9 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 break;
             }
             handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
-            let shutdown = srv.shutdown.subscribe();
             loop {
                 srv.pause.changed().await;
-                if handle.is_killed() || *shutdown.borrow() {
+                if handle.is_killed() {
                     break;
                 }
                 conn.start_batch();
@@ -277,7 +276,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 break;
             }
             handle.set_flag(tern_commands::clients::cflags::BLOCKED, false);
-            if handle.is_killed() || *shutdown.borrow() {
+            if handle.is_killed() {
                 break;
             }
             resume = true;
@@ -547,7 +546,6 @@ async fn wait_blocked<S: ClientStream>(
         tokio::time::Instant::now()
             + std::time::Duration::from_millis(w.deadline_ms.saturating_sub(now))
     });
-    let mut shutdown = srv.shutdown.subscribe();
     // WAITAOF 1 0: the AOF writer's fsync ends the wait.
     let fsync_target = match w.timeout_reply {
         blocking::TimeoutReply::WaitAof {
@@ -578,7 +576,6 @@ async fn wait_blocked<S: ClientStream>(
                     return blocking::end_wait(srv, w, Outcome::Cancelled);
                 }
             }
-            _ = shutdown.changed() => return blocking::end_wait(srv, w, Outcome::Cancelled),
             synced = async {
                 match fsync_target {
                     Some(lsn) => tern_commands::aof::wait_fsynced(lsn).await,

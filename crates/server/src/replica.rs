@@ -69,7 +69,7 @@ pub async fn serve<S: ClientStream>(
         "Synchronization with replica {} succeeded",
         handle.addr
     ));
-    stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
+    stream_to_replica(stream, handle, &rep.sub, &ready).await;
 }
 
 async fn send_rdb<S: ClientStream>(
@@ -102,13 +102,11 @@ async fn send_rdb<S: ClientStream>(
 /// Drain the subscription into the socket; what the replica sends (REPLCONF ACK) is read and
 /// recorded.
 async fn stream_to_replica<S: ClientStream>(
-    srv: &Arc<Server>,
     stream: &mut S,
     handle: &Arc<ClientHandle>,
     sub: &Arc<replication::Sub>,
     ready: &Notify,
 ) {
-    let mut shutdown = srv.shutdown.subscribe();
     let mut inbuf = BytesMut::with_capacity(1024);
     let mut spare = Vec::new();
     let overflowed = || {
@@ -154,7 +152,6 @@ async fn stream_to_replica<S: ClientStream>(
                             return;
                         }
                     }
-                    _ = shutdown.changed() => return,
                 }
             }
             spare = bytes;
@@ -170,7 +167,6 @@ async fn stream_to_replica<S: ClientStream>(
                 }
                 replication::replica_input(handle, &mut inbuf);
             }
-            _ = shutdown.changed() => return,
         }
     }
 }
