@@ -5,6 +5,8 @@
 //! Redis's forked child sleeps while the parent serves clients. Here the pause owed for a
 //! shard's keys is taken by the snapshotting thread after it released that shard, so clients
 //! never wait for it (a shard a client thread serializes first costs no pause at all).
+//! As the child's copy of the configuration, the delay is the one set when the snapshot
+//! began: setting it back to 0 speeds up the next save, not the running one (tests kill it).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -14,21 +16,29 @@ use std::time::{Duration, Instant};
 pub static KEY_SAVE_DELAY_US: AtomicI64 = AtomicI64::new(0);
 
 thread_local! {
-    /// Keys this snapshotting thread wrote since its last pause; None on other threads.
+    /// Keys this snapshotting thread wrote since its last pause; None on other threads and
+    /// while its snapshot has no delay.
     static OWED_KEYS: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The delay of this thread's snapshot, read when it began.
+    static DELAY_US: Cell<i64> = const { Cell::new(0) };
 }
 
-/// Called by a snapshot sink after each key: one relaxed load while the delay is 0.
+/// Called by a snapshot sink after each key.
 #[inline]
 pub fn key_written() {
-    if KEY_SAVE_DELAY_US.load(Relaxed) != 0 {
-        OWED_KEYS.with(|o| o.set(o.get().map(|n| n + 1)));
-    }
+    OWED_KEYS.with(|o| {
+        if let Some(n) = o.get() {
+            o.set(Some(n + 1))
+        }
+    });
 }
 
-/// Mark the current thread as the one walking a snapshot (until `end`).
+/// Mark the current thread as the one walking a snapshot (until `end`), with the delay
+/// configured now.
 pub(crate) fn begin() {
-    OWED_KEYS.with(|o| o.set(Some(0)));
+    let d = KEY_SAVE_DELAY_US.load(Relaxed);
+    DELAY_US.with(|c| c.set(d));
+    OWED_KEYS.with(|o| o.set((d != 0).then_some(0)));
 }
 
 pub(crate) fn end() {
@@ -44,7 +54,7 @@ pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
     if keys == 0 {
         return;
     }
-    let d = KEY_SAVE_DELAY_US.load(Relaxed);
+    let d = DELAY_US.with(|c| c.get());
     if d < 0 {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let hits = (0..keys)
@@ -57,11 +67,10 @@ pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
         std::thread::sleep(Duration::from_micros(hits as u64));
         return;
     }
-    // Slept in steps that re-read the setting: setting it back to 0 ends the pause at once.
+    // Slept in steps, so that a snapshot given up stops at once.
     let start = Instant::now();
+    let total = Duration::from_micros((d.max(0) as u64).saturating_mul(keys));
     loop {
-        let per_key = KEY_SAVE_DELAY_US.load(Relaxed).max(0) as u64;
-        let total = Duration::from_micros(per_key.saturating_mul(keys));
         let left = total.saturating_sub(start.elapsed());
         if left.is_zero() || abort.load(Relaxed) {
             return;
