@@ -820,6 +820,7 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
     let spawned = std::thread::Builder::new()
         .name("aof-rewrite".into())
         .spawn(move || {
+            tern_engine::save_delay::keep_delay_of_start();
             let r = finish_rewrite(&srv2, gen, plan, writer);
             rewrite_done(&srv2, r, start, gen);
         });

@@ -729,6 +729,7 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
     std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
+            tern_engine::save_delay::keep_delay_of_start();
             let start = std::time::Instant::now();
             let r = rdb_save_abortable(&srv, &RDB.abort_bgsave, Some(child));
             RDB.last_bgsave_time_sec
