@@ -196,6 +196,8 @@ fn resetstat(ctx: &mut Ctx, _args: &Args) {
     srv.stat_expired_time_cap
         .store(0, std::sync::atomic::Ordering::Relaxed);
     crate::background::LAZYFREED.store(0, std::sync::atomic::Ordering::Relaxed);
+    crate::save_child::FORKS.store(0, std::sync::atomic::Ordering::Relaxed);
+    crate::save_child::LATEST_FORK_USEC.store(0, std::sync::atomic::Ordering::Relaxed);
     ctx.out.ok();
 }
 

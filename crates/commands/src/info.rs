@@ -654,6 +654,8 @@ fn stats_section(srv: &Server, out: &mut String) {
     let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
     let (ps_channels, ps_patterns, ps_shard) = srv.pubsub.counts();
     let (tr_keys, tr_items, tr_prefixes) = srv.tracking.totals();
+    let forks = crate::save_child::FORKS.load(Relaxed);
+    let fork_usec = crate::save_child::LATEST_FORK_USEC.load(Relaxed);
     let _ = write!(
         out,
         "total_connections_received:{}\r\n\
@@ -684,8 +686,8 @@ fn stats_section(srv: &Server, out: &mut String) {
          pubsub_channels:{}\r\n\
          pubsub_patterns:{}\r\n\
          pubsubshard_channels:{}\r\n\
-         latest_fork_usec:0\r\n\
-         total_forks:0\r\n\
+         latest_fork_usec:{fork_usec}\r\n\
+         total_forks:{forks}\r\n\
          migrate_cached_sockets:{}\r\n\
          slave_expires_tracked_keys:0\r\n\
          active_defrag_hits:0\r\n\

@@ -342,11 +342,11 @@ enum Target {
 }
 
 /// `rdb_save` that gives up when `abort` is set (Ok(None); the file is left as it was).
-/// `child`: write through a writer process (BGSAVE), whose death fails the save.
+/// `child`: write through this writer process (BGSAVE), whose death fails the save.
 fn rdb_save_abortable(
     srv: &Server,
     abort: &AtomicBool,
-    child: Option<&'static AtomicBool>,
+    child: Option<(crate::save_child::SaveChild, std::process::ChildStdin)>,
 ) -> Result<Option<u64>, String> {
     let _one = RDB.save_lock.lock();
     RDB.last_attempt.store(unix_secs(), Relaxed);
@@ -361,12 +361,7 @@ fn rdb_save_abortable(
         )
     };
     let (target, out): (Target, Box<dyn std::io::Write + Send>) = match child {
-        Some(abort_on_exit) => {
-            let (c, stdin) = crate::save_child::SaveChild::spawn("temp-%d.rdb", abort_on_exit)
-                .map_err(|e| format!("Can't save in background: fork: {e}"))?;
-            crate::log::notice(&format!("Background saving started by pid {}", c.pid()));
-            (Target::Child(c), Box::new(stdin))
-        }
+        Some((c, stdin)) => (Target::Child(c), Box::new(stdin)),
         None => {
             let tmp = std::path::PathBuf::from(format!("temp-{}.rdb", std::process::id()));
             let file = std::fs::File::create(&tmp).map_err(|e| open_err(&tmp, e))?;
@@ -716,11 +711,27 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
     RDB.bgsave_scheduled.store(false, Relaxed);
     RDB.bgsave_started.store(unix_secs(), Relaxed);
     RDB.abort_bgsave.store(false, Relaxed);
+    // The writer process exists before BGSAVE replies, as Redis forks before it replies.
+    let child = match crate::save_child::SaveChild::spawn("temp-%d.rdb", &RDB.abort_bgsave) {
+        Ok(c) => c,
+        Err(e) => {
+            crate::log::warning(&format!("Can't save in background: fork: {e}"));
+            RDB.last_bgsave_ok.store(false, Relaxed);
+            RDB.bgsave_in_progress.store(false, Relaxed);
+            return false;
+        }
+    };
+    crate::log::notice(&format!(
+        "Background saving started by pid {}",
+        child.0.pid()
+    ));
+    crate::save_progress::starting(&srv.store);
     std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
+            tern_engine::save_delay::keep_delay_of_start();
             let start = std::time::Instant::now();
-            let r = rdb_save_abortable(&srv, &RDB.abort_bgsave, Some(&RDB.abort_bgsave));
+            let r = rdb_save_abortable(&srv, &RDB.abort_bgsave, Some(child));
             RDB.last_bgsave_time_sec
                 .store(start.elapsed().as_secs() as i64, Relaxed);
             crate::save_progress::finish(false);
@@ -781,8 +792,10 @@ fn bgsave(ctx: &mut Ctx, args: &Args) {
     }
     if start_bgsave(ctx.srv.clone()) {
         ctx.out.simple(b"Background saving started");
-    } else {
+    } else if RDB.bgsave_in_progress.load(Relaxed) {
         ctx.error("ERR Background save already in progress");
+    } else {
+        ctx.error("ERR");
     }
 }
 

@@ -21,8 +21,13 @@ use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::thread::JoinHandle;
+
+/// INFO stats `total_forks`: writer processes started (Redis counts its forks).
+pub static FORKS: AtomicU64 = AtomicU64::new(0);
+/// INFO stats `latest_fork_usec`: how long starting the last one took.
+pub static LATEST_FORK_USEC: AtomicU64 = AtomicU64::new(0);
 
 /// The first argument that starts this binary as a save's writer process.
 pub const CHILD_FLAG: &str = "--tern-save-writer";
@@ -86,6 +91,7 @@ impl SaveChild {
         template: &str,
         abort: &'static AtomicBool,
     ) -> std::io::Result<(SaveChild, ChildStdin)> {
+        let started = std::time::Instant::now();
         // /proc/self/exe: the running binary even if the file was replaced since.
         let mut child = Command::new("/proc/self/exe")
             .arg(CHILD_FLAG)
@@ -93,6 +99,8 @@ impl SaveChild {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()?;
+        FORKS.fetch_add(1, Relaxed);
+        LATEST_FORK_USEC.store(started.elapsed().as_micros() as u64, Relaxed);
         let stdin = child.stdin.take().expect("piped stdin");
         let pid = child.id();
         let path = PathBuf::from(template.replace("%d", &pid.to_string()));

@@ -22,9 +22,8 @@ pub struct Counted<S> {
 }
 
 impl<S> Counted<S> {
-    /// Start counting a new save (at the cut).
+    /// Start counting a new save (at the cut; `db_sizes` sets the total next).
     pub fn new(inner: S) -> Self {
-        KEYS_TOTAL.store(0, Relaxed);
         KEYS_PROCESSED.store(0, Relaxed);
         COW_PEAK.store(0, Relaxed);
         COW_UPDATED.store(0, Relaxed);
@@ -46,6 +45,17 @@ impl<S: SnapshotSink> SnapshotSink for Counted<S> {
         KEYS_PROCESSED.fetch_add(keys, Relaxed);
         self.inner.records(db, bytes, keys)
     }
+}
+
+/// A background save is starting: until its cut, the total is the keys there are now, as
+/// Redis's child reports it from its first moment (INFO right after BGSAVE shows it).
+pub fn starting(store: &tern_engine::Store) {
+    if tern_engine::Store::in_atomic_unit() {
+        return; // counting locks every shard; the cut sets the total soon anyway
+    }
+    let keys: usize = (0..store.databases()).map(|db| store.db_len(db)).sum();
+    KEYS_TOTAL.store(keys as u64, Relaxed);
+    KEYS_PROCESSED.store(0, Relaxed);
 }
 
 /// The save ended: its copy-on-write size becomes the last one (`aof`: a rewrite's), and the

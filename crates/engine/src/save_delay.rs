@@ -5,6 +5,10 @@
 //! Redis's forked child sleeps while the parent serves clients. Here the pause owed for a
 //! shard's keys is taken by the snapshotting thread after it released that shard, so clients
 //! never wait for it (a shard a client thread serializes first costs no pause at all).
+//! A save written by a writer process (BGSAVE, AOF rewrite: threads that called
+//! `keep_delay_of_start`) keeps the delay set when it began, as Redis's child keeps its copy of
+//! the configuration: setting it back to 0 speeds up the next save, not the running one (the
+//! suite then kills it). Other snapshots (replica syncs) re-read it: 0 ends their pause.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -14,20 +18,45 @@ use std::time::{Duration, Instant};
 pub static KEY_SAVE_DELAY_US: AtomicI64 = AtomicI64::new(0);
 
 thread_local! {
-    /// Keys this snapshotting thread wrote since its last pause; None on other threads.
+    /// Keys this snapshotting thread wrote since its last pause; None on other threads and
+    /// while its snapshot has no delay.
     static OWED_KEYS: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The delay of this thread's snapshot, read when it began.
+    static DELAY_US: Cell<i64> = const { Cell::new(0) };
+    /// This thread's snapshots keep the delay of their start.
+    static KEEP_DELAY: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Called by a snapshot sink after each key: one relaxed load while the delay is 0.
+/// Called by a snapshot sink after each key.
 #[inline]
 pub fn key_written() {
-    if KEY_SAVE_DELAY_US.load(Relaxed) != 0 {
-        OWED_KEYS.with(|o| o.set(o.get().map(|n| n + 1)));
+    OWED_KEYS.with(|o| {
+        if let Some(n) = o.get() {
+            o.set(Some(n + 1))
+        }
+    });
+}
+
+/// The snapshots this thread takes keep the delay set when each began (a writer process's
+/// save).
+pub fn keep_delay_of_start() {
+    KEEP_DELAY.with(|k| k.set(true));
+}
+
+/// The delay in force for this thread's snapshot.
+fn delay_us() -> i64 {
+    if KEEP_DELAY.with(|k| k.get()) {
+        DELAY_US.with(|c| c.get())
+    } else {
+        KEY_SAVE_DELAY_US.load(Relaxed)
     }
 }
 
-/// Mark the current thread as the one walking a snapshot (until `end`).
+/// Mark the current thread as the one walking a snapshot (until `end`), with the delay
+/// configured now.
 pub(crate) fn begin() {
+    let d = KEY_SAVE_DELAY_US.load(Relaxed);
+    DELAY_US.with(|c| c.set(d));
     OWED_KEYS.with(|o| o.set(Some(0)));
 }
 
@@ -44,7 +73,7 @@ pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
     if keys == 0 {
         return;
     }
-    let d = KEY_SAVE_DELAY_US.load(Relaxed);
+    let d = delay_us();
     if d < 0 {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let hits = (0..keys)
@@ -57,10 +86,11 @@ pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
         std::thread::sleep(Duration::from_micros(hits as u64));
         return;
     }
-    // Slept in steps that re-read the setting: setting it back to 0 ends the pause at once.
+    // Slept in steps that re-read the delay in force, so that a snapshot given up (or one
+    // that follows the setting, set back to 0) stops at once.
     let start = Instant::now();
     loop {
-        let per_key = KEY_SAVE_DELAY_US.load(Relaxed).max(0) as u64;
+        let per_key = delay_us().max(0) as u64;
         let total = Duration::from_micros(per_key.saturating_mul(keys));
         let left = total.saturating_sub(start.elapsed());
         if left.is_zero() || abort.load(Relaxed) {

@@ -379,7 +379,19 @@ impl Listeners {
     }
 }
 
+/// Redis serves no client while a short load runs (it answers -LOADING only between chunks
+/// of a long one): connections wait in the backlog until the start-up load ends, or until
+/// it has run for `LOAD_SERVE_AFTER` (then they are served, with -LOADING).
+async fn wait_startup_load() {
+    const LOAD_SERVE_AFTER: Duration = Duration::from_millis(200);
+    let t0 = std::time::Instant::now();
+    while !crate::STARTUP_LOAD_DONE.load(Relaxed) && t0.elapsed() < LOAD_SERVE_AFTER {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Vec<Worker>>) {
+    wait_startup_load().await;
     loop {
         match l.accept().await {
             Ok((s, _)) => {
@@ -401,6 +413,7 @@ async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Vec<Wor
 }
 
 async fn accept_unix(l: tokio::net::UnixListener, workers: Arc<Vec<Worker>>) {
+    wait_startup_load().await;
     loop {
         match l.accept().await {
             Ok((s, _)) => {
@@ -490,14 +503,31 @@ pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String
     );
     // Listening now: clients (and Redis's suite) may connect once this is logged.
     crate::log::server_initialized();
-    for (on, kind) in [
+    let kinds: Vec<&'static str> = [
         (port != 0, "tcp"),
         (!path.is_empty(), "unix"),
         (tls_port != 0, "tls"),
-    ] {
-        if on {
+    ]
+    .into_iter()
+    .filter_map(|(on, kind)| on.then_some(kind))
+    .collect();
+    // "Ready" once the dataset is loaded, as Redis: the suite and operators' tooling wait for
+    // it, and a client connecting earlier gets -LOADING.
+    let ready = move || {
+        while !crate::STARTUP_LOAD_DONE.load(Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for kind in kinds {
             notice!("Ready to accept connections {kind}");
         }
+    };
+    if crate::STARTUP_LOAD_DONE.load(Relaxed) {
+        ready();
+    } else {
+        std::thread::Builder::new()
+            .name("ready-log".into())
+            .spawn(ready)
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

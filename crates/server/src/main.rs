@@ -9,11 +9,15 @@ mod replica;
 mod startup;
 
 use listeners::{Accepted, Listeners, Worker};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tern_commands::Server;
 use tokio::sync::mpsc::unbounded_channel;
+
+/// Set once the dataset read at start-up is in (and its log lines written): only then is
+/// "Ready to accept connections" logged, as Redis logs it after loading.
+pub static STARTUP_LOAD_DONE: AtomicBool = AtomicBool::new(false);
 
 // jemalloc, as Redis uses: low fragmentation, and the allocation stats INFO memory reports.
 #[global_allocator]
@@ -100,6 +104,7 @@ fn main() {
                 tern_commands::persistence::RDB
                     .loading
                     .store(false, Relaxed);
+                STARTUP_LOAD_DONE.store(true, Relaxed);
             })
             .expect("spawn loader thread");
     } else if rdb.exists() {
@@ -121,8 +126,11 @@ fn main() {
                         std::process::exit(1);
                     }
                 }
+                STARTUP_LOAD_DONE.store(true, Relaxed);
             })
             .expect("spawn loader thread");
+    } else {
+        STARTUP_LOAD_DONE.store(true, Relaxed);
     }
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());
@@ -298,7 +306,7 @@ fn register_client_eviction_hooks(srv: &Arc<Server>) {
     }
 }
 
-/// CONFIG SET appendonly / appendfsync act at once.
+/// CONFIG SET appendonly / aof-disable-auto-gc / appendfsync act at once.
 fn register_aof_hooks(srv: &Arc<Server>) {
     let s = Arc::downgrade(srv);
     srv.config.set_apply_hook(
@@ -306,6 +314,14 @@ fn register_aof_hooks(srv: &Arc<Server>) {
         Box::new(move |v| {
             let srv = s.upgrade().ok_or("shutting down")?;
             tern_commands::aof::config_changed(&srv, v == "yes")
+        }),
+    );
+    let s = Arc::downgrade(srv);
+    srv.config.set_apply_hook(
+        "aof-disable-auto-gc",
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            tern_commands::aof::auto_gc_changed(&srv, v == "yes")
         }),
     );
     srv.config.set_apply_hook(
