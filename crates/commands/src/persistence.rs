@@ -803,9 +803,6 @@ fn lastsave(ctx: &mut Ctx, _args: &Args) {
     ctx.out.int(ctx.srv.lastsave.load(Relaxed) as i64);
 }
 
-/// Set once SHUTDOWN has saved (or was told not to): the exit path then does not save.
-pub static SHUTDOWN_SAVED: AtomicBool = AtomicBool::new(false);
-
 /// True when `save` has save points.
 pub fn has_save_points(srv: &Server) -> bool {
     srv.config.get("save").is_some_and(|s| !s.trim().is_empty())
