@@ -61,20 +61,6 @@ fn wait_rewrite(c: &mut redis::Connection) {
     });
 }
 
-/// The server's child processes (the writer of a save or rewrite).
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-            out.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
-        }
-    }
-    out
-}
-
 /// The manifest's lines: (file, type).
 fn listed(dir: &Path) -> Vec<(String, String)> {
     std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest"))

@@ -31,20 +31,6 @@ fn info_field(c: &mut redis::Connection, field: &str) -> String {
         .to_string()
 }
 
-/// The children of `pid` (what `pgrep -P` finds).
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-            out.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
-        }
-    }
-    out
-}
-
 #[test]
 fn debug_segfault_logs_a_crash_report_and_kills_the_server() {
     let dir = fresh_dir("segv");
