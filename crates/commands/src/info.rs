@@ -824,20 +824,68 @@ fn cpu_section(out: &mut String) {
     );
 }
 
-fn commandstats_section(srv: &Server, out: &mut String) {
+/// One command's figures summed over the worker threads (INFO commandstats and
+/// latencystats, the metrics endpoint).
+pub struct CommandTotals {
+    pub name: String,
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+    /// The merged latency histogram, when `with_latency` and some call was recorded.
+    pub latency: Option<Vec<u64>>,
+}
+
+/// Every command, by full name, with its totals over the worker threads.
+pub fn command_totals(srv: &Server, with_latency: bool) -> Vec<CommandTotals> {
     let threads = srv.stats.threads();
     let mut entries = srv.commands.all();
     entries.sort_by(|a, b| a.fullname.cmp(&b.fullname));
-    for e in entries {
-        let (mut calls, mut usec, mut rejected, mut failed) = (0, 0, 0, 0);
-        for t in &threads {
-            if let Some(c) = t.cmds.get(e.id) {
-                calls += c.calls.get();
-                usec += c.usec.get();
-                rejected += c.rejected.get();
-                failed += c.failed.get();
+    entries
+        .into_iter()
+        .map(|e| {
+            let mut t = CommandTotals {
+                name: e.fullname.clone(),
+                calls: 0,
+                usec: 0,
+                rejected: 0,
+                failed: 0,
+                latency: None,
+            };
+            for c in threads.iter().filter_map(|th| th.cmds.get(e.id)) {
+                t.calls += c.calls.get();
+                t.usec += c.usec.get();
+                t.rejected += c.rejected.get();
+                t.failed += c.failed.get();
+                if let Some(h) = c.latency.get().filter(|_| with_latency) {
+                    h.merge_into(t.latency.get_or_insert_with(|| vec![0; Histogram::slots()]));
+                }
             }
-        }
+            t.latency = t.latency.filter(|h| h.iter().any(|&c| c > 0));
+            t
+        })
+        .collect()
+}
+
+/// `latency-tracking-info-percentiles`: (as written, value).
+pub fn latency_percentiles(srv: &Server) -> Vec<(String, f64)> {
+    srv.config
+        .get("latency-tracking-info-percentiles")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse::<f64>().ok().map(|v| (p.to_string(), v)))
+        .collect()
+}
+
+fn commandstats_section(srv: &Server, out: &mut String) {
+    for t in command_totals(srv, false) {
+        let CommandTotals {
+            calls,
+            usec,
+            rejected,
+            failed,
+            ..
+        } = t;
         if calls == 0 && rejected == 0 && failed == 0 {
             continue;
         }
@@ -849,36 +897,16 @@ fn commandstats_section(srv: &Server, out: &mut String) {
         let _ = write!(
             out,
             "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
-            safe_info(&e.fullname)
+            safe_info(&t.name)
         );
     }
 }
 
 fn latencystats_section(srv: &Server, out: &mut String) {
-    let threads = srv.stats.threads();
-    let percentiles: Vec<(String, f64)> = srv
-        .config
-        .get("latency-tracking-info-percentiles")
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse::<f64>().ok().map(|v| (p.to_string(), v)))
-        .collect();
-    let mut entries = srv.commands.all();
-    entries.sort_by(|a, b| a.fullname.cmp(&b.fullname));
-    let mut acc = vec![0u64; Histogram::slots()];
-    for e in entries {
-        acc.iter_mut().for_each(|a| *a = 0);
-        let mut any = false;
-        for t in &threads {
-            if let Some(h) = t.cmds.get(e.id).and_then(|c| c.latency.get()) {
-                h.merge_into(&mut acc);
-                any = true;
-            }
-        }
-        if !any || acc.iter().all(|&c| c == 0) {
-            continue;
-        }
-        let _ = write!(out, "latency_percentiles_usec_{}:", safe_info(&e.fullname));
+    let percentiles = latency_percentiles(srv);
+    for t in command_totals(srv, true) {
+        let Some(acc) = t.latency else { continue };
+        let _ = write!(out, "latency_percentiles_usec_{}:", safe_info(&t.name));
         for (k, (name, p)) in percentiles.iter().enumerate() {
             if k > 0 {
                 out.push(',');

@@ -4,6 +4,7 @@
 //! INFO reads, never from INFO's text.
 
 use crate::clients::cflags;
+use crate::info::CommandTotals;
 use crate::server::Server;
 use crate::stats::Histogram;
 use std::fmt::Write;
@@ -389,45 +390,11 @@ fn replication(srv: &Server, o: &mut Out, role: &str) {
 /// Per command, as INFO commandstats and latencystats: calls, time, rejected and failed
 /// calls, and the latency percentiles as a summary.
 fn commands(srv: &Server, o: &mut Out) {
-    let threads = srv.stats.threads();
-    let mut entries = srv.commands.all();
-    entries.sort_by(|a, b| a.fullname.cmp(&b.fullname));
-    struct Row {
-        cmd: String,
-        calls: u64,
-        usec: u64,
-        rejected: u64,
-        failed: u64,
-        latency: Option<Vec<u64>>,
-    }
-    let mut rows = Vec::new();
-    for e in entries {
-        let (mut calls, mut usec, mut rejected, mut failed) = (0, 0, 0, 0);
-        let mut hist: Option<Vec<u64>> = None;
-        for t in &threads {
-            if let Some(c) = t.cmds.get(e.id) {
-                calls += c.calls.get();
-                usec += c.usec.get();
-                rejected += c.rejected.get();
-                failed += c.failed.get();
-                if let Some(h) = c.latency.get() {
-                    h.merge_into(hist.get_or_insert_with(|| vec![0; Histogram::slots()]));
-                }
-            }
-        }
-        if calls == 0 && rejected == 0 && failed == 0 {
-            continue;
-        }
-        rows.push(Row {
-            cmd: e.fullname.clone(),
-            calls,
-            usec,
-            rejected,
-            failed,
-            latency: hist.filter(|h| h.iter().any(|&c| c > 0)),
-        });
-    }
-    type Get = fn(&Row) -> f64;
+    let rows: Vec<CommandTotals> = crate::info::command_totals(srv, true)
+        .into_iter()
+        .filter(|r| r.calls > 0 || r.rejected > 0 || r.failed > 0)
+        .collect();
+    type Get = fn(&CommandTotals) -> f64;
     let families: [(&str, &str, Get); 4] = [
         (
             "redis_commands_total",
@@ -453,19 +420,13 @@ fn commands(srv: &Server, o: &mut Out) {
     for (name, help, get) in families {
         o.family(name, "counter", help);
         for r in &rows {
-            o.sample(name, &[("cmd", &r.cmd)], get(r));
+            o.sample(name, &[("cmd", &r.name)], get(r));
         }
     }
     if !srv.config.hot.latency_tracking.load(Relaxed) {
         return;
     }
-    let percentiles: Vec<(String, f64)> = srv
-        .config
-        .get("latency-tracking-info-percentiles")
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse::<f64>().ok().map(|v| (p.to_string(), v)))
-        .collect();
+    let percentiles = crate::info::latency_percentiles(srv);
     o.family(
         "redis_latency_percentiles_usec",
         "summary",
@@ -477,18 +438,18 @@ fn commands(srv: &Server, o: &mut Out) {
             let q = format!("{}", (p * 1e4).round() / 1e6);
             o.sample(
                 "redis_latency_percentiles_usec",
-                &[("cmd", &r.cmd), ("quantile", &q)],
+                &[("cmd", &r.name), ("quantile", &q)],
                 Histogram::percentile(h, *p) as f64,
             );
         }
         o.sample(
             "redis_latency_percentiles_usec_sum",
-            &[("cmd", &r.cmd)],
+            &[("cmd", &r.name)],
             r.usec as f64,
         );
         o.sample(
             "redis_latency_percentiles_usec_count",
-            &[("cmd", &r.cmd)],
+            &[("cmd", &r.name)],
             r.calls as f64,
         );
     }
