@@ -12,7 +12,7 @@ use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::{Conn, Ctx};
 use crate::registry::CmdEntry;
 use crate::server::Server;
-use crate::table::{acl as cat, flags as f, kflags, BeginSearch, CommandSpec, FindKeys};
+use crate::table::{acl as cat, flags as f, kflags, CommandSpec};
 use parking_lot::{Mutex, RwLock};
 use rules::{ApplyError, RuleCtx, Rules, Selector, SetError, PERM_READ, PERM_WRITE};
 use std::collections::{BTreeMap, VecDeque};
@@ -296,88 +296,7 @@ pub fn command_keys(spec: &CommandSpec, args: &Args) -> Vec<(usize, u32)> {
             .filter(|(_, fl)| fl & kflags::NOT_KEY == 0)
             .collect();
     }
-    let argc = args.len() as i64;
-    let mut out = Vec::new();
-    for ks in spec.keys {
-        if ks.flags & kflags::NOT_KEY != 0 {
-            continue;
-        }
-        let first: i64 = match ks.begin {
-            BeginSearch::Index(i) => i as i64,
-            BeginSearch::Keyword { keyword, startfrom } => {
-                let sf = startfrom as i64;
-                let (start, end) = if sf > 0 {
-                    (sf, argc - 1)
-                } else {
-                    (argc + sf, 1)
-                };
-                let mut i = start;
-                let mut found = 0;
-                while i != end {
-                    if i >= argc || i < 1 {
-                        break;
-                    }
-                    if args
-                        .get(i as usize)
-                        .eq_ignore_ascii_case(keyword.as_bytes())
-                    {
-                        found = i + 1;
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                if found == 0 {
-                    continue;
-                }
-                found
-            }
-            BeginSearch::Unknown => return Vec::new(),
-        };
-        let (first, last, step) = match ks.find {
-            FindKeys::Range {
-                lastkey,
-                step,
-                limit,
-            } => {
-                let lastkey = lastkey as i64;
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit as i64 + lastkey)
-                };
-                (first, last, step as i64)
-            }
-            FindKeys::Keynum {
-                keynumidx,
-                firstkey,
-                step,
-            } => {
-                let at = first + keynumidx as i64;
-                if keynumidx as i64 >= argc || at >= argc {
-                    return Vec::new();
-                }
-                let Some(n) = parse_i64(args.get(at as usize)).filter(|&n| n >= 0) else {
-                    return Vec::new();
-                };
-                let first = first + firstkey as i64;
-                (first, first + n - 1, step as i64)
-            }
-            FindKeys::Unknown => return Vec::new(),
-        };
-        if last >= argc || last < first || first >= argc {
-            return Vec::new();
-        }
-        let mut i = first;
-        while i <= last {
-            out.push((i as usize, ks.flags));
-            i += step.max(1);
-        }
-        if ks.flags & kflags::INCOMPLETE != 0 {
-            return Vec::new();
-        }
-    }
+    let mut out = crate::table::keys_by_specs(spec.keys, args).unwrap_or_default();
     if out.iter().any(|(_, fl)| fl & kflags::VARIABLE_FLAGS != 0) {
         if let Some(fl) = crate::introspection::variable_key_flags(spec.name, args) {
             for k in out.iter_mut() {

@@ -6,7 +6,7 @@ use crate::client_cmd::reply_help;
 use crate::ctx::Ctx;
 use crate::registry::{CmdEntry, Registry};
 use crate::stats::Histogram;
-use crate::table::{acl, flags as f, kflags, BeginSearch, CommandSpec, FindKeys, KeySpec};
+use crate::table::{acl, flags as f, kflags, BeginSearch, CommandSpec, FindKeys};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_resp::Reply;
 
@@ -628,7 +628,7 @@ fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
         .iter()
         .any(|k| k.flags & kflags::VARIABLE_FLAGS != 0);
     let from_specs = if real_keys && !variable {
-        keys_by_specs(spec.keys, &target)
+        crate::table::keys_by_specs(spec.keys, &target)
     } else {
         None
     };
@@ -668,90 +668,6 @@ fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
             ctx.out.bulk(&target[pos]);
         }
     }
-}
-
-/// The keys the specs name, strictly as Redis reads them for COMMAND GETKEYS: None when a
-/// spec does not fit the arguments (a count out of range, an incomplete spec), and then the
-/// command's own key finder decides.
-fn keys_by_specs(specs: &[KeySpec], args: &Args) -> Option<Vec<(usize, u32)>> {
-    let argc = args.len() as i64;
-    let mut keys = Vec::new();
-    for ks in specs {
-        if ks.flags & kflags::NOT_KEY != 0 {
-            continue;
-        }
-        let mut first = match ks.begin {
-            BeginSearch::Index(i) => i as i64,
-            BeginSearch::Keyword { keyword, startfrom } => {
-                let start = if startfrom > 0 {
-                    startfrom as i64
-                } else {
-                    argc + startfrom as i64
-                };
-                let end = if startfrom > 0 { argc - 1 } else { 1 };
-                let mut found = None;
-                let mut i = start;
-                while i != end {
-                    if i >= argc || i < 1 {
-                        break;
-                    }
-                    if eq_ic(&args[i as usize], keyword) {
-                        found = Some(i + 1);
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                match found {
-                    Some(i) => i,
-                    None => continue,
-                }
-            }
-            BeginSearch::Unknown => return None,
-        };
-        let (last, step) = match ks.find {
-            FindKeys::Range {
-                lastkey,
-                step,
-                limit,
-            } => {
-                let last = if lastkey >= 0 {
-                    first + lastkey as i64
-                } else if limit == 0 {
-                    argc + lastkey as i64
-                } else {
-                    first + ((argc - first) / limit as i64 + lastkey as i64)
-                };
-                (last, step as i64)
-            }
-            FindKeys::Keynum {
-                keynumidx,
-                firstkey,
-                step,
-            } => {
-                let at = first + keynumidx as i64;
-                if keynumidx as i64 >= argc || at >= argc {
-                    return None;
-                }
-                let n = crate::args::parse_i64(&args[at as usize]).filter(|&n| n >= 0)?;
-                first += firstkey as i64;
-                // Redis adds the count as a C int: a count past 2^31 wraps negative.
-                (first + (n as i32) as i64 - 1, step as i64)
-            }
-            FindKeys::Unknown => return None,
-        };
-        if last >= argc || last < first || first >= argc {
-            return None;
-        }
-        let mut i = first;
-        while i <= last {
-            keys.push((i as usize, ks.flags));
-            i += step.max(1);
-        }
-        if ks.flags & kflags::INCOMPLETE != 0 {
-            return None;
-        }
-    }
-    Some(keys)
 }
 
 /// Redis's key finders for commands whose keys follow a count (its genericGetKeys): the store
