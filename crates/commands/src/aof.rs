@@ -1439,7 +1439,7 @@ fn replay(
         }
     };
     let in_multi = conn.multi.is_some();
-    crate::multi::reset(srv, &mut conn);
+    crate::txn::reset(srv, &mut conn);
     let err = match end {
         None if !in_multi => return Ok(Loaded::Ok),
         None => {

@@ -141,7 +141,7 @@ fn quit(ctx: &mut Ctx, _args: &Args) {
 }
 
 fn reset(ctx: &mut Ctx, _args: &Args) {
-    crate::multi::reset(ctx.srv, ctx.conn);
+    crate::txn::reset(ctx.srv, ctx.conn);
     let c = &mut *ctx.conn;
     c.set_db(0);
     c.reply_mode = ReplyMode::On;

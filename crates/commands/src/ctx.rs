@@ -85,11 +85,11 @@ pub struct Conn {
     /// the client wrote or read); they go out once the log is durable up to it.
     pub obs: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
-    pub multi: Option<crate::multi::MultiState>,
+    pub multi: Option<crate::txn::MultiState>,
     /// The last transaction's buffers, kept for the next MULTI.
-    pub spare_multi: Option<crate::multi::MultiState>,
+    pub spare_multi: Option<crate::txn::MultiState>,
     /// WATCHed keys.
-    pub watch: crate::multi::WatchState,
+    pub watch: crate::txn::WatchState,
     /// True while a script's redis.call runs a command (MONITOR shows it as `lua`).
     pub in_script: bool,
     /// The running script command was already shown to MONITOR (before it ran, as Redis

@@ -48,7 +48,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     conn.handle.last_cmd.store(shown, Relaxed);
     match resolved {
         Ok(entry) if oom && crate::evict::refuses(srv, conn, entry.spec, args) => {
-            crate::multi::reject(srv, conn, out, entry.spec, crate::evict::OOM_ERROR);
+            crate::txn::reject(srv, conn, out, entry.spec, crate::evict::OOM_ERROR);
             record_errors(srv, conn, out, Some(entry), true)
         }
         Ok(entry)
@@ -66,8 +66,8 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         {
             conn.pending_pause = true;
         }
-        Ok(entry) if conn.multi.is_some() && !crate::multi::runs_inside_multi(entry.spec.name) => {
-            crate::multi::queue(conn, out, args, entry);
+        Ok(entry) if conn.multi.is_some() && !crate::txn::runs_inside_multi(entry.spec.name) => {
+            crate::txn::queue(conn, out, args, entry);
             if out.errors > 0 {
                 record_errors(srv, conn, out, Some(entry), true);
             }
@@ -94,7 +94,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             }
         }
         Err(known) => {
-            crate::multi::flag_error(conn);
+            crate::txn::flag_error(conn);
             record_errors(srv, conn, out, known, true)
         }
     }
@@ -168,7 +168,7 @@ pub fn execute_queued(
 fn is_busy(srv: &Server, conn: &mut Conn, out: &mut Reply, entry: &CmdEntry) -> bool {
     match crate::lua::busy_error() {
         Some(e) => {
-            crate::multi::reject(srv, conn, out, entry.spec, e);
+            crate::txn::reject(srv, conn, out, entry.spec, e);
             true
         }
         None => false,

@@ -621,7 +621,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
             break Err(e);
         }
     };
-    crate::multi::reset(srv, &mut conn);
+    crate::txn::reset(srv, &mut conn);
     result
 }
 
