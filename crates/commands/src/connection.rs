@@ -151,7 +151,7 @@ fn reset(ctx: &mut Ctx, _args: &Args) {
     if c.is_monitor() {
         ctx.srv.remove_monitor(c.handle.id);
     }
-    crate::pubsub::forget_client(ctx.srv, c);
+    crate::subscriptions::forget_client(ctx.srv, c);
     crate::tracking::forget_client(ctx.srv, c);
     c.handle.set_flag(
         cflags::MONITOR | cflags::NO_EVICT | cflags::NO_TOUCH | cflags::MULTI,

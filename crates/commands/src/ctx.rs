@@ -43,7 +43,7 @@ pub struct Conn {
     pub push_rx: Option<crate::push::PushRx>,
     pub push_tx: Option<crate::push::PushTx>,
     /// What this client is subscribed to.
-    pub subs: crate::pubsub::ClientSubs,
+    pub subs: crate::subscriptions::ClientSubs,
     /// Set by a command whose reply is a push (the subscribe family): CLIENT REPLY OFF/SKIP
     /// do not silence it.
     pub keep_reply: bool,
@@ -385,7 +385,7 @@ impl<'a> Ctx<'a> {
     pub fn notify_db(&self, class: u32, event: &str, key: &[u8], db: usize) {
         let flags = self.srv.config.hot.notify_flags.load(Relaxed);
         if flags & class != 0 {
-            crate::pubsub::notify_keyspace(self.srv, db, class, event, key);
+            crate::notify::notify_keyspace(self.srv, db, class, event, key);
         }
     }
 }

@@ -117,7 +117,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         crate::tracking::flush_pending(srv);
     }
     if tern_engine::events::any_wanted() {
-        crate::pubsub::flush_engine_events(srv);
+        crate::notify::flush_engine_events(srv);
     }
     // Pushes that are a command's reply (subscribe confirmations) get through a silenced
     // client, as in Redis.
@@ -386,7 +386,7 @@ fn check<'s>(
     }
     if conn.subscribed()
         && out.resp == 2
-        && !crate::pubsub::allowed_while_subscribed(&entry.fullname)
+        && !crate::subscriptions::allowed_while_subscribed(&entry.fullname)
     {
         out.error(&format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",

@@ -307,7 +307,7 @@ fn evict_one(
     }
     let flags = srv.config.hot.notify_flags.load(Relaxed);
     if flags & crate::notify::EVICTED != 0 {
-        crate::pubsub::notify_keyspace(srv, db, crate::notify::EVICTED, "evicted", &key);
+        crate::notify::notify_keyspace(srv, db, crate::notify::EVICTED, "evicted", &key);
     }
     if srv.tracking.active() {
         crate::tracking::invalidate(srv, None, &[&key], true);

@@ -29,6 +29,7 @@ pub mod save_child;
 pub mod save_progress;
 pub mod server;
 pub mod stats;
+pub mod subscriptions;
 pub mod table;
 pub mod tls;
 pub mod tracking;

@@ -65,7 +65,7 @@ pub struct Server {
     /// CLIENT PAUSE.
     pub pause: crate::pause::Pause,
     /// Pub/Sub subscriptions (channels, patterns, shard channels).
-    pub pubsub: crate::pubsub::PubSub,
+    pub pubsub: crate::subscriptions::PubSub,
     /// DEBUG SLEEP's stop of every worker.
     pub world: crate::world::World,
     /// Client-side caching: tracked keys, BCAST prefixes, tracking clients.

@@ -343,7 +343,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         srv.remove_monitor(handle.id);
     }
     tern_commands::txn::reset(&srv, &mut conn);
-    tern_commands::pubsub::forget_client(&srv, &mut conn);
+    tern_commands::subscriptions::forget_client(&srv, &mut conn);
     tern_commands::tracking::forget_client(&srv, &conn);
     handle.push.lock().take();
     handle.detach_socket();

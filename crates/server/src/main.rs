@@ -272,7 +272,7 @@ fn spawn_cron(srv: Arc<Server>) {
                     // expired value, say) is an `expire-cycle` event.
                     srv.latency_event("expire-cycle", started.elapsed().as_millis() as u64);
                     // Keyspace events for the keys this cycle expired.
-                    tern_commands::pubsub::flush_engine_events(&srv);
+                    tern_commands::notify::flush_engine_events(&srv);
                 }
                 tern_commands::tracking::cron(&srv);
                 tern_commands::clients_cron::run(&srv);
