@@ -298,7 +298,7 @@ pub fn command_keys(spec: &CommandSpec, args: &Args) -> Vec<(usize, u32)> {
     }
     let mut out = crate::table::keys_by_specs(spec.keys, args).unwrap_or_default();
     if out.iter().any(|(_, fl)| fl & kflags::VARIABLE_FLAGS != 0) {
-        if let Some(fl) = crate::introspection::variable_key_flags(spec.name, args) {
+        if let Some(fl) = crate::table::variable_key_flags(spec.name, args) {
             for k in out.iter_mut() {
                 k.1 = fl;
             }
@@ -1441,5 +1441,5 @@ const HELP: &[&str] = &[
 ];
 
 fn acl_help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(ctx, "ACL", HELP);
+    crate::ctx::reply_help(ctx, "ACL", HELP);
 }

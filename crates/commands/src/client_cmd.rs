@@ -649,19 +649,5 @@ const HELP: &[&str] = &[
 ];
 
 fn help(ctx: &mut Ctx, _args: &Args) {
-    reply_help(ctx, "CLIENT", HELP);
-}
-
-/// The HELP reply every container shares: a header line, the entries, then HELP itself.
-pub fn reply_help(ctx: &mut Ctx, cmd: &str, lines: &[&str]) {
-    let out = &mut *ctx.out;
-    out.array(lines.len() + 3);
-    out.simple(
-        format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
-    );
-    for l in lines {
-        out.simple(l.as_bytes());
-    }
-    out.simple(b"HELP");
-    out.simple(b"    Print this help.");
+    crate::ctx::reply_help(ctx, "CLIENT", HELP);
 }

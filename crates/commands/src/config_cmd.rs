@@ -105,7 +105,7 @@ const HELP: &[&str] = &[
 ];
 
 fn help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(ctx, "CONFIG", HELP);
+    crate::ctx::reply_help(ctx, "CONFIG", HELP);
 }
 
 /// CONFIG GET pattern [pattern ...]: exact names (hidden ones too, echoed as typed) and glob

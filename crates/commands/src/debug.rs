@@ -488,5 +488,5 @@ const DEBUG_HELP: &[&str] = &[
 ];
 
 fn debug_help(ctx: &mut Ctx) {
-    crate::client_cmd::reply_help(ctx, "DEBUG", DEBUG_HELP);
+    crate::ctx::reply_help(ctx, "DEBUG", DEBUG_HELP);
 }

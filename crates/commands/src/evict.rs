@@ -62,7 +62,7 @@ pub fn used_memory(now_ms: u64) -> u64 {
 }
 
 fn refresh(now_ms: u64) -> u64 {
-    let (allocated, _, _) = crate::memory::jemalloc_stats();
+    let (allocated, _, _) = crate::info_sections::jemalloc_stats();
     USED.store(allocated, Relaxed);
     REFRESHED_MS.store(now_ms, Relaxed);
     THREAD_BASE.with(|b| b.set(thread_net_allocated()));

@@ -643,7 +643,7 @@ fn stats(ctx: &mut Ctx, _args: &Args) {
 }
 
 fn help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(
+    crate::ctx::reply_help(
         ctx,
         "FUNCTION",
         &[

@@ -2,7 +2,7 @@
 //! Everything COMMAND reports is read from the command table; there is no second list.
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
-use crate::client_cmd::reply_help;
+use crate::ctx::reply_help;
 use crate::ctx::Ctx;
 use crate::registry::{CmdEntry, Registry};
 use crate::stats::Histogram;
@@ -642,7 +642,10 @@ fn getkeys_impl(ctx: &mut Ctx, args: &Args, with_flags: bool) {
                 .filter(|(_, fl)| fl & kflags::NOT_KEY == 0)
                 .map(|(pos, fl)| {
                     if fl & kflags::VARIABLE_FLAGS != 0 {
-                        (pos, variable_key_flags(spec.name, &target).unwrap_or(fl))
+                        (
+                            pos,
+                            crate::table::variable_key_flags(spec.name, &target).unwrap_or(fl),
+                        )
                     } else {
                         (pos, fl)
                     }
@@ -723,43 +726,6 @@ fn c_atoi(s: &[u8]) -> i32 {
         i += 1;
     }
     (if neg { v.saturating_neg() } else { v }) as i32
-}
-
-/// The real access flags of commands whose key spec says `variable_flags`: they depend on the
-/// arguments (SET with or without GET, BITFIELD with or without writes).
-pub fn variable_key_flags(name: &str, args: &Args) -> Option<u32> {
-    match name {
-        "set" => Some(if (3..args.len()).any(|i| eq_ic(&args[i], "get")) {
-            kflags::RW | kflags::ACCESS | kflags::UPDATE
-        } else {
-            kflags::OW | kflags::UPDATE
-        }),
-        "bitfield" => {
-            let mut readonly = true;
-            let mut i = 2;
-            while i < args.len() {
-                let rem = args.len() - i - 1;
-                let a = &args[i];
-                if eq_ic(a, "get") && rem >= 2 {
-                    i += 3;
-                } else if (eq_ic(a, "set") || eq_ic(a, "incrby")) && rem >= 3 {
-                    readonly = false;
-                    break;
-                } else if eq_ic(a, "overflow") && rem >= 1 {
-                    i += 2;
-                } else {
-                    readonly = false;
-                    break;
-                }
-            }
-            Some(if readonly {
-                kflags::RO | kflags::ACCESS
-            } else {
-                kflags::RW | kflags::ACCESS | kflags::UPDATE
-            })
-        }
-        _ => None,
-    }
 }
 
 fn command_getkeys(ctx: &mut Ctx, args: &Args) {

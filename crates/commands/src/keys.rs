@@ -1310,5 +1310,5 @@ fn object_help(ctx: &mut Ctx, _args: &Args) {
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
     ];
-    crate::client_cmd::reply_help(ctx, "OBJECT", LINES);
+    crate::ctx::reply_help(ctx, "OBJECT", LINES);
 }

@@ -1,38 +1,4 @@
-//! Process memory figures from jemalloc (the server's global allocator), as INFO memory needs.
-
-/// (allocated, active, resident) bytes; zeros when jemalloc stats are unavailable.
-pub fn jemalloc_stats() -> (u64, u64, u64) {
-    use tikv_jemalloc_ctl::{epoch, stats};
-    if epoch::advance().is_err() {
-        return (0, 0, 0);
-    }
-    // Objects sitting in threads' caches count as allocated to jemalloc but are free to us;
-    // they come and go by the tens of KB as threads refill and flush their caches, so they are
-    // left out (Redis's used_memory counts only what is in use).
-    let cached: usize =
-        unsafe { tikv_jemalloc_ctl::raw::read(b"stats.arenas.4096.tcache_bytes\0") }.unwrap_or(0);
-    let a = (stats::allocated::read().unwrap_or(0) as u64).saturating_sub(cached as u64);
-    let c = stats::active::read().unwrap_or(0) as u64;
-    let r = stats::resident::read().unwrap_or(0) as u64;
-    (a, c, r)
-}
-
-/// Resident set size of the process from /proc (used_memory_rss).
-pub fn rss_bytes() -> u64 {
-    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
-        return 0;
-    };
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
-// ---------------------------------------------------------------------------------------------
-// MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP
-// ---------------------------------------------------------------------------------------------
+//! MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP.
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use crate::ctx::Ctx;
@@ -174,7 +140,7 @@ fn usage(ctx: &mut Ctx, args: &Args) {
 }
 
 fn stats(ctx: &mut Ctx, _args: &Args) {
-    let m = crate::info::memory_figures(ctx.srv);
+    let m = crate::info_sections::memory_figures(ctx.srv);
     let keys: usize = (0..ctx.srv.store.databases())
         .map(|db| ctx.srv.store.db_len(db))
         .sum();
@@ -239,7 +205,7 @@ fn stats(ctx: &mut Ctx, _args: &Args) {
 /// Redis's memory doctor speaks only when something is wrong; tern reports the figures it
 /// can judge (an empty instance, or fragmentation).
 fn doctor(ctx: &mut Ctx, _args: &Args) {
-    let m = crate::info::memory_figures(ctx.srv);
+    let m = crate::info_sections::memory_figures(ctx.srv);
     let text = if m.used < 5 << 20 {
         "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting."
             .to_string()
@@ -280,7 +246,7 @@ fn purge(ctx: &mut Ctx, _args: &Args) {
 }
 
 fn help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(
+    crate::ctx::reply_help(
         ctx,
         "MEMORY",
         &[

@@ -4,7 +4,7 @@
 //! INFO reads, never from INFO's text.
 
 use crate::clients::cflags;
-use crate::info::CommandTotals;
+use crate::info_sections::CommandTotals;
 use crate::server::Server;
 use crate::stats::Histogram;
 use std::fmt::Write;
@@ -88,7 +88,7 @@ pub fn render(srv: &Server) -> String {
             ("role", role),
             ("tcp_port", &srv.tcp_port.load(Relaxed).to_string()),
             ("process_id", &std::process::id().to_string()),
-            ("run_id", crate::info::master_replid()),
+            ("run_id", crate::info_sections::master_replid()),
         ],
         1.0,
     );
@@ -153,7 +153,7 @@ fn clients(srv: &Server, o: &mut Out) {
 }
 
 fn memory(srv: &Server, o: &mut Out) {
-    let m = crate::info::memory_figures(srv);
+    let m = crate::info_sections::memory_figures(srv);
     o.info_fields(
         "gauge",
         &[
@@ -390,7 +390,7 @@ fn replication(srv: &Server, o: &mut Out, role: &str) {
 /// Per command, as INFO commandstats and latencystats: calls, time, rejected and failed
 /// calls, and the latency percentiles as a summary.
 fn commands(srv: &Server, o: &mut Out) {
-    let rows: Vec<CommandTotals> = crate::info::command_totals(srv, true)
+    let rows: Vec<CommandTotals> = crate::info_sections::command_totals(srv, true)
         .into_iter()
         .filter(|r| r.calls > 0 || r.rejected > 0 || r.failed > 0)
         .collect();
@@ -426,7 +426,7 @@ fn commands(srv: &Server, o: &mut Out) {
     if !srv.config.hot.latency_tracking.load(Relaxed) {
         return;
     }
-    let percentiles = crate::info::latency_percentiles(srv);
+    let percentiles = crate::info_sections::latency_percentiles(srv);
     o.family(
         "redis_latency_percentiles_usec",
         "summary",

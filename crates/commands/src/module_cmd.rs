@@ -10,7 +10,7 @@ use crate::table::{acl, flags as f, CommandSpec};
 const LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
 
 fn help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(
+    crate::ctx::reply_help(
         ctx,
         "MODULE",
         &[

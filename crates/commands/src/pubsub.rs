@@ -292,7 +292,7 @@ fn syntax_error(ctx: &mut Ctx, args: &Args) {
 }
 
 fn pubsub_help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(
+    crate::ctx::reply_help(
         ctx,
         "PUBSUB",
         &[

@@ -261,7 +261,7 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
     let now = clock::now_ms();
     let extra = vec![
         ("repl-stream-db", "0".to_string()),
-        ("repl-id", crate::info::master_replid().to_string()),
+        ("repl-id", crate::info_sections::master_replid().to_string()),
     ];
     let writer = crate::aof::snapshot_into(
         srv,

@@ -615,7 +615,7 @@ fn script_debug(ctx: &mut Ctx, args: &Args) {
 }
 
 fn script_help(ctx: &mut Ctx, _args: &Args) {
-    crate::client_cmd::reply_help(
+    crate::ctx::reply_help(
         ctx,
         "SCRIPT",
         &[

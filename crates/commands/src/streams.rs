@@ -1372,7 +1372,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
             "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
             "    Set the current group ID and entries_read counter.",
         ];
-        return crate::client_cmd::reply_help(ctx, "XGROUP", LINES);
+        return crate::ctx::reply_help(ctx, "XGROUP", LINES);
     }
     let create = eq_ic(opt, "CREATE");
     let setid = eq_ic(opt, "SETID");
@@ -2093,7 +2093,7 @@ fn xinfo(ctx: &mut Ctx, args: &Args) {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
         ];
-        return crate::client_cmd::reply_help(ctx, "XINFO", LINES);
+        return crate::ctx::reply_help(ctx, "XINFO", LINES);
     }
     let key = &args[2];
     let now = ctx.now_ms as i64;

@@ -2,6 +2,7 @@
 //! categories, once. COMMAND, COMMAND INFO/DOCS/GETKEYS, arity and flag checks and the lock
 //! planner all read it; nothing else lists commands.
 
+use crate::args::eq_ic;
 use crate::ctx::Ctx;
 use crate::Args;
 
@@ -524,4 +525,41 @@ pub fn keys_by_specs(specs: &[KeySpec], args: &Args) -> Option<Vec<(usize, u32)>
         }
     }
     Some(keys)
+}
+
+/// The real access flags of commands whose key spec says `variable_flags`: they depend on the
+/// arguments (SET with or without GET, BITFIELD with or without writes).
+pub fn variable_key_flags(name: &str, args: &Args) -> Option<u32> {
+    match name {
+        "set" => Some(if (3..args.len()).any(|i| eq_ic(&args[i], "get")) {
+            kflags::RW | kflags::ACCESS | kflags::UPDATE
+        } else {
+            kflags::OW | kflags::UPDATE
+        }),
+        "bitfield" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < args.len() {
+                let rem = args.len() - i - 1;
+                let a = &args[i];
+                if eq_ic(a, "get") && rem >= 2 {
+                    i += 3;
+                } else if (eq_ic(a, "set") || eq_ic(a, "incrby")) && rem >= 3 {
+                    readonly = false;
+                    break;
+                } else if eq_ic(a, "overflow") && rem >= 1 {
+                    i += 2;
+                } else {
+                    readonly = false;
+                    break;
+                }
+            }
+            Some(if readonly {
+                kflags::RO | kflags::ACCESS
+            } else {
+                kflags::RW | kflags::ACCESS | kflags::UPDATE
+            })
+        }
+        _ => None,
+    }
 }

@@ -84,7 +84,7 @@ async fn send_rdb<S: ClientStream>(
     if kind == SyncKind::Psync {
         head.push_str(&format!(
             "+FULLRESYNC {} {offset}\r\n",
-            tern_commands::info::master_replid()
+            tern_commands::info_sections::master_replid()
         ));
     }
     head.push_str(&format!("${len}\r\n"));
