@@ -1935,10 +1935,8 @@ impl Config {
                     self.load_text(&text, path, depth + 1)?;
                 }
                 "rename-command" if argc == 3 => {
-                    let exists = crate::families()
-                        .iter()
-                        .flat_map(|f| f.iter())
-                        .any(|c| c.name.eq_ignore_ascii_case(&argv[1]));
+                    let exists =
+                        crate::table::commands().any(|c| c.name.eq_ignore_ascii_case(&argv[1]));
                     if !exists {
                         return Err(bad("No such command in rename-command"));
                     }

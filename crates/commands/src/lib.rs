@@ -80,43 +80,48 @@ pub use server::Server;
 
 use table::CommandSpec;
 
-/// Every family's table; the registry is built from exactly this list.
-pub fn families() -> [&'static [CommandSpec]; 33] {
-    [
-        acl::COMMANDS,
-        cluster::COMMANDS,
-        module_cmd::COMMANDS,
-        aof::COMMANDS,
-        connection::COMMANDS,
-        strings::COMMANDS,
-        keys::COMMANDS,
-        config_cmd::COMMANDS,
-        info::COMMANDS,
-        client_cmd::COMMANDS,
-        introspection::COMMANDS,
-        debug::COMMANDS,
-        shutdown::COMMANDS,
-        functions::COMMANDS,
-        scripting::COMMANDS,
-        memory::COMMANDS,
-        hashes::COMMANDS,
-        lists::COMMANDS,
-        sets::COMMANDS,
-        zsets::COMMANDS,
-        streams::COMMANDS,
-        bitops::COMMANDS,
-        hll::COMMANDS,
-        geo::COMMANDS,
-        sort::COMMANDS,
-        multi::COMMANDS,
-        pubsub::COMMANDS,
-        wait::COMMANDS,
-        persistence::COMMANDS,
-        migrate::COMMANDS,
-        replication::COMMANDS,
-        master_link::COMMANDS,
-        lolwut::COMMANDS,
-    ]
+/// Every family's table; the registry is built from exactly this list, which the binary
+/// hands to the runtime at start-up (`install_command_table`).
+pub static FAMILIES: &[&[CommandSpec]] = &[
+    acl::COMMANDS,
+    cluster::COMMANDS,
+    module_cmd::COMMANDS,
+    aof::COMMANDS,
+    connection::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+    config_cmd::COMMANDS,
+    info::COMMANDS,
+    client_cmd::COMMANDS,
+    introspection::COMMANDS,
+    debug::COMMANDS,
+    shutdown::COMMANDS,
+    functions::COMMANDS,
+    scripting::COMMANDS,
+    memory::COMMANDS,
+    hashes::COMMANDS,
+    lists::COMMANDS,
+    sets::COMMANDS,
+    zsets::COMMANDS,
+    streams::COMMANDS,
+    bitops::COMMANDS,
+    hll::COMMANDS,
+    geo::COMMANDS,
+    sort::COMMANDS,
+    multi::COMMANDS,
+    pubsub::COMMANDS,
+    wait::COMMANDS,
+    persistence::COMMANDS,
+    migrate::COMMANDS,
+    replication::COMMANDS,
+    master_link::COMMANDS,
+    lolwut::COMMANDS,
+];
+
+/// Hand the command families to the runtime (before the configuration is read: it checks
+/// `rename-command` and ACL rules against them).
+pub fn install_command_table() {
+    table::install(FAMILIES);
 }
 
 /// The Redis version tern is compatible with (reported as `redis_version`, HELLO `version`).

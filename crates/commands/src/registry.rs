@@ -24,12 +24,24 @@ unsafe impl Sync for Registry {}
 
 impl Registry {
     pub fn build() -> Registry {
+        Registry::build_renamed(&[])
+    }
+
+    /// The table with `rename-command` applied: each (old, new) pair serves the command
+    /// under the new name only; an empty new name removes it. COMMAND INFO and INFO
+    /// commandstats keep the original name, as in Redis.
+    pub fn build_renamed(renames: &[(String, String)]) -> Registry {
         let mut id = 0;
         let mut top = HashMap::new();
-        for family in crate::families() {
-            for spec in family.iter() {
-                let entry = make_entry(spec, None, &mut id);
-                top.insert(spec.name.to_string(), entry);
+        for spec in crate::table::commands() {
+            let entry = make_entry(spec, None, &mut id);
+            top.insert(spec.name.to_string(), entry);
+        }
+        for (old, new) in renames {
+            if let Some(entry) = top.remove(old.as_str()) {
+                if !new.is_empty() {
+                    top.insert(new.to_ascii_lowercase(), entry);
+                }
             }
         }
         let by_bytes = top

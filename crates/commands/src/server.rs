@@ -79,7 +79,7 @@ pub struct Server {
 impl Server {
     pub fn new(config: Config, threads: usize) -> Server {
         let databases = config.get_i64("databases").max(1) as usize;
-        let commands = Registry::build();
+        let commands = Registry::build_renamed(&config.renames.lock());
         let stats = StatsRegistry::default();
         stats.set_command_count(commands.len());
         let now = tern_engine::clock::now_ms();

@@ -227,6 +227,26 @@ impl KeySpec {
     }
 }
 
+/// The command families, handed over by the binary at start-up: the runtime cannot name them
+/// (they live above it). Process-wide on purpose: the table is code, the same for every
+/// server a process could run.
+static FAMILIES: std::sync::OnceLock<&'static [&'static [CommandSpec]]> =
+    std::sync::OnceLock::new();
+
+/// Install the command table (once; later calls are ignored).
+pub fn install(families: &'static [&'static [CommandSpec]]) {
+    let _ = FAMILIES.set(families);
+}
+
+/// Every top-level command of the installed table.
+pub fn commands() -> impl Iterator<Item = &'static CommandSpec> {
+    FAMILIES
+        .get()
+        .expect("the command table is installed at start-up (table::install)")
+        .iter()
+        .flat_map(|f| f.iter())
+}
+
 /// One entry of the command table. Container commands (CONFIG, CLIENT, ...) list their
 /// subcommands, which are entries of their own.
 #[derive(Debug)]

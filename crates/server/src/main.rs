@@ -30,6 +30,7 @@ fn main() {
             tern_commands::save_child::child_main(template);
         }
     }
+    tern_commands::install_command_table();
     let config = match startup::parse_args(&args) {
         startup::Startup::Run(c) => *c,
         startup::Startup::Exit(code) => std::process::exit(code),

@@ -776,6 +776,7 @@ mod tests {
 
     #[test]
     fn command_rules_compact() {
+        crate::install_command_table();
         let reg = Registry::build();
         let cx = cx(&reg);
         let mut r = Rules::new(&cx);
@@ -804,6 +805,7 @@ mod tests {
 
     #[test]
     fn describe_user() {
+        crate::install_command_table();
         let reg = Registry::build();
         let cx = cx(&reg);
         let mut r = Rules::new(&cx);
