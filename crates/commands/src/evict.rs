@@ -325,8 +325,8 @@ pub fn refuses(_srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> b
         return true;
     }
     match spec.name {
-        "eval" | "eval_ro" => crate::scripting::eval_denies_oom(false, args),
-        "evalsha" | "evalsha_ro" => crate::scripting::eval_denies_oom(true, args),
+        "eval" | "eval_ro" => crate::lua::scripts::eval_denies_oom(false, args),
+        "evalsha" | "evalsha_ro" => crate::lua::scripts::eval_denies_oom(true, args),
         "fcall" | "fcall_ro" => crate::functions::fcall_denies_oom(args),
         "exec" => conn.multi.as_ref().is_some_and(|m| {
             m.commands()

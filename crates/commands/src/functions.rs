@@ -414,7 +414,7 @@ pub fn fcall_denies_oom(args: &Args) -> bool {
         && LIBS
             .read()
             .function(&args[1])
-            .is_some_and(|(_, f)| crate::scripting::flags_deny_oom(f.flags))
+            .is_some_and(|(_, f)| crate::lua::scripts::flags_deny_oom(f.flags))
 }
 
 /// May this FCALL write (CLIENT PAUSE WRITE holds it)? Unless its function says `no-writes`.
@@ -442,10 +442,10 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
     else {
         return ctx.error("ERR Function not found");
     };
-    let Some(nk) = crate::scripting::numkeys(ctx, args, "ERR Bad number of keys provided") else {
+    let Some(nk) = crate::lua::scripts::numkeys(ctx, args, "ERR Bad number of keys provided") else {
         return;
     };
-    if !crate::scripting::check_flags(ctx, fl, ro) {
+    if !crate::lua::scripts::check_flags(ctx, fl, ro) {
         return;
     }
     if history.offload(ctx) {

@@ -381,11 +381,11 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     let (vm_eval, vm_functions) = crate::lua::vm_memory(
-        crate::scripting::generation(),
+        crate::lua::scripts::generation(),
         crate::functions::generation(),
     );
     let vm_total = vm_eval + vm_functions;
-    let (cached_scripts, scripts_eval) = crate::scripting::cache_stats();
+    let (cached_scripts, scripts_eval) = crate::lua::scripts::cache_stats();
     let scripts_eval = scripts_eval as u64;
     let (libraries, functions) = crate::functions::counts();
     let mem_functions = crate::functions::memory_overhead();

@@ -108,7 +108,7 @@ pub fn holds(conn: &Conn, spec: &CommandSpec, args: &Args, all: bool) -> bool {
 /// that do not declare `no-writes` (or are unknown).
 fn may_replicate(conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
     match spec.name {
-        "eval" | "evalsha" => crate::scripting::eval_may_write(spec.name == "evalsha", args),
+        "eval" | "evalsha" => crate::lua::scripts::eval_may_write(spec.name == "evalsha", args),
         "fcall" => crate::functions::fcall_may_write(args),
         "exec" => conn
             .multi

@@ -1,17 +1,11 @@
-//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT. The script cache (sha -> body and flags) is
-//! process-wide, so SCRIPT LOAD on one connection serves EVALSHA on every thread; each
-//! thread's Lua state compiles a script the first time it runs it there.
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT. The script cache is the runtime's
+//! (`crate::lua::scripts`).
 
-use crate::args::{eq_ic, parse_i64, Args};
+use crate::args::{eq_ic, Args};
 use crate::ctx::Ctx;
-use crate::lua::{self, sflags};
+use crate::lua::{self, scripts, sflags};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-use crate::txn::LockPlan;
-use parking_lot::RwLock;
-use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, LazyLock};
 
 const EVAL_FLAGS: u32 = f::NOSCRIPT
     | f::SKIP_MONITOR
@@ -167,282 +161,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// One cached script.
-pub struct Script {
-    /// Its SHA1 in lowercase hex (what errors and SCRIPT LOAD show), and as bytes.
-    pub sha: String,
-    pub digest: Sha,
-    pub body: Vec<u8>,
-    /// Shebang flags (`sflags`), or EVAL_COMPAT without a shebang.
-    pub flags: u32,
-    /// Bytes of the shebang line, skipped when compiling (its newline is kept, so line
-    /// numbers stay right).
-    pub shebang_len: usize,
-    /// Slow last time: run on a script thread.
-    pub history: lua::RunHistory,
-}
-
-#[derive(Default)]
-struct Cache {
-    scripts: HashMap<String, Arc<Script>>,
-    bytes: usize,
-}
-
-static CACHE: LazyLock<RwLock<Cache>> = LazyLock::new(Default::default);
-
-/// A SHA1 digest, the key of the per-thread lookups.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Sha([u8; 20]);
-
-impl Sha {
-    /// From 40 hex digits, either case; None for anything else (no script has that name).
-    pub fn from_hex(hex: &[u8]) -> Option<Sha> {
-        if hex.len() != 40 {
-            return None;
-        }
-        let digit = |c: u8| match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        };
-        let mut out = [0u8; 20];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = (digit(hex[2 * i])? << 4) | digit(hex[2 * i + 1])?;
-        }
-        Some(Sha(out))
-    }
-}
-
-impl std::hash::Hash for Sha {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&self.0[..8]);
-        state.write_u64(u64::from_le_bytes(w));
-    }
-}
-
-/// A digest's bytes are already uniformly spread: its first eight are its hash.
-#[derive(Default)]
-pub struct ShaHasher(u64);
-
-impl std::hash::Hasher for ShaHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A map keyed by script digest.
-pub type ShaMap<V> = HashMap<Sha, V, std::hash::BuildHasherDefault<ShaHasher>>;
-
-/// A script's digest as a client spelled it (40 hex digits), the key of the per-thread
-/// lookup: no decoding before the lookup, and the first 8 digits are its hash.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct HexKey([u8; 40]);
-
-impl std::hash::Hash for HexKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&self.0[..8]);
-        state.write_u64(u64::from_le_bytes(w));
-    }
-}
-
-/// A thread's reference to a cached script: cloning it is a plain increment, where cloning
-/// the Arc would be an atomic one on a line every thread running the script shares.
-#[allow(clippy::redundant_allocation)]
-type ScriptRef = Rc<Arc<Script>>;
-
-type LocalScripts = HashMap<HexKey, ScriptRef, std::hash::BuildHasherDefault<ShaHasher>>;
-
-thread_local! {
-    /// This thread's view of the script cache for the generation it was filled in: EVALSHA
-    /// finds a script without the shared lock, and takes a thread-local reference to it, so
-    /// that threads running the same script share its cache lines read-only (no reader
-    /// count or reference count bouncing between cores).
-    static LOCAL: std::cell::RefCell<(u64, LocalScripts)> =
-        std::cell::RefCell::new((u64::MAX, LocalScripts::default()));
-}
-
-/// The cached script with digest `hex` (40 hex digits, either case).
-fn lookup(hex: &[u8]) -> Option<ScriptRef> {
-    let key = HexKey(hex.try_into().ok()?);
-    let gen = GEN.load(Relaxed);
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
-        if l.0 != gen {
-            l.1.clear();
-            l.0 = gen;
-        }
-        if let Some(s) = l.1.get(&key) {
-            return Some(s.clone());
-        }
-        // Read after `gen`: a SCRIPT FLUSH in between empties the cache first (NOSCRIPT), or
-        // bumps the generation after, which clears this copy on the next lookup.
-        let lower = std::str::from_utf8(hex).ok()?.to_ascii_lowercase();
-        let s = Rc::new(CACHE.read().scripts.get(lower.as_str()).cloned()?);
-        l.1.insert(key, s.clone());
-        Some(s)
-    })
-}
-
-/// Bumped by SCRIPT FLUSH: every thread then starts a fresh Lua state.
-static GEN: AtomicU64 = AtomicU64::new(0);
-
-/// The script cache's generation (SCRIPT FLUSH bumps it).
-pub fn generation() -> u64 {
-    GEN.load(Relaxed)
-}
-
-/// (number of cached scripts, bytes of their bodies) for INFO.
-pub fn cache_stats() -> (usize, usize) {
-    let c = CACHE.read();
-    (c.scripts.len(), c.bytes)
-}
-
-/// Script flags that make a script a `denyoom` command (Redis's scriptFlagsToCmdFlags): a
-/// shebang script that neither says `allow-oom` nor `no-writes`.
-pub fn flags_deny_oom(fl: u32) -> bool {
-    fl & sflags::EVAL_COMPAT == 0 && fl & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0
-}
-
-/// May this EVAL/EVALSHA write (CLIENT PAUSE WRITE holds it)? A script without a shebang, or
-/// not in the cache, may; one with a shebang may unless it declares `no-writes`.
-pub fn eval_may_write(by_sha: bool, args: &Args) -> bool {
-    if args.len() < 2 {
-        return true;
-    }
-    let fl = if by_sha {
-        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        match CACHE.read().scripts.get(&sha) {
-            Some(s) => s.flags,
-            None => return true,
-        }
-    } else {
-        match shebang_flags(&args[1]) {
-            Ok((fl, _)) => fl,
-            Err(_) => return true,
-        }
-    };
-    fl & sflags::EVAL_COMPAT != 0 || fl & sflags::NO_WRITES == 0
-}
-
-/// Is this EVAL/EVALSHA (and _RO) refused while memory is over `maxmemory`?
-pub fn eval_denies_oom(by_sha: bool, args: &Args) -> bool {
-    if args.len() < 2 {
-        return false;
-    }
-    let fl = if by_sha {
-        match lookup(&args[1]) {
-            Some(s) => s.flags,
-            None => return false,
-        }
-    } else {
-        match shebang_flags(&args[1]) {
-            Ok((fl, _)) => fl,
-            Err(_) => return false,
-        }
-    };
-    flags_deny_oom(fl)
-}
-
-/// Redis's shebang parsing for EVAL scripts: `#!lua [flags=a,b]`.
-pub fn shebang_flags(body: &[u8]) -> Result<(u32, usize), String> {
-    if !body.starts_with(b"#!") {
-        return Ok((sflags::EVAL_COMPAT, 0));
-    }
-    let Some(end) = body.iter().position(|&c| c == b'\n') else {
-        return Err("Invalid script shebang".into());
-    };
-    let mut buf = Vec::new();
-    let mut ranges = Vec::new();
-    if tern_resp::split_args(&body[..end], &mut buf, &mut ranges).is_err() || ranges.is_empty() {
-        return Err("Invalid engine in script shebang".into());
-    }
-    let part = |i: usize| &buf[ranges[i].0..ranges[i].1];
-    if part(0) != b"#!lua" {
-        return Err(format!(
-            "Unexpected engine in script shebang: {}",
-            String::from_utf8_lossy(part(0))
-        ));
-    }
-    let mut fl = 0;
-    for i in 1..ranges.len() {
-        let p = part(i);
-        let Some(list) = p.strip_prefix(b"flags=") else {
-            return Err(format!(
-                "Unknown lua shebang option: {}",
-                String::from_utf8_lossy(p)
-            ));
-        };
-        // `flags=` alone declares no flags (Redis splits an empty list into nothing).
-        for name in list.split(|&c| c == b',').filter(|_| !list.is_empty()) {
-            match sflags::NAMES.iter().find(|(_, n)| n.as_bytes() == name) {
-                Some((bit, _)) => fl |= bit,
-                None => {
-                    return Err(format!(
-                        "Unexpected flag in script shebang: {}",
-                        String::from_utf8_lossy(name)
-                    ))
-                }
-            }
-        }
-    }
-    Ok((fl, end))
-}
-
-/// `script` compiled on this thread's VM (the first time it runs here).
-fn ensure_compiled(vm: &mut lua::Vm, script: &Script) -> Result<lua::Compiled, String> {
-    let sha = script.digest;
-    if let Some(&c) = vm.scripts.get(&sha) {
-        return Ok(c);
-    }
-    let f = vm
-        .compile(&script.body[script.shebang_len..], "@user_script")
-        .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
-    let c = vm.keep(f)?;
-    vm.scripts.insert(sha, c);
-    Ok(c)
-}
-
-/// Add a script to the cache after compiling it here (SCRIPT LOAD, first EVAL).
-fn create(body: &[u8]) -> Result<Arc<Script>, String> {
-    let sha = lua::sha1_hex(body);
-    if let Some(s) = CACHE.read().scripts.get(&sha) {
-        return Ok(s.clone());
-    }
-    let (flags, shebang_len) = shebang_flags(body).map_err(|e| format!("ERR {e}"))?;
-    let script = Arc::new(Script {
-        digest: Sha::from_hex(sha.as_bytes()).expect("sha1_hex gives 40 hex digits"),
-        sha: sha.clone(),
-        body: body.to_vec(),
-        flags,
-        shebang_len,
-        history: Default::default(),
-    });
-    let gen = GEN.load(Relaxed);
-    lua::with_vm(
-        true,
-        gen,
-        |_| Ok(()),
-        |vm| ensure_compiled(vm, &script).map(|_| ()),
-    )??;
-    let mut c = CACHE.write();
-    if !c.scripts.contains_key(&sha) {
-        c.bytes += body.len() + 40;
-        c.scripts.insert(sha, script.clone());
-    }
-    Ok(script)
-}
-
 fn eval(ctx: &mut Ctx, args: &Args) {
     eval_generic(ctx, args, false, false)
 }
@@ -456,84 +174,25 @@ fn evalsha_ro(ctx: &mut Ctx, args: &Args) {
     eval_generic(ctx, args, true, true)
 }
 
-/// numkeys as EVAL and FCALL check it (`bad_int` is the error for a non-integer).
-pub fn numkeys(ctx: &mut Ctx, args: &Args, bad_int: &str) -> Option<usize> {
-    let Some(n) = parse_i64(&args[2]) else {
-        ctx.error(bad_int);
-        return None;
-    };
-    if n > args.len() as i64 - 3 {
-        ctx.error("ERR Number of keys can't be greater than number of args");
-        return None;
-    }
-    if n < 0 {
-        ctx.error("ERR Number of keys can't be negative");
-        return None;
-    }
-    Some(n as usize)
-}
-
-/// Redis's checks before a script with declared flags runs (compat-mode scripts skip them).
-pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
-    if fl & sflags::EVAL_COMPAT != 0 {
-        return true;
-    }
-    if fl & sflags::NO_WRITES == 0 && ro {
-        ctx.error("ERR Can not execute a script with write flag using *_ro command.");
-        return false;
-    }
-    if crate::master_link::obeys(ctx.conn.handle.id) {
-        return true;
-    }
-    if fl & sflags::NO_WRITES == 0 {
-        if let Some(e) = crate::persistence::disk_error(ctx.srv) {
-            ctx.error(e);
-            return false;
-        }
-        if let Some(e) = crate::replication::deny_write(ctx.srv) {
-            ctx.error(e);
-            return false;
-        }
-    }
-    // On a replica, as Redis's scriptPrepareForRun.
-    let stale_ok = fl & sflags::ALLOW_STALE != 0;
-    match crate::master_link::deny_reason(ctx.srv, fl & sflags::NO_WRITES == 0, stale_ok) {
-        Some(e) if e.starts_with("READONLY") => {
-            ctx.error("READONLY Can not run script with write flag on readonly replica");
-            false
-        }
-        Some(e) => {
-            ctx.error(e);
-            false
-        }
-        None => true,
-    }
-}
-
-/// The lock plan of a script: its declared keys in the current database.
-pub fn plan<'a>(db: usize, keys: impl Iterator<Item = &'a [u8]>) -> LockPlan {
-    LockPlan::Keys(keys.map(|k| (db, tern_engine::key_hash(k))).collect())
-}
-
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
     if by_sha && args[1].len() != 40 {
         return ctx.error("NOSCRIPT No matching script. Please use EVAL.");
     }
-    let Some(nk) = numkeys(ctx, args, crate::args::ERR_NOT_INT) else {
+    let Some(nk) = scripts::numkeys(ctx, args, crate::args::ERR_NOT_INT) else {
         return;
     };
     let script = if by_sha {
-        match lookup(&args[1]) {
+        match scripts::lookup(&args[1]) {
             Some(s) => s,
             None => return ctx.error("NOSCRIPT No matching script. Please use EVAL."),
         }
     } else {
-        match create(&args[1]) {
+        match scripts::create(&args[1]) {
             Ok(x) => Rc::new(x),
             Err(e) => return ctx.error(&e),
         }
     };
-    if !check_flags(ctx, script.flags, ro) {
+    if !scripts::check_flags(ctx, script.flags, ro) {
         return;
     }
     if script.history.offload(ctx) {
@@ -541,13 +200,13 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
     }
     let read_only =
         ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
-    let gen = GEN.load(Relaxed);
+    let gen = scripts::generation();
     let r = lua::with_vm(
         true,
         gen,
         |_| Ok(()),
         |vm| -> Result<(), String> {
-            let f = ensure_compiled(vm, &script)?;
+            let f = scripts::ensure_compiled(vm, &script)?;
             let spec = lua::Run {
                 is_eval: true,
                 name: &script.sha,
@@ -567,18 +226,16 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
 }
 
 fn script_load(ctx: &mut Ctx, args: &Args) {
-    match create(&args[2]) {
+    match scripts::create(&args[2]) {
         Ok(s) => ctx.out.bulk(s.sha.as_bytes()),
         Err(e) => ctx.error(&e),
     }
 }
 
 fn script_exists(ctx: &mut Ctx, args: &Args) {
-    let c = CACHE.read();
     ctx.out.array(args.len() - 2);
     for i in 2..args.len() {
-        let sha = String::from_utf8_lossy(&args[i]).to_ascii_lowercase();
-        ctx.out.int(c.scripts.contains_key(&sha) as i64);
+        ctx.out.int(scripts::exists(&args[i]) as i64);
     }
 }
 
@@ -587,12 +244,7 @@ fn script_flush(ctx: &mut Ctx, args: &Args) {
     {
         return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
     }
-    {
-        let mut c = CACHE.write();
-        c.scripts.clear();
-        c.bytes = 0;
-    }
-    GEN.fetch_add(1, Relaxed);
+    scripts::flush();
     ctx.out.ok();
 }
 

@@ -7,6 +7,7 @@
 //! prelude in `prelude.lua`; the Rust side supplies the raw functions it wraps.
 
 pub mod convert;
+pub mod scripts;
 
 use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
@@ -106,7 +107,7 @@ impl RunHistory {
 /// so that workers do not wait for its shards on their own threads.
 pub fn run_atomic(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, history: &RunHistory) {
     let srv = ctx.srv;
-    let plan = crate::scripting::plan(ctx.conn.db, spec.keys());
+    let plan = crate::lua::scripts::plan(ctx.conn.db, spec.keys());
     let start = Instant::now();
     crate::txn::run_locked(srv, plan, || {
         if ctx.conn.offloaded {
@@ -413,7 +414,7 @@ pub struct Vm {
     /// Function VM: function name -> callback.
     pub compiled: std::collections::HashMap<String, Compiled>,
     /// EVAL VM: sha -> compiled script.
-    pub scripts: crate::scripting::ShaMap<Compiled>,
+    pub scripts: crate::lua::scripts::ShaMap<Compiled>,
     /// Script cache / function library generation this VM matches.
     pub gen: u64,
     is_eval: bool,
