@@ -696,7 +696,7 @@ fn write_base(
         snapshot_into_abortable(srv, at_cut, abort, || {
             crate::save_progress::Counted::new(tern_persist::aof::rewrite::CommandWriter::new(
                 out,
-                &crate::functions::library_codes(),
+                &crate::lua::libraries::library_codes(),
                 now,
             ))
         })

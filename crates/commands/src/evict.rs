@@ -327,7 +327,7 @@ pub fn refuses(_srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> b
     match spec.name {
         "eval" | "eval_ro" => crate::lua::scripts::eval_denies_oom(false, args),
         "evalsha" | "evalsha_ro" => crate::lua::scripts::eval_denies_oom(true, args),
-        "fcall" | "fcall_ro" => crate::functions::fcall_denies_oom(args),
+        "fcall" | "fcall_ro" => crate::lua::libraries::fcall_denies_oom(args),
         "exec" => conn.multi.as_ref().is_some_and(|m| {
             m.commands()
                 .any(|(_, e)| e.spec.flags & flags::DENYOOM != 0)

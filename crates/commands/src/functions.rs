@@ -1,17 +1,15 @@
 //! Redis 7 functions: FUNCTION LOAD/DELETE/FLUSH/LIST/DUMP/RESTORE/STATS/KILL/HELP, FCALL and
-//! FCALL_RO. The set of libraries (their code and what they registered) is process-wide; each
-//! worker thread runs the libraries' code in its own function Lua state the first time it
-//! needs them after a change, so FCALLs on different threads run at the same time.
+//! FCALL_RO. The library set and the threads' function Lua states are the runtime's
+//! (`crate::lua::libraries`).
 //!
 //! FUNCTION DUMP produces Redis's payload (one RDB_OPCODE_FUNCTION2 string per library, the
 //! RDB version, a CRC64), and FUNCTION RESTORE reads Redis's (LZF-compressed strings too).
 
 use crate::args::{eq_ic, Args};
 use crate::ctx::Ctx;
-use crate::lua::{self, sflags, NewFunction};
+use crate::lua::libraries::{self, Library, RestorePolicy};
+use crate::lua::{self, sflags};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-use parking_lot::RwLock;
-use std::sync::{Arc, LazyLock};
 
 const FCALL_FLAGS: u32 = f::NOSCRIPT
     | f::SKIP_MONITOR
@@ -187,244 +185,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 // ---------------------------------------------------------------------------------------------
-// The library set
-
-#[derive(Clone)]
-pub struct FuncMeta {
-    pub name: String,
-    pub description: Option<Vec<u8>>,
-    pub flags: u32,
-    /// Slow last time: run on a script thread (shared by the library's clones).
-    pub history: Arc<lua::RunHistory>,
-}
-
-#[derive(Clone)]
-pub struct Library {
-    pub name: String,
-    /// The code as loaded, shebang included.
-    pub code: Vec<u8>,
-    pub functions: Vec<FuncMeta>,
-}
-
-#[derive(Default, Clone)]
-struct Libs {
-    libs: Vec<Library>,
-    /// Bumped on every change; thread VMs built for an older one are rebuilt.
-    gen: u64,
-}
-
-impl Libs {
-    fn lib(&self, name: &str) -> Option<&Library> {
-        self.libs.iter().find(|l| l.name == name)
-    }
-
-    fn function(&self, name: &[u8]) -> Option<(&Library, &FuncMeta)> {
-        self.libs.iter().find_map(|l| {
-            l.functions
-                .iter()
-                .find(|f| f.name.as_bytes().eq_ignore_ascii_case(name))
-                .map(|f| (l, f))
-        })
-    }
-
-    fn function_count(&self) -> usize {
-        self.libs.iter().map(|l| l.functions.len()).sum()
-    }
-
-    /// Add `new` libraries; with `replace` a library of the same name goes, otherwise that is
-    /// an error, as is a function name another library has.
-    fn join(&mut self, new: Vec<Library>, replace: bool) -> Result<(), String> {
-        let mut next = self.clone();
-        for l in &new {
-            if next.lib(&l.name).is_some() {
-                if !replace {
-                    return Err(format!("ERR Library {} already exists", l.name));
-                }
-                next.libs.retain(|o| o.name != l.name);
-            }
-        }
-        for l in &new {
-            for f in &l.functions {
-                if next.function(f.name.as_bytes()).is_some() {
-                    return Err(format!("ERR Function {} already exists", f.name));
-                }
-            }
-            next.libs.push(l.clone());
-        }
-        next.gen += 1;
-        *self = next;
-        Ok(())
-    }
-}
-
-static LIBS: LazyLock<RwLock<Libs>> = LazyLock::new(Default::default);
-
-/// (libraries, functions) for INFO and FUNCTION STATS.
-pub fn counts() -> (usize, usize) {
-    let l = LIBS.read();
-    (l.libs.len(), l.function_count())
-}
-
-/// The library set's generation (every change bumps it).
-pub fn generation() -> u64 {
-    LIBS.read().gen
-}
-
-/// Bytes the library set keeps outside the Lua states (code, names, descriptions).
-pub fn memory_overhead() -> u64 {
-    let l = LIBS.read();
-    l.libs
-        .iter()
-        .map(|lib| {
-            lib.code.len()
-                + lib.name.len()
-                + lib
-                    .functions
-                    .iter()
-                    .map(|f| f.name.len() + f.description.as_ref().map_or(0, |d| d.len()) + 48)
-                    .sum::<usize>()
-                + 64
-        })
-        .sum::<usize>() as u64
-}
-
-/// Function and library names: letters, digits and underscores, at least one.
-pub fn valid_name(s: &[u8]) -> bool {
-    !s.is_empty() && s.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
-}
-
-/// `#!<engine> name=<lib>`: (engine, name, code after the shebang line, newline kept).
-fn metadata(code: &[u8]) -> Result<(Vec<u8>, String, &[u8]), String> {
-    if !code.starts_with(b"#!") {
-        return Err("ERR Missing library metadata".into());
-    }
-    let Some(end) = code.iter().position(|&c| c == b'\n') else {
-        return Err("ERR Invalid library metadata".into());
-    };
-    let mut buf = Vec::new();
-    let mut ranges = Vec::new();
-    if tern_resp::split_args(&code[..end], &mut buf, &mut ranges).is_err() || ranges.is_empty() {
-        return Err("ERR Invalid library metadata".into());
-    }
-    let part = |i: usize| &buf[ranges[i].0..ranges[i].1];
-    let engine = part(0)[2..].to_vec();
-    let mut name = None;
-    for i in 1..ranges.len() {
-        let p = part(i);
-        if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"name=") {
-            if name.is_some() {
-                return Err(
-                    "ERR Invalid metadata value, name argument was given multiple times".into(),
-                );
-            }
-            name = Some(String::from_utf8_lossy(&p[5..]).into_owned());
-            continue;
-        }
-        return Err(format!(
-            "ERR Invalid metadata value given: {}",
-            String::from_utf8_lossy(p)
-        ));
-    }
-    let name = name.ok_or("ERR Library name was not given")?;
-    Ok((engine, name, &code[end..]))
-}
-
-/// Check a library's header and name; (name, code to compile).
-fn check_library(code: &[u8]) -> Result<(String, &[u8]), String> {
-    let (engine, name, body) = metadata(code)?;
-    if !valid_name(name.as_bytes()) {
-        return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
-    }
-    if !engine.eq_ignore_ascii_case(b"lua") {
-        return Err(format!(
-            "ERR Engine '{}' not found",
-            String::from_utf8_lossy(&engine)
-        ));
-    }
-    Ok((name, body))
-}
-
-/// Compile and run a library's code on `vm`: the functions it registers.
-fn run_library(vm: &lua::Vm, body: &[u8], timeout_ms: u64) -> Result<Vec<NewFunction>, String> {
-    let chunk = vm
-        .compile(body, "@user_function")
-        .map_err(|e| format!("ERR Error compiling function: {e}"))?;
-    let fs = vm
-        .load_library(&chunk, timeout_ms)
-        .map_err(|e| format!("ERR {e}"))?;
-    if fs.is_empty() {
-        return Err("ERR No functions registered".into());
-    }
-    Ok(fs)
-}
-
-/// Build a library from its code on this thread's function VM (validating it).
-fn build(vm: &lua::Vm, code: &[u8], timeout_ms: u64) -> Result<Library, String> {
-    let (name, body) = check_library(code)?;
-    let fs = run_library(vm, body, timeout_ms)?;
-    Ok(Library {
-        name,
-        code: code.to_vec(),
-        functions: fs
-            .into_iter()
-            .map(|f| FuncMeta {
-                name: f.name,
-                description: f.description,
-                flags: f.flags,
-                history: Default::default(),
-            })
-            .collect(),
-    })
-}
-
-/// Load every library of `libs` into a fresh function VM.
-fn fill(vm: &mut lua::Vm, libs: &[Library]) -> Result<(), String> {
-    for l in libs {
-        let (_, body) = check_library(&l.code)?;
-        for f in run_library(vm, body, 0)? {
-            let c = vm.keep(f.callback)?;
-            vm.compiled.insert(f.name, c);
-        }
-    }
-    Ok(())
-}
-
-/// Run `f` on this thread's function VM, built for the current library set.
-fn with_functions<R>(f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String> {
-    let gen = LIBS.read().gen;
-    // The libraries are copied only when this thread's VM is (re)built; one newer than `gen`
-    // makes the VM be rebuilt once more on its next use, which is harmless.
-    lua::with_vm(
-        false,
-        gen,
-        |vm| {
-            let libs = LIBS.read().libs.clone();
-            fill(vm, &libs)
-        },
-        f,
-    )
-}
-
-// ---------------------------------------------------------------------------------------------
 // Commands
-
-/// Is this FCALL/FCALL_RO refused while memory is over `maxmemory`?
-pub fn fcall_denies_oom(args: &Args) -> bool {
-    args.len() >= 2
-        && LIBS
-            .read()
-            .function(&args[1])
-            .is_some_and(|(_, f)| crate::lua::scripts::flags_deny_oom(f.flags))
-}
-
-/// May this FCALL write (CLIENT PAUSE WRITE holds it)? Unless its function says `no-writes`.
-pub fn fcall_may_write(args: &Args) -> bool {
-    args.len() < 2
-        || LIBS
-            .read()
-            .function(&args[1])
-            .is_none_or(|(_, f)| f.flags & sflags::NO_WRITES == 0)
-}
 
 fn fcall(ctx: &mut Ctx, args: &Args) {
     fcall_generic(ctx, args, false)
@@ -435,14 +196,11 @@ fn fcall_ro(ctx: &mut Ctx, args: &Args) {
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
     // Function names are case-insensitive for FCALL, as Redis's function dict.
-    let Some((name, fl, history)) = LIBS
-        .read()
-        .function(&args[1])
-        .map(|(_, f)| (f.name.clone(), f.flags, f.history.clone()))
-    else {
+    let Some((name, fl, history)) = libraries::function(&args[1]) else {
         return ctx.error("ERR Function not found");
     };
-    let Some(nk) = crate::lua::scripts::numkeys(ctx, args, "ERR Bad number of keys provided") else {
+    let Some(nk) = crate::lua::scripts::numkeys(ctx, args, "ERR Bad number of keys provided")
+    else {
         return;
     };
     if !crate::lua::scripts::check_flags(ctx, fl, ro) {
@@ -452,7 +210,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
         return;
     }
     let read_only = ro || fl & sflags::NO_WRITES != 0;
-    let r = with_functions(|vm| -> Result<(), String> {
+    let r = libraries::with_functions(|vm| -> Result<(), String> {
         let Some(&cb) = vm.compiled.get(&name) else {
             return Err("ERR Function not found".into());
         };
@@ -487,39 +245,18 @@ fn load(ctx: &mut Ctx, args: &Args) {
     if i >= args.len() {
         return ctx.error("ERR Function code is missing");
     }
-    let code = &args[i];
-    if let Ok((name, _)) = check_library(code) {
-        if !replace && LIBS.read().lib(&name).is_some() {
-            return ctx.error(&format!("ERR Library '{name}' already exists"));
-        }
-    }
-    let built = with_functions(|vm| build(vm, code, LOAD_TIMEOUT_MS));
-    let lib = match built {
-        Ok(Ok(l)) => l,
-        Ok(Err(e)) | Err(e) => return ctx.error(&e),
+    let name = match libraries::load(&args[i], replace, LOAD_TIMEOUT_MS) {
+        Ok(name) => name,
+        Err(e) => return ctx.error(&e),
     };
-    let name = lib.name.clone();
-    let mut libs = LIBS.write();
-    if !replace && libs.lib(&name).is_some() {
-        return ctx.error(&format!("ERR Library '{name}' already exists"));
-    }
-    if let Err(e) = libs.join(vec![lib], true) {
-        return ctx.error(&e);
-    }
-    drop(libs);
     ctx.dirty(1);
     ctx.out.bulk(name.as_bytes());
 }
 
 fn delete(ctx: &mut Ctx, args: &Args) {
-    let name = args.str(2);
-    let mut l = LIBS.write();
-    if l.lib(&name).is_none() {
+    if !libraries::delete(&args.str(2)) {
         return ctx.error("ERR Library not found");
     }
-    l.libs.retain(|x| x.name != name);
-    l.gen += 1;
-    drop(l);
     ctx.dirty(1);
     ctx.out.ok();
 }
@@ -538,7 +275,7 @@ fn flush(ctx: &mut Ctx, args: &Args) {
     if args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC") {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    clear_libraries();
+    libraries::clear_libraries();
     ctx.dirty(1);
     ctx.out.ok();
 }
@@ -568,9 +305,8 @@ fn list(ctx: &mut Ctx, args: &Args) {
         }
         i += 1;
     }
-    let l = LIBS.read();
-    let libs: Vec<&Library> = l
-        .libs
+    let all = libraries::libraries();
+    let libs: Vec<&Library> = all
         .iter()
         .filter(|lib| pattern.is_none_or(|p| crate::glob::matches(p, lib.name.as_bytes(), true)))
         .collect();
@@ -613,7 +349,7 @@ fn stats(ctx: &mut Ctx, _args: &Args) {
         Ok(r) => r,
         Err(e) => return ctx.error(e),
     };
-    let (nlib, nfunc) = counts();
+    let (nlib, nfunc) = libraries::counts();
     let out = &mut *ctx.out;
     out.map(2);
     out.bulk(b"running_script");
@@ -702,10 +438,10 @@ use tern_persist::rdb::Reader;
 
 fn dump(ctx: &mut Ctx, _args: &Args) {
     let mut p = Vec::new();
-    for lib in &LIBS.read().libs {
+    for code in libraries::library_codes() {
         p.push(OPCODE_FUNCTION2);
-        put_len(&mut p, lib.code.len() as u64);
-        p.extend_from_slice(&lib.code);
+        put_len(&mut p, code.len() as u64);
+        p.extend_from_slice(&code);
     }
     p.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&p);
@@ -717,27 +453,21 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     if args.len() > 4 {
         return syntax_error(ctx, args);
     }
-    #[derive(PartialEq)]
-    enum Policy {
-        Append,
-        Replace,
-        Flush,
-    }
     let policy = if args.len() == 4 {
         let p = &args[3];
         if eq_ic(p, "append") {
-            Policy::Append
+            RestorePolicy::Append
         } else if eq_ic(p, "replace") {
-            Policy::Replace
+            RestorePolicy::Replace
         } else if eq_ic(p, "flush") {
-            Policy::Flush
+            RestorePolicy::Flush
         } else {
             return ctx.error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             );
         }
     } else {
-        Policy::Append
+        RestorePolicy::Append
     };
     let data = &args[2];
     let n = data.len();
@@ -764,81 +494,9 @@ fn restore(ctx: &mut Ctx, args: &Args) {
             Err(_) => return ctx.error("ERR can not read data type"),
         }
     }
-    let built = with_functions(|vm| -> Result<Vec<Library>, String> {
-        let mut libs: Vec<Library> = Vec::new();
-        for code in &codes {
-            let lib = build(vm, code, 0)?;
-            if libs.iter().any(|l| l.name == lib.name) {
-                return Err(format!("ERR Library {} already exists", lib.name));
-            }
-            libs.push(lib);
-        }
-        Ok(libs)
-    });
-    let new = match built {
-        Ok(Ok(l)) => l,
-        Ok(Err(e)) | Err(e) => return ctx.error(&e),
-    };
-    {
-        let mut l = LIBS.write();
-        if policy == Policy::Flush {
-            let mut fresh = Libs {
-                libs: Vec::new(),
-                gen: l.gen,
-            };
-            if let Err(e) = fresh.join(new, false) {
-                return ctx.error(&e);
-            }
-            *l = fresh;
-        } else if let Err(e) = l.join(new, policy == Policy::Replace) {
-            return ctx.error(&e);
-        }
+    if let Err(e) = libraries::restore_libraries(&codes, policy) {
+        return ctx.error(&e);
     }
     ctx.dirty(1);
     ctx.out.ok();
-}
-
-/// The code of every loaded library (what an RDB file's FUNCTION2 records hold).
-pub fn library_codes() -> Vec<Vec<u8>> {
-    LIBS.read().libs.iter().map(|l| l.code.clone()).collect()
-}
-
-/// Add the libraries of a loaded dataset to the current ones; `replace` lets one replace a
-/// library of the same name (otherwise that fails the load and nothing changes).
-pub fn load_libraries(codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
-    let built = with_functions(|vm| -> Result<Vec<Library>, String> {
-        let mut libs: Vec<Library> = Vec::new();
-        for code in codes {
-            let lib = build(vm, code, 0)?;
-            if libs.iter().any(|l| l.name == lib.name) {
-                return Err(format!("ERR Library {} already exists", lib.name));
-            }
-            libs.push(lib);
-        }
-        Ok(libs)
-    });
-    let new = match built {
-        Ok(Ok(l)) => l,
-        Ok(Err(e)) | Err(e) => return Err(e),
-    };
-    LIBS.write().join(new, replace)
-}
-
-/// Forget every library (FUNCTION FLUSH, and before a dataset is loaded in its place).
-pub fn clear_libraries() {
-    let mut l = LIBS.write();
-    l.libs.clear();
-    l.gen += 1;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_errors() {
-        assert!(metadata(b"return 1").is_err());
-        assert_eq!(metadata(b"#!lua name=x\nbody").unwrap().1, "x");
-        assert!(metadata(b"#!lua name=x foo=y\n").is_err());
-    }
 }

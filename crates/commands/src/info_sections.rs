@@ -382,13 +382,13 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     let (vm_eval, vm_functions) = crate::lua::vm_memory(
         crate::lua::scripts::generation(),
-        crate::functions::generation(),
+        crate::lua::libraries::generation(),
     );
     let vm_total = vm_eval + vm_functions;
     let (cached_scripts, scripts_eval) = crate::lua::scripts::cache_stats();
     let scripts_eval = scripts_eval as u64;
-    let (libraries, functions) = crate::functions::counts();
-    let mem_functions = crate::functions::memory_overhead();
+    let (libraries, functions) = crate::lua::libraries::counts();
+    let mem_functions = crate::lua::libraries::memory_overhead();
     let mem_scripts = scripts_eval + mem_functions;
     let lazy_pending = crate::background::LAZYFREE_PENDING.load(Relaxed);
     let lazyfreed = crate::background::LAZYFREED.load(Relaxed);

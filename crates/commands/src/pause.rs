@@ -109,7 +109,7 @@ pub fn holds(conn: &Conn, spec: &CommandSpec, args: &Args, all: bool) -> bool {
 fn may_replicate(conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
     match spec.name {
         "eval" | "evalsha" => crate::lua::scripts::eval_may_write(spec.name == "evalsha", args),
-        "fcall" => crate::functions::fcall_may_write(args),
+        "fcall" => crate::lua::libraries::fcall_may_write(args),
         "exec" => conn
             .multi
             .as_ref()

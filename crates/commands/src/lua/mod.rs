@@ -7,6 +7,7 @@
 //! prelude in `prelude.lua`; the Rust side supplies the raw functions it wraps.
 
 pub mod convert;
+pub mod libraries;
 pub mod scripts;
 
 use crate::ctx::{Conn, Ctx};
@@ -621,7 +622,7 @@ fn raw_register(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
     match read_register_args(args) {
         Err(e) => Ok((lua_err(lua, e)?, true)),
         Ok(f) => {
-            if !crate::functions::valid_name(f.name.as_bytes()) {
+            if !crate::lua::libraries::valid_name(f.name.as_bytes()) {
                 return Ok((
                     lua_err(
                         lua,

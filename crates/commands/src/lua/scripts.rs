@@ -348,7 +348,6 @@ pub fn plan<'a>(db: usize, keys: impl Iterator<Item = &'a [u8]>) -> LockPlan {
     LockPlan::Keys(keys.map(|k| (db, tern_engine::key_hash(k))).collect())
 }
 
-
 /// SCRIPT EXISTS: is a script with this digest (hex, either case) cached?
 pub fn exists(sha: &[u8]) -> bool {
     let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
