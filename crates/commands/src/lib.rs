@@ -29,6 +29,7 @@ pub mod reply_buffer;
 pub mod save_child;
 pub mod save_progress;
 pub mod server;
+pub mod shutdown_sequence;
 pub mod stats;
 pub mod subscriptions;
 pub mod table;

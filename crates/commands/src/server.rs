@@ -58,7 +58,7 @@ pub struct Server {
     pub executable: String,
     pub threads: usize,
     /// SHUTDOWN / signals: a shutdown asked for, waiting for replicas, its flags.
-    pub shutdown_state: crate::shutdown::Shutdown,
+    pub shutdown_state: crate::shutdown_sequence::Shutdown,
     pub stat_expired_time_cap: AtomicU64,
     /// Clients waiting in BLPOP, BZPOPMIN, XREAD BLOCK, ...
     pub blocking: crate::blocking::Blocking,

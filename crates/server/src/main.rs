@@ -240,7 +240,7 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
             _ = term.recv() => libc::SIGTERM,
             _ = int.recv() => libc::SIGINT,
         };
-        tern_commands::shutdown::on_signal(&srv, sig);
+        tern_commands::shutdown_sequence::on_signal(&srv, sig);
     }
 }
 
@@ -282,7 +282,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_commands::persistence::cron(&srv);
                 tern_commands::aof::cron(&srv);
                 tern_commands::replication::cron(&srv);
-                tern_commands::shutdown::cron(&srv);
+                tern_commands::shutdown_sequence::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);
