@@ -667,7 +667,7 @@ fn stats_section(srv: &Server, out: &mut String) {
         ps_channels,
         ps_patterns,
         ps_shard,
-        crate::migrate::cached_sockets(),
+        crate::migrate_link::cached_sockets(),
         tr_keys,
         tr_items,
         tr_prefixes,

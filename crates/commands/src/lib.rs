@@ -18,6 +18,7 @@ pub mod glob;
 pub mod info_sections;
 pub mod master_link;
 pub mod metrics;
+pub mod migrate_link;
 pub mod notify;
 pub mod output_limits;
 pub mod pause;

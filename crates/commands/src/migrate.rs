@@ -1,5 +1,5 @@
 //! MIGRATE: move (or copy) keys to another Redis-protocol server with RESTORE and the DUMP
-//! payload, over a connection cached per target (closed after 10 s unused, at most 64).
+//! payload, over a connection cached per target (`crate::migrate_link`).
 //!
 //! As in Redis, the command blocks its caller for the round trip. The keys' shards stay locked
 //! from the moment the values are serialized until the target acknowledged them and the local
@@ -7,12 +7,11 @@
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX};
 use crate::ctx::Ctx;
+use crate::migrate_link::{get_socket, put_back, read_line, ConnectError};
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, BeginSearch, CommandSpec, FindKeys, KeySpec};
-use parking_lot::Mutex;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::time::Duration;
 use tern_engine::key_hash;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
@@ -68,145 +67,6 @@ fn migrate_keys(args: &Args) -> Vec<(usize, u32)> {
     vec![(3, flags)]
 }
 
-const CACHE_ITEMS: usize = 64;
-const CACHE_TTL: Duration = Duration::from_secs(10);
-
-/// A connection to a target, with the database it has selected (-1: unknown).
-struct Cached {
-    conn: BufReader<crate::tls::SyncStream>,
-    last_db: i64,
-    last_use: Instant,
-}
-
-/// Cached connections by "host:port" as the client spelled them. A MIGRATE takes its entry
-/// out while it uses it and puts it back when the connection is still good.
-static CACHE: Mutex<Vec<(Vec<u8>, Cached)>> = Mutex::new(Vec::new());
-static REAPER: std::sync::Once = std::sync::Once::new();
-
-/// INFO's `migrate_cached_sockets`.
-pub fn cached_sockets() -> usize {
-    CACHE.lock().len()
-}
-
-fn put_back(name: Vec<u8>, c: Cached) {
-    let mut cache = CACHE.lock();
-    if cache.iter().any(|(n, _)| *n == name) {
-        return; // another MIGRATE cached one meanwhile: this one closes
-    }
-    if cache.len() >= CACHE_ITEMS {
-        use rand::Rng;
-        let victim = rand::thread_rng().gen_range(0..cache.len());
-        cache.swap_remove(victim);
-    }
-    cache.push((name, c));
-    drop(cache);
-    // Close connections nobody used for 10 seconds, checking once a second (Redis's cron).
-    REAPER.call_once(|| {
-        let _ = std::thread::Builder::new()
-            .name("migrate-cache".into())
-            .spawn(|| loop {
-                std::thread::sleep(Duration::from_secs(1));
-                CACHE
-                    .lock()
-                    .retain(|(_, c)| c.last_use.elapsed() <= CACHE_TTL);
-            });
-    });
-}
-
-/// C's atoi (leading digits after an optional sign; 0 when there are none).
-fn atoi(s: &[u8]) -> i64 {
-    let (neg, rest) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let n = rest
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .fold(0i64, |a, &d| {
-            a.saturating_mul(10).saturating_add((d - b'0') as i64)
-        });
-    if neg {
-        -n
-    } else {
-        n
-    }
-}
-
-/// Why no connection could be used.
-enum ConnectError {
-    /// Name resolution failed or the connect timed out: "error or timeout connecting".
-    Connect,
-    /// The target refused. Redis's non-blocking connect does not notice that, and its first
-    /// write fails instead: "error ... writing".
-    Refused,
-}
-
-fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, ConnectError> {
-    let host = std::str::from_utf8(host).map_err(|_| ConnectError::Connect)?;
-    // The port goes through atoi, as in Redis: garbage is port 0 (refused).
-    let port = u16::try_from(atoi(port)).map_err(|_| ConnectError::Connect)?;
-    let addrs = (host, port)
-        .to_socket_addrs()
-        .map_err(|_| ConnectError::Connect)?;
-    let deadline = Instant::now() + timeout;
-    let mut err = ConnectError::Connect;
-    for addr in addrs {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(ConnectError::Connect);
-        }
-        match TcpStream::connect_timeout(&addr, left) {
-            Ok(s) => {
-                let _ = s.set_nodelay(true);
-                return Ok(s);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                err = ConnectError::Refused
-            }
-            Err(_) => return Err(ConnectError::Connect),
-        }
-    }
-    Err(err)
-}
-
-/// The cached connection to host:port, or a new one (over TLS under tls-cluster, as Redis
-/// connects to a migration target with its cluster's connection type).
-fn get_socket(
-    srv: &crate::Server,
-    host: &[u8],
-    port: &[u8],
-    timeout: Duration,
-) -> Result<(Vec<u8>, Cached), ConnectError> {
-    let mut name = host.to_vec();
-    name.push(b':');
-    name.extend_from_slice(port);
-    {
-        let mut cache = CACHE.lock();
-        if let Some(i) = cache.iter().position(|(n, _)| *n == name) {
-            let (name, mut c) = cache.swap_remove(i);
-            c.last_use = Instant::now();
-            return Ok((name, c));
-        }
-    }
-    let s = connect(host, port, timeout)?;
-    let s = if srv.config.get_bool("tls-cluster") {
-        let config = srv.tls.client_config().ok_or(ConnectError::Connect)?;
-        let host = String::from_utf8_lossy(host);
-        crate::tls::SyncStream::tls(config, s, &host, timeout).map_err(|_| ConnectError::Connect)?
-    } else {
-        crate::tls::SyncStream::Plain(s)
-    };
-    Ok((
-        name,
-        Cached {
-            conn: BufReader::new(s),
-            last_db: -1,
-            last_use: Instant::now(),
-        },
-    ))
-}
-
 fn bulk(buf: &mut Vec<u8>, s: &[u8]) {
     buf.push(b'$');
     buf.extend_from_slice(itoa::Buffer::new().format(s.len()).as_bytes());
@@ -226,21 +86,6 @@ fn is_timeout(e: &std::io::Error) -> bool {
         e.kind(),
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
     )
-}
-
-/// One reply line without its CRLF (Redis reads at most 1023 bytes of it).
-fn read_line(c: &mut Cached) -> std::io::Result<Vec<u8>> {
-    let mut line = Vec::new();
-    let n = c.conn.read_until(b'\n', &mut line)?;
-    if n == 0 || line.last() != Some(&b'\n') {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
-    line.pop();
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    line.truncate(1023);
-    Ok(line)
 }
 
 fn migrate(ctx: &mut Ctx, args: &Args) {
