@@ -15,6 +15,7 @@
 //!
 //! Latencies are per unit (a pipeline's round trip, as redis-benchmark -P counts them).
 //! `--seconds 0` runs until standard input is closed (a caller that stops the load at an event).
+#![forbid(unsafe_code)]
 
 use rand::{Rng, SeedableRng};
 use std::io::{Read, Write};

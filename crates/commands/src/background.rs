@@ -59,8 +59,8 @@ fn pool(kind: Pool) -> &'static Mutex<Sender<Job>> {
 fn worker(rx: Arc<Mutex<Receiver<Job>>>, kind: Pool) {
     // SCHED_IDLE: run only when no worker wants the CPU (a nice value still lets the kernel
     // delay a waking worker). Per thread on Linux; fall back to the lowest nice value.
-    // SAFETY: plain syscalls on the calling thread with a valid parameter block.
     if kind == Pool::Idle {
+        // SAFETY: plain syscalls on the calling thread with a valid parameter block.
         unsafe {
             let param = libc::sched_param { sched_priority: 0 };
             if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {

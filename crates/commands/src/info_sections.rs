@@ -25,6 +25,7 @@ pub fn jemalloc_stats() -> (u64, u64, u64) {
     // Objects sitting in threads' caches count as allocated to jemalloc but are free to us;
     // they come and go by the tens of KB as threads refill and flush their caches, so they are
     // left out (Redis's used_memory counts only what is in use).
+    // SAFETY: a NUL-terminated name of a size_t statistic, read as usize.
     let cached: usize =
         unsafe { tikv_jemalloc_ctl::raw::read(b"stats.arenas.4096.tcache_bytes\0") }.unwrap_or(0);
     let a = (stats::allocated::read().unwrap_or(0) as u64).saturating_sub(cached as u64);

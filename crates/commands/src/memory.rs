@@ -233,6 +233,7 @@ fn malloc_stats(ctx: &mut Ctx, _args: &Args) {
 fn purge(ctx: &mut Ctx, _args: &Args) {
     // MALLCTL_ARENAS_ALL = 4096.
     let name = b"arena.4096.purge\0";
+    // SAFETY: a NUL-terminated mallctl name that takes no input and gives no output.
     unsafe {
         tikv_jemalloc_sys::mallctl(
             name.as_ptr() as *const libc::c_char,

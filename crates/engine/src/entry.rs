@@ -33,6 +33,7 @@ pub struct EntryBox(NonNull<Entry>);
 
 // SAFETY: an EntryBox owns its allocation exclusively, like a Box<Entry>.
 unsafe impl Send for EntryBox {}
+// SAFETY: as Box<Entry>: shared references only read through `&self`.
 unsafe impl Sync for EntryBox {}
 
 const HAS_EXPIRE_SLOT: u32 = 1 << 31;

@@ -1,4 +1,5 @@
 //! Persistence in Redis's formats: CRC-64, LZF, and the RDB value/file codec.
+#![forbid(unsafe_code)]
 pub mod aof;
 pub mod crc64;
 pub mod lzf;

@@ -1,4 +1,5 @@
 //! RESP wire format: the request parser and the reply writer. No I/O, so it can be fuzzed.
+#![forbid(unsafe_code)]
 pub mod parser;
 pub mod writer;
 

@@ -273,6 +273,7 @@ mod tests {
         assert_eq!(g(1.23456, 3), "1.23");
         let d = |s: &str| {
             let c = std::ffi::CString::new(s).unwrap();
+            // SAFETY: a NUL-terminated string that outlives the call.
             unsafe { c_strtod(c.as_ptr() as *const u8) }
         };
         assert_eq!(d("1.5x"), (1.5, 3));

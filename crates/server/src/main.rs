@@ -171,6 +171,7 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
     }
     let port = srv.config.get_i64("port");
     let logfile = srv.config.get("logfile").unwrap_or_default();
+    // SAFETY: isatty only inspects a descriptor number.
     let tty = logfile.is_empty() && unsafe { libc::isatty(1) } == 1;
     if srv.config.get_bool("always-show-logo") || tty {
         log::raw(&format!(

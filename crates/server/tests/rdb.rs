@@ -292,6 +292,7 @@ fn shutdown_and_sigterm_save_when_save_points_are_set() {
     let mut c = loaded(&s);
     assert_eq!(q(&mut c, &["GET", "k"]), bulk("saved-by-shutdown"));
     q(&mut c, &["SET", "k", "saved-by-sigterm"]);
+    // SAFETY: kill(2) with a pid and a signal number.
     unsafe { libc_kill(s.pid() as i32, 15) };
     wait_exit(&s);
     let s = Server::tern(&["--dir", d, "--dbfilename", "a.rdb"]);

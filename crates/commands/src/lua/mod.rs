@@ -555,7 +555,9 @@ unsafe fn run_stashed_call(state: *mut mlua::ffi::lua_State) -> bool {
 fn execute_stashed(p: *mut RunCtx) -> bool {
     // SAFETY: see `with_run`. The references live only for this call.
     let rc = unsafe { &mut *p };
+    // SAFETY: as `rc`: the run's server and connection outlive it.
     let srv = unsafe { &*rc.srv };
+    // SAFETY: as `rc`.
     let conn = unsafe { &mut *rc.conn };
     let mut out = std::mem::take(&mut rc.scratch);
     out.buf.clear();
@@ -594,6 +596,7 @@ fn raw_acl_check(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
     let verdict = with_run(|rc| {
         // SAFETY: see `with_run`.
         let srv = unsafe { &*rc.srv };
+        // SAFETY: see `with_run`.
         let conn = unsafe { &*rc.conn };
         let owned = crate::args::OwnedArgs::new(argv.iter());
         crate::acl::script_check(srv, conn, &owned.args())
@@ -1397,6 +1400,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, start: Instant) 
     // `top` below. The pushes before the protected call cannot raise (a failed allocation
     // aborts, see lean_alloc).
     let top = unsafe { mlua::ffi::lua_gettop(state) };
+    // SAFETY: as above; the protected call catches Lua errors, catch_unwind Rust panics.
     let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
         use mlua::ffi;
         ffi::lua_checkstack(state, 4);
@@ -1427,6 +1431,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, start: Instant) 
         Ok(0) => {
             // SAFETY: the runner left (ok, value) on top of `top`.
             let ok = unsafe { mlua::ffi::lua_toboolean(state, -2) != 0 };
+            // SAFETY: the value is at -1 on the same stack.
             if !(ok && unsafe { scalar_reply(ctx.out, state, -1, script_resp) }) {
                 let v = take_result(vm);
                 if ok {
