@@ -12,7 +12,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The configured delay (mirrored from the config by the server).
 pub static KEY_SAVE_DELAY_US: AtomicI64 = AtomicI64::new(0);
@@ -87,14 +87,21 @@ pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
         return;
     }
     // One sleep per key, as Redis's child makes one usleep per key: tests size their saves by
-    // that (each sleep costs a system call and timer slack on top of the nominal delay). The
-    // delay is re-read each time, so that a snapshot given up (or one that follows the
-    // setting, set back to 0) stops at once.
+    // that (each sleep costs a system call and timer slack on top of the nominal delay). A long
+    // pause is slept in steps that re-read the delay in force, so that a snapshot given up (or
+    // one that follows the setting, set back to 0) stops at once.
     for _ in 0..keys {
-        let per_key = delay_us().max(0) as u64;
-        if per_key == 0 || abort.load(Relaxed) {
-            return;
+        let start = Instant::now();
+        loop {
+            let per_key = Duration::from_micros(delay_us().max(0) as u64);
+            if per_key.is_zero() || abort.load(Relaxed) {
+                return;
+            }
+            let left = per_key.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(5)));
         }
-        std::thread::sleep(Duration::from_micros(per_key));
     }
 }
