@@ -15,6 +15,7 @@ pub mod double;
 pub mod evict;
 pub mod float;
 pub mod glob;
+pub mod keyspace_access;
 pub mod master_link;
 pub mod metrics;
 pub mod notify;
