@@ -65,6 +65,14 @@ impl<'s, T> Typed<'s, T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WrongType;
 
+/// For handlers whose errors are Redis's error strings.
+impl From<WrongType> for &'static str {
+    #[inline(always)]
+    fn from(_: WrongType) -> &'static str {
+        ERR_WRONGTYPE
+    }
+}
+
 impl<'a> Ctx<'a> {
     /// Classify an entry some lookup found (or not) as `T`, touching its access clock when it
     /// exists (whatever its type, as Redis's lookupKey does before the type check).
