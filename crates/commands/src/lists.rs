@@ -377,8 +377,7 @@ fn push_generic(ctx: &mut Ctx, args: &Args, front: bool, xx: bool) {
     let now = ctx.now_ms;
     let len = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => return ctx.wrong_type(shard),
-        Typed::Found(e) => {
-            let l = e;
+        Typed::Found(l) => {
             l.push_all(items, front);
             let len = l.len();
             shard.touch(key);
@@ -513,16 +512,15 @@ fn pop_first_of(
     let now = ctx.now_ms;
     for &key in keys {
         let (h, mut shard) = ctx.lock(key);
-        let e = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
             Typed::WrongType if skip_wrong => continue,
             Typed::WrongType => {
                 ctx.wrong_type(shard);
                 return Err(());
             }
             Typed::Missing => continue,
-            Typed::Found(e) => e,
+            Typed::Found(l) => l,
         };
-        let l = e;
         if l.is_empty() {
             continue;
         }
@@ -855,25 +853,23 @@ fn lrange(ctx: &mut Ctx, args: &Args) {
 fn lindex(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let e = match ctx.lookup_read::<ListValue>(&mut shard, h, key) {
+    let l = match ctx.lookup_read::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => {
-            drop(shard);
             ctx.hit(true, key);
-            return ctx.error(ERR_WRONGTYPE);
+            return ctx.wrong_type(shard);
         }
         Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             return ctx.out.null();
         }
-        Typed::Found(e) => e,
+        Typed::Found(l) => l,
     };
     let Some(index) = parse_i64(&args[2]) else {
         drop(shard);
         ctx.hit(true, key);
         return ctx.error(ERR_NOT_INT);
     };
-    let l = e;
     match l.norm_index(index) {
         Some(i) => reply_entry(ctx.out, l.get(i)),
         None => ctx.out.null(),
@@ -924,11 +920,10 @@ fn lpos(ctx: &mut Ctx, args: &Args) {
     let rank = rank.unsigned_abs() as usize;
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let e = match ctx.lookup_read::<ListValue>(&mut shard, h, key) {
+    let l = match ctx.lookup_read::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => {
-            drop(shard);
             ctx.hit(true, key);
-            return ctx.error(ERR_WRONGTYPE);
+            return ctx.wrong_type(shard);
         }
         Typed::Missing => {
             drop(shard);
@@ -939,9 +934,8 @@ fn lpos(ctx: &mut Ctx, args: &Args) {
                 ctx.out.null()
             };
         }
-        Typed::Found(e) => e,
+        Typed::Found(l) => l,
     };
-    let l = e;
     let mut matches = 0usize;
     let mut found: Vec<usize> = Vec::new();
     let mut scanned = 0usize;
@@ -988,19 +982,18 @@ fn lset(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let val = &args[3];
     let (h, mut shard) = ctx.lock(key);
-    let e = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => return ctx.wrong_type(shard),
         Typed::Missing => {
             drop(shard);
             return ctx.error(ERR_NO_SUCH_KEY);
         }
-        Typed::Found(e) => e,
+        Typed::Found(l) => l,
     };
     let Some(index) = parse_i64(&args[2]) else {
         drop(shard);
         return ctx.error(ERR_NOT_INT);
     };
-    let l = e;
     l.try_grow(val.len(), 1);
     match l.norm_index(index) {
         Some(i) => {
@@ -1031,15 +1024,14 @@ fn linsert(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (pivot, val) = (&args[3], &args[4]);
     let (h, mut shard) = ctx.lock(key);
-    let e = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => return ctx.wrong_type(shard),
         Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Typed::Found(e) => e,
+        Typed::Found(l) => l,
     };
-    let l = e;
     l.try_grow(val.len(), 1);
     if !l.insert(pivot, val, after) {
         drop(shard);
@@ -1059,15 +1051,14 @@ fn lrem(ctx: &mut Ctx, args: &Args) {
     };
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let e = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => return ctx.wrong_type(shard),
         Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Typed::Found(e) => e,
+        Typed::Found(l) => l,
     };
-    let l = e;
     let removed = l.remove(&args[3], count);
     let deleted = if l.is_empty() {
         shard.remove(h, key);
@@ -1099,15 +1090,14 @@ fn ltrim(ctx: &mut Ctx, args: &Args) {
     };
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let e = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
         Typed::WrongType => return ctx.wrong_type(shard),
         Typed::Missing => {
             drop(shard);
             return ctx.out.ok();
         }
-        Typed::Found(e) => e,
+        Typed::Found(l) => l,
     };
-    let l = e;
     let len = l.len();
     let (s, n) = norm_range(start, end, len).unwrap_or((0, 0));
     l.trim(s, n);

@@ -6,7 +6,7 @@ use crate::double::{
     parse_range_double, parse_score, reply_double, ERR_MINMAX_FLOAT, ERR_NOT_FLOAT,
 };
 use crate::keys::{parse_scan_cursor, reply_scan, ScanOpts};
-use crate::keyspace_access::WrongType;
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use rand::Rng;
@@ -526,13 +526,13 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let mut fresh: Option<ZSetValue> = None;
-    let z: &mut ZSetValue = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key).checked() {
-        Err(WrongType) => return ctx.wrong_type(shard),
-        Ok(Some(z)) => {
+    let z: &mut ZSetValue = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(z) => {
             z.maybe_convert(elements);
             z
         }
-        Ok(None) => {
+        Typed::Missing => {
             if fl.xx {
                 drop(shard);
                 if fl.incr {
@@ -604,13 +604,13 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
 fn zrem(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key).checked() {
-        Err(WrongType) => return ctx.wrong_type(shard),
-        Ok(None) => {
+    let z = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     let mut deleted = 0;
     for m in args.iter().skip(2) {
@@ -1037,13 +1037,13 @@ fn zremrange_generic(ctx: &mut Ctx, args: &Args, rtype: RangeType) {
         },
     };
     let (h, mut shard) = ctx.lock(key);
-    let z = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key).checked() {
-        Err(WrongType) => return ctx.wrong_type(shard),
-        Ok(None) => {
+    let z = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     let span = match &parsed {
         Parsed::Rank(start, end) => {
@@ -1398,18 +1398,17 @@ fn zrandmember(ctx: &mut Ctx, args: &Args) {
 fn zrandmember_count(ctx: &mut Ctx, args: &Args, l: i64, withscores: bool) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match ctx.lookup_read::<ZSetValue>(&mut shard, h, key).checked() {
-        Err(e) => {
-            drop(shard);
+    let z = match ctx.lookup_read::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => {
             ctx.hit(true, key);
-            return ctx.error(e.into());
+            return ctx.wrong_type(shard);
         }
-        Ok(None) => {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             return ctx.out.array(0);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     ctx.hit(true, key);
     let size = z.len();
@@ -1473,19 +1472,18 @@ fn zscan(ctx: &mut Ctx, args: &Args) {
     };
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match ctx.lookup_read::<ZSetValue>(&mut shard, h, key).checked() {
-        Err(e) => {
-            drop(shard);
+    let z = match ctx.lookup_read::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => {
             ctx.hit(true, key);
-            return ctx.error(e.into());
+            return ctx.wrong_type(shard);
         }
-        Ok(None) => {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             let empty: [&[u8]; 0] = [];
             return reply_scan(ctx, 0, &empty);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     ctx.hit(true, key);
     let opts = match ScanOpts::parse(args, 3, false) {
