@@ -7,7 +7,7 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
 use crate::notify;
-use crate::strings::{as_str, as_str_mut, max_bulk_len, store_value};
+use crate::strings::{as_str, max_bulk_len, store_value};
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use tern_engine::{RString, ShardData, Value};
 
@@ -259,10 +259,8 @@ fn with_bit_string<R>(
     f: impl FnOnce(&mut Vec<u8>, bool) -> (R, bool),
 ) -> Result<(R, bool), &'static str> {
     let now = ctx.now_ms;
-    match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            let s = as_str_mut(&mut e.value).ok_or(ERR_WRONGTYPE)?;
+    match ctx.lookup_write::<RString>(shard, h, key).checked()? {
+        Some(s) => {
             let buf = s.make_raw();
             let grown = buf.len() < min_len;
             if grown {
@@ -301,20 +299,13 @@ fn read_string<R>(
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>, &'static str> {
     let (h, mut shard) = ctx.lock(key);
-    let r = match ctx.read_key(&mut shard, h, key) {
-        None => None,
-        Some(e) => {
-            ctx.touch(e);
-            Some(as_str(&e.value).map(|s| s.with_bytes(f)))
-        }
+    let r = match ctx.lookup_source::<RString>(&mut shard, h, key).checked() {
+        Ok(s) => Ok(s.map(|s| s.with_bytes(f))),
+        Err(e) => Err(e.into()),
     };
     drop(shard);
-    ctx.hit(r.is_some(), key);
-    match r {
-        None => Ok(None),
-        Some(Some(v)) => Ok(Some(v)),
-        Some(None) => Err(ERR_WRONGTYPE),
-    }
+    ctx.hit(!matches!(r, Ok(None)), key);
+    r
 }
 
 // ---------------------------------------------------------------------------------------------

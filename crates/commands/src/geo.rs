@@ -197,19 +197,11 @@ fn lookup_read<'s>(
     h: u64,
     key: &[u8],
 ) -> Result<Option<&'s ZSetValue>, &'static str> {
-    match ctx.read_key(shard, h, key) {
-        None => {
-            ctx.hit(false, key);
-            Ok(None)
-        }
-        Some(e) => {
-            ctx.hit(true, key);
-            ctx.touch(e);
-            match &e.value {
-                Value::ZSet(z) => Ok(Some(z)),
-                _ => Err(ERR_WRONGTYPE),
-            }
-        }
+    let found = ctx.lookup_source::<ZSetValue>(shard, h, key).checked();
+    ctx.hit(!matches!(found, Ok(None)), key);
+    match found {
+        Ok(z) => Ok(z.map(|z| &*z)),
+        Err(e) => Err(e.into()),
     }
 }
 

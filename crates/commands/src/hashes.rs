@@ -8,6 +8,7 @@ use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFL
 use crate::ctx::Ctx;
 use crate::float::LongDouble;
 use crate::keys::{parse_scan_cursor, ScanOpts};
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use rand::Rng;
@@ -235,7 +236,6 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 const ERR_HASH_NOT_INT: &str = "ERR hash value is not an integer";
 const ERR_HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
-const ERR_WRONGTYPE: &str = crate::args::ERR_WRONGTYPE;
 
 /// Reply with one stored element as a bulk string.
 #[inline]
@@ -244,37 +244,6 @@ fn bulk_entry(out: &mut Reply, e: LpEntry) {
         LpEntry::Str(s) => out.bulk(s),
         LpEntry::Int(n) => out.bulk_int(n),
     }
-}
-
-/// What a read lookup found.
-enum Found<'a> {
-    Missing,
-    WrongType,
-    Hash(&'a mut HashValue),
-}
-
-/// Look `key` up in a locked shard, touching its access clock when found: `lookup!(read ...)`
-/// for a read, `lookup!(write ...)` for a write (`get_quiet`: the handler calls `touch` for
-/// WATCH when it changes the hash, and only then).
-macro_rules! lookup {
-    (read $ctx:expr, $shard:expr, $h:expr, $key:expr) => {
-        lookup!(@found $ctx, $shard.get($h, $key, $ctx.now_ms))
-    };
-    (write $ctx:expr, $shard:expr, $h:expr, $key:expr) => {
-        lookup!(@found $ctx, $shard.get_quiet($h, $key, $ctx.now_ms))
-    };
-    (@found $ctx:expr, $lookup:expr) => {
-        match $lookup {
-            None => Found::Missing,
-            Some(e) => {
-                $ctx.touch(e);
-                match &mut e.value {
-                    Value::Hash(hv) => Found::Hash(hv),
-                    _ => Found::WrongType,
-                }
-            }
-        }
-    };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,18 +269,15 @@ fn hset(ctx: &mut Ctx, args: &Args) {
         created
     };
     let (h, mut shard) = ctx.lock(key);
-    let created = match lookup!(write ctx, shard, h, key) {
-        Found::WrongType => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
+    let created = match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
         // HSET signals the key even when every value was already there.
-        Found::Hash(hv) => {
+        Typed::Found(hv) => {
             let n = apply(hv);
             shard.touch(key);
             n
         }
-        Found::Missing => {
+        Typed::Missing => {
             let mut hv = HashValue::new();
             let n = apply(&mut hv);
             shard.set(h, key, Value::Hash(hv), false, ctx.now_ms);
@@ -336,12 +302,9 @@ fn hsetnx(ctx: &mut Ctx, args: &Args) {
         hv.set(field, value);
     };
     let (h, mut shard) = ctx.lock(key);
-    match lookup!(write ctx, shard, h, key) {
-        Found::WrongType => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Found::Hash(hv) => {
+    match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(hv) => {
             if hv.contains(field) {
                 drop(shard);
                 return ctx.out.int(0);
@@ -349,7 +312,7 @@ fn hsetnx(ctx: &mut Ctx, args: &Args) {
             apply(hv);
             shard.touch(key);
         }
-        Found::Missing => {
+        Typed::Missing => {
             let mut hv = HashValue::new();
             apply(&mut hv);
             shard.set(h, key, Value::Hash(hv), false, ctx.now_ms);
@@ -366,16 +329,13 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let mut deleted = 0i64;
     let mut emptied = false;
-    match lookup!(write ctx, shard, h, key) {
-        Found::Missing => {
+    match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Found::WrongType => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Found::Hash(hv) => {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(hv) => {
             for i in 2..args.len() {
                 if hv.remove(&args[i]) {
                     deleted += 1;
@@ -412,20 +372,19 @@ fn with_hash_for_write<R>(
     f: impl FnOnce(&mut HashValue) -> Result<R, &'static str>,
 ) -> Option<Result<R, &'static str>> {
     let (h, mut shard) = ctx.lock(key);
-    let r = match lookup!(write ctx, shard, h, key) {
-        Found::WrongType => {
-            drop(shard);
-            ctx.error(ERR_WRONGTYPE);
+    let r = match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
+        Typed::WrongType => {
+            ctx.wrong_type(shard);
             return None;
         }
-        Found::Hash(hv) => {
+        Typed::Found(hv) => {
             let r = f(hv);
             if r.is_ok() {
                 shard.touch(key);
             }
             r
         }
-        Found::Missing => {
+        Typed::Missing => {
             let mut hv = HashValue::new();
             let r = f(&mut hv);
             if !hv.is_empty() {
@@ -503,54 +462,29 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
 // Reads
 // ---------------------------------------------------------------------------------------------
 
-/// Look `key` up for a read and run `f` on the hash. Missing keys get `missing` (called with
-/// the reply writer), wrong types WRONGTYPE; keyspace hits and misses are counted.
-fn read_hash(
-    ctx: &mut Ctx,
-    key: &[u8],
-    missing: impl FnOnce(&mut Reply),
-    f: impl FnOnce(&mut Ctx, &mut HashValue),
-) {
-    let (h, mut shard) = ctx.lock(key);
-    match lookup!(read ctx, shard, h, key) {
-        Found::Missing => {
-            drop(shard);
-            ctx.hit(false, key);
-            missing(ctx.out);
-        }
-        Found::WrongType => {
-            drop(shard);
-            ctx.hit(true, key);
-            ctx.error(ERR_WRONGTYPE);
-        }
-        Found::Hash(hv) => {
-            f(ctx, hv);
-            drop(shard);
-            ctx.hit(true, key);
-        }
-    }
-}
-
 fn hget(ctx: &mut Ctx, args: &Args) {
     let field = &args[2];
-    read_hash(ctx, &args[1], Reply::null, |ctx, hv| match hv.get(field) {
-        Some(v) => bulk_entry(ctx.out, v),
-        None => ctx.out.null(),
-    });
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.null(),
+        |ctx, hv: &mut HashValue| match hv.get(field) {
+            Some(v) => bulk_entry(ctx.out, v),
+            None => ctx.out.null(),
+        },
+    );
 }
 
 fn hmget(ctx: &mut Ctx, args: &Args) {
     let n = args.len() - 2;
-    read_hash(
-        ctx,
+    ctx.read_as(
         &args[1],
-        |out| {
-            out.array(n);
+        |ctx| {
+            ctx.out.array(n);
             for _ in 0..n {
-                out.null();
+                ctx.out.null();
             }
         },
-        |ctx, hv| {
+        |ctx, hv: &mut HashValue| {
             ctx.out.array(n);
             for i in 2..args.len() {
                 match hv.get(&args[i]) {
@@ -563,31 +497,28 @@ fn hmget(ctx: &mut Ctx, args: &Args) {
 }
 
 fn hlen(ctx: &mut Ctx, args: &Args) {
-    read_hash(
-        ctx,
+    ctx.read_as(
         &args[1],
-        |out| out.int(0),
-        |ctx, hv| ctx.out.int(hv.len() as i64),
+        |ctx| ctx.out.int(0),
+        |ctx, hv: &mut HashValue| ctx.out.int(hv.len() as i64),
     );
 }
 
 fn hstrlen(ctx: &mut Ctx, args: &Args) {
     let field = &args[2];
-    read_hash(
-        ctx,
+    ctx.read_as(
         &args[1],
-        |out| out.int(0),
-        |ctx, hv| ctx.out.int(hv.value_len(field) as i64),
+        |ctx| ctx.out.int(0),
+        |ctx, hv: &mut HashValue| ctx.out.int(hv.value_len(field) as i64),
     );
 }
 
 fn hexists(ctx: &mut Ctx, args: &Args) {
     let field = &args[2];
-    read_hash(
-        ctx,
+    ctx.read_as(
         &args[1],
-        |out| out.int(0),
-        |ctx, hv| ctx.out.int(hv.contains(field) as i64),
+        |ctx| ctx.out.int(0),
+        |ctx, hv: &mut HashValue| ctx.out.int(hv.contains(field) as i64),
     );
 }
 
@@ -595,17 +526,16 @@ const KEYS: u8 = 1;
 const VALS: u8 = 2;
 
 fn getall_generic(ctx: &mut Ctx, args: &Args, what: u8) {
-    read_hash(
-        ctx,
+    ctx.read_as(
         &args[1],
-        |out| {
+        |ctx| {
             if what == KEYS | VALS {
-                out.map(0)
+                ctx.out.map(0)
             } else {
-                out.array(0)
+                ctx.out.array(0)
             }
         },
-        |ctx, hv| {
+        |ctx, hv: &mut HashValue| {
             let out = &mut *ctx.out;
             if what == KEYS | VALS {
                 out.map(hv.len());
@@ -664,20 +594,21 @@ fn hrandfield(ctx: &mut Ctx, args: &Args) {
         }
         return hrandfield_count(ctx, &args[1], l, withvalues);
     }
-    read_hash(ctx, &args[1], Reply::null, |ctx, hv| {
-        match hv.random_pair(&mut ctx.conn.rng) {
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.null(),
+        |ctx, hv: &mut HashValue| match hv.random_pair(&mut ctx.conn.rng) {
             Some((f, _)) => bulk_entry(ctx.out, f),
             None => ctx.out.null(),
-        }
-    });
+        },
+    );
 }
 
 fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, withvalues: bool) {
-    read_hash(
-        ctx,
+    ctx.read_as(
         key,
-        |out| out.array(0),
-        |ctx, hv| {
+        |ctx| ctx.out.array(0),
+        |ctx, hv: &mut HashValue| {
             let out = &mut *ctx.out;
             let rng = &mut ctx.conn.rng;
             let resp3 = out.is_resp3();
@@ -769,15 +700,14 @@ fn hscan(ctx: &mut Ctx, args: &Args) {
         Ok(c) => c,
         Err(e) => return ctx.error(e),
     };
-    read_hash(
-        ctx,
+    ctx.read_as(
         &args[1],
-        |out| {
-            out.array(2);
-            out.bulk(b"0");
-            out.array(0);
+        |ctx| {
+            ctx.out.array(2);
+            ctx.out.bulk(b"0");
+            ctx.out.array(0);
         },
-        |ctx, hv| {
+        |ctx, hv: &mut HashValue| {
             // Options are checked only once the key is known to hold a hash, as in Redis.
             let opts = match ScanOpts::parse(args, 3, false) {
                 Ok(o) => o,

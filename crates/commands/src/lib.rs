@@ -16,6 +16,7 @@ pub mod evict;
 pub mod float;
 pub mod glob;
 pub mod info_sections;
+pub mod keyspace_access;
 pub mod master_link;
 pub mod metrics;
 pub mod migrate_link;

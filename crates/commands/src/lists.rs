@@ -4,6 +4,7 @@ use crate::args::{
 };
 use crate::blocking::{parse_timeout_secs, BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use tern_engine::listpack::LpEntry;
@@ -306,42 +307,11 @@ fn reply_entry(out: &mut Reply, e: LpEntry<'_>) {
     }
 }
 
-/// The list under `key` for a read: Ok(None) when absent, Err(()) when the key holds another
-/// type.
-fn list_of<'s>(
-    shard: &'s mut ShardData,
-    h: u64,
-    key: &[u8],
-    now: u64,
-) -> Result<Option<&'s mut tern_engine::Entry>, ()> {
-    list_checked(shard.get(h, key, now))
-}
-
-/// `list_of` for a write (`get_quiet`): the handler calls `touch` for WATCH when it changes
-/// the list, and only then.
-fn list_for_write<'s>(
-    shard: &'s mut ShardData,
-    h: u64,
-    key: &[u8],
-    now: u64,
-) -> Result<Option<&'s mut tern_engine::Entry>, ()> {
-    list_checked(shard.get_quiet(h, key, now))
-}
-
-fn list_checked(
-    found: Option<&mut tern_engine::Entry>,
-) -> Result<Option<&mut tern_engine::Entry>, ()> {
-    match found {
-        None => Ok(None),
-        Some(e) if matches!(e.value, Value::List(_)) => Ok(Some(e)),
-        Some(_) => Err(()),
-    }
-}
-
+/// The list in an entry already checked to hold one (LMOVE's second look at its keys).
 fn as_list(e: &mut tern_engine::Entry) -> &mut ListValue {
     match &mut e.value {
         Value::List(l) => l,
-        _ => unreachable!("checked by list_of"),
+        _ => unreachable!("checked before"),
     }
 }
 
@@ -405,20 +375,15 @@ fn push_generic(ctx: &mut Ctx, args: &Args, front: bool, xx: bool) {
     let n = args.len() - 2;
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let len = match list_for_write(&mut shard, h, key, now) {
-        Err(()) => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Ok(Some(e)) => {
-            ctx.touch(e);
-            let l = as_list(e);
+    let len = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(l) => {
             l.push_all(items, front);
             let len = l.len();
             shard.touch(key);
             len
         }
-        Ok(None) => {
+        Typed::Missing => {
             if xx {
                 drop(shard);
                 return ctx.out.int(0);
@@ -510,12 +475,9 @@ fn pop_generic(ctx: &mut Ctx, args: &Args, front: bool) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let e = match list_for_write(&mut shard, h, key, now) {
-        Err(()) => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Ok(None) => {
+    let e = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return if count.is_some() {
                 ctx.out.null_array()
@@ -523,14 +485,13 @@ fn pop_generic(ctx: &mut Ctx, args: &Args, front: bool) {
                 ctx.out.null()
             };
         }
-        Ok(Some(e)) => e,
+        Typed::Found(e) => e,
     };
-    ctx.touch(e);
     if count == Some(0) {
         drop(shard);
         return ctx.out.array(0);
     }
-    let n = pop_reply(ctx.out, as_list(e), front, count);
+    let n = pop_reply(ctx.out, e, front, count);
     let deleted = remove_if_empty(&mut shard, h, key, now);
     drop(shard);
     ctx.dirty(n as u64);
@@ -551,18 +512,15 @@ fn pop_first_of(
     let now = ctx.now_ms;
     for &key in keys {
         let (h, mut shard) = ctx.lock(key);
-        let e = match list_for_write(&mut shard, h, key, now) {
-            Err(()) if skip_wrong => continue,
-            Err(()) => {
-                drop(shard);
-                ctx.error(ERR_WRONGTYPE);
+        let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+            Typed::WrongType if skip_wrong => continue,
+            Typed::WrongType => {
+                ctx.wrong_type(shard);
                 return Err(());
             }
-            Ok(None) => continue,
-            Ok(Some(e)) => e,
+            Typed::Missing => continue,
+            Typed::Found(l) => l,
         };
-        ctx.touch(e);
-        let l = as_list(e);
         if l.is_empty() {
             continue;
         }
@@ -722,8 +680,8 @@ fn move_generic(
     let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
     // Source: must exist and be a list. Nothing changes (or is touched for WATCH) before both
     // keys are checked.
-    match list_for_write(g.shard(db, hs), hs, src, now) {
-        Err(()) => {
+    match ctx.lookup_write::<ListValue>(g.shard(db, hs), hs, src) {
+        Typed::WrongType => {
             if ctx.serving_blocked() {
                 return MoveResult::NoSource;
             }
@@ -731,26 +689,22 @@ fn move_generic(
             ctx.error(ERR_WRONGTYPE);
             return MoveResult::Replied;
         }
-        Ok(None) => return MoveResult::NoSource,
-        Ok(Some(e)) => {
-            if as_list(e).is_empty() {
+        Typed::Missing => return MoveResult::NoSource,
+        Typed::Found(e) => {
+            if e.is_empty() {
                 return MoveResult::NoSource;
             }
-            ctx.touch(e);
         }
     }
     // Destination: absent or a list.
-    let dst_exists = match list_for_write(g.shard(db, hd), hd, dst, now) {
-        Err(()) => {
+    let dst_exists = match ctx.lookup_write::<ListValue>(g.shard(db, hd), hd, dst) {
+        Typed::WrongType => {
             drop(g);
             ctx.error(ERR_WRONGTYPE);
             return MoveResult::Replied;
         }
-        Ok(None) => false,
-        Ok(Some(e)) => {
-            ctx.touch(e);
-            true
-        }
+        Typed::Missing => false,
+        Typed::Found(_) => true,
     };
     let value = {
         let sh = g.shard(db, hs);
@@ -851,41 +805,11 @@ fn brpoplpush(ctx: &mut Ctx, args: &Args) {
 // ---- reads ----
 
 fn llen(ctx: &mut Ctx, args: &Args) {
-    read_list(
-        ctx,
+    ctx.read_as(
         &args[1],
         |ctx| ctx.out.int(0),
-        |ctx, l| ctx.out.int(l.len() as i64),
+        |ctx, l: &mut ListValue| ctx.out.int(l.len() as i64),
     );
-}
-
-/// A read of the list at `key` the way Redis's lookupKeyRead counts it: WRONGTYPE for another
-/// type, `missing` when there is no key, else `found` with the list (under the shard lock).
-fn read_list(
-    ctx: &mut Ctx,
-    key: &[u8],
-    missing: impl FnOnce(&mut Ctx),
-    found: impl FnOnce(&mut Ctx, &ListValue),
-) {
-    let (h, mut shard) = ctx.lock(key);
-    match list_of(&mut shard, h, key, ctx.now_ms) {
-        Err(()) => {
-            drop(shard);
-            ctx.hit(true, key);
-            ctx.error(ERR_WRONGTYPE)
-        }
-        Ok(None) => {
-            drop(shard);
-            ctx.hit(false, key);
-            missing(ctx)
-        }
-        Ok(Some(e)) => {
-            ctx.touch(e);
-            found(ctx, as_list(e));
-            drop(shard);
-            ctx.hit(true, key);
-        }
-    }
 }
 
 /// Redis's range normalisation: Some((start, len)) or None for an empty range.
@@ -912,11 +836,10 @@ fn lrange(ctx: &mut Ctx, args: &Args) {
     let Some(end) = long_arg(ctx, &args[3]) else {
         return;
     };
-    read_list(
-        ctx,
+    ctx.read_as(
         &args[1],
         |ctx| ctx.out.array(0),
-        |ctx, l| match norm_range(start, end, l.len()) {
+        |ctx, l: &mut ListValue| match norm_range(start, end, l.len()) {
             None => ctx.out.array(0),
             Some((s, n)) => {
                 let out = &mut *ctx.out;
@@ -930,26 +853,23 @@ fn lrange(ctx: &mut Ctx, args: &Args) {
 fn lindex(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
-        Err(()) => {
-            drop(shard);
+    let l = match ctx.lookup_read::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => {
             ctx.hit(true, key);
-            return ctx.error(ERR_WRONGTYPE);
+            return ctx.wrong_type(shard);
         }
-        Ok(None) => {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             return ctx.out.null();
         }
-        Ok(Some(e)) => e,
+        Typed::Found(l) => l,
     };
     let Some(index) = parse_i64(&args[2]) else {
         drop(shard);
         ctx.hit(true, key);
         return ctx.error(ERR_NOT_INT);
     };
-    ctx.touch(e);
-    let l = as_list(e);
     match l.norm_index(index) {
         Some(i) => reply_entry(ctx.out, l.get(i)),
         None => ctx.out.null(),
@@ -1000,13 +920,12 @@ fn lpos(ctx: &mut Ctx, args: &Args) {
     let rank = rank.unsigned_abs() as usize;
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_of(&mut shard, h, key, ctx.now_ms) {
-        Err(()) => {
-            drop(shard);
+    let l = match ctx.lookup_read::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => {
             ctx.hit(true, key);
-            return ctx.error(ERR_WRONGTYPE);
+            return ctx.wrong_type(shard);
         }
-        Ok(None) => {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             return if count.is_some() {
@@ -1015,10 +934,8 @@ fn lpos(ctx: &mut Ctx, args: &Args) {
                 ctx.out.null()
             };
         }
-        Ok(Some(e)) => e,
+        Typed::Found(l) => l,
     };
-    ctx.touch(e);
-    let l = as_list(e);
     let mut matches = 0usize;
     let mut found: Vec<usize> = Vec::new();
     let mut scanned = 0usize;
@@ -1065,23 +982,18 @@ fn lset(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let val = &args[3];
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_for_write(&mut shard, h, key, ctx.now_ms) {
-        Err(()) => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Ok(None) => {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.error(ERR_NO_SUCH_KEY);
         }
-        Ok(Some(e)) => e,
+        Typed::Found(l) => l,
     };
-    ctx.touch(e);
     let Some(index) = parse_i64(&args[2]) else {
         drop(shard);
         return ctx.error(ERR_NOT_INT);
     };
-    let l = as_list(e);
     l.try_grow(val.len(), 1);
     match l.norm_index(index) {
         Some(i) => {
@@ -1112,19 +1024,14 @@ fn linsert(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (pivot, val) = (&args[3], &args[4]);
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_for_write(&mut shard, h, key, ctx.now_ms) {
-        Err(()) => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Ok(None) => {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Ok(Some(e)) => e,
+        Typed::Found(l) => l,
     };
-    ctx.touch(e);
-    let l = as_list(e);
     l.try_grow(val.len(), 1);
     if !l.insert(pivot, val, after) {
         drop(shard);
@@ -1143,21 +1050,15 @@ fn lrem(ctx: &mut Ctx, args: &Args) {
         return;
     };
     let key = &args[1];
-    let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_for_write(&mut shard, h, key, now) {
-        Err(()) => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Ok(None) => {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Ok(Some(e)) => e,
+        Typed::Found(l) => l,
     };
-    ctx.touch(e);
-    let l = as_list(e);
     let removed = l.remove(&args[3], count);
     let deleted = if l.is_empty() {
         shard.remove(h, key);
@@ -1188,21 +1089,15 @@ fn ltrim(ctx: &mut Ctx, args: &Args) {
         return;
     };
     let key = &args[1];
-    let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let e = match list_for_write(&mut shard, h, key, now) {
-        Err(()) => {
-            drop(shard);
-            return ctx.error(ERR_WRONGTYPE);
-        }
-        Ok(None) => {
+    let l = match ctx.lookup_write::<ListValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.ok();
         }
-        Ok(Some(e)) => e,
+        Typed::Found(l) => l,
     };
-    ctx.touch(e);
-    let l = as_list(e);
     let len = l.len();
     let (s, n) = norm_range(start, end, len).unwrap_or((0, 0));
     l.trim(s, n);

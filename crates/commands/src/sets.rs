@@ -8,6 +8,7 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
 use crate::keys::{parse_scan_cursor, reply_scan, ScanOpts};
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use tern_engine::listpack::LpEntry;
@@ -287,28 +288,6 @@ fn as_set_mut(v: &mut Value) -> Option<&mut SetValue> {
     }
 }
 
-/// A read-only lookup of one key: runs `f` on the set (None when the key is missing), or
-/// replies WRONGTYPE. Counts the hit or miss and touches the key, as lookupKeyRead does.
-fn with_set_read(ctx: &mut Ctx, key: &[u8], f: impl FnOnce(&mut Ctx, Option<&SetValue>)) {
-    let (h, mut shard) = ctx.lock(key);
-    match shard.get(h, key, ctx.now_ms) {
-        Some(e) => {
-            ctx.touch(e);
-            match as_set(&e.value) {
-                Some(s) => f(ctx, Some(s)),
-                None => ctx.error(ERR_WRONGTYPE),
-            }
-            drop(shard);
-            ctx.hit(true, key);
-        }
-        None => {
-            drop(shard);
-            ctx.hit(false, key);
-            f(ctx, None);
-        }
-    }
-}
-
 /// Parse a count the way getRangeLongFromObjectOrReply does: `msg` (or the generic integer
 /// error) when it does not parse, `range_msg` when it is out of `[min, max]`.
 fn parse_range(arg: &[u8], min: i64, max: i64, msg: Option<&str>) -> Result<i64, String> {
@@ -344,13 +323,9 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     let mut added = 0u64;
-    match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            let Some(s) = as_set_mut(&mut e.value) else {
-                drop(shard);
-                return ctx.error(ERR_WRONGTYPE);
-            };
+    match ctx.lookup_write::<SetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(s) => {
             s.maybe_convert(members);
             for m in args.iter().skip(2) {
                 added += s.add(m) as u64;
@@ -361,7 +336,7 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
                 shard.touch(key);
             }
         }
-        None => {
+        Typed::Missing => {
             let mut s = SetValue::create(&args[2], members);
             for m in args.iter().skip(2) {
                 added += s.add(m) as u64;
@@ -380,16 +355,14 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
 
 fn srem(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
-    let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get_quiet(h, key, now) else {
-        drop(shard);
-        return ctx.out.int(0);
-    };
-    ctx.touch(e);
-    let Some(s) = as_set_mut(&mut e.value) else {
-        drop(shard);
-        return ctx.error(ERR_WRONGTYPE);
+    let s = match ctx.lookup_write::<SetValue>(&mut shard, h, key) {
+        Typed::Found(v) => v,
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
+            drop(shard);
+            return ctx.out.int(0);
+        }
     };
     let mut deleted = 0u64;
     let mut emptied = false;
@@ -420,34 +393,40 @@ fn srem(ctx: &mut Ctx, args: &Args) {
 
 fn sismember(ctx: &mut Ctx, args: &Args) {
     let m = &args[2];
-    with_set_read(ctx, &args[1], |ctx, s| {
-        ctx.out.int(s.is_some_and(|s| s.contains(m)) as i64)
-    });
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.int(0),
+        |ctx, s: &mut SetValue| ctx.out.int(s.contains(m) as i64),
+    );
 }
 
 fn smismember(ctx: &mut Ctx, args: &Args) {
-    with_set_read(ctx, &args[1], |ctx, s| {
+    let reply = |ctx: &mut Ctx, s: Option<&SetValue>| {
         ctx.out.array(args.len() - 2);
         for m in args.iter().skip(2) {
             ctx.out.int(s.is_some_and(|s| s.contains(m)) as i64);
         }
-    });
+    };
+    ctx.read_as(
+        &args[1],
+        |ctx| reply(ctx, None),
+        |ctx, s| reply(ctx, Some(s)),
+    );
 }
 
 fn scard(ctx: &mut Ctx, args: &Args) {
-    with_set_read(ctx, &args[1], |ctx, s| {
-        ctx.out.int(s.map_or(0, |s| s.len()) as i64)
-    });
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.int(0),
+        |ctx, s: &mut SetValue| ctx.out.int(s.len() as i64),
+    );
 }
 
 fn smembers(ctx: &mut Ctx, args: &Args) {
-    with_set_read(ctx, &args[1], |ctx, s| match s {
-        None => empty_set(ctx),
-        Some(s) => {
-            ctx.out.set(s.len());
-            for m in s.iter() {
-                reply_member(ctx.out, m);
-            }
+    ctx.read_as(&args[1], empty_set, |ctx, s: &mut SetValue| {
+        ctx.out.set(s.len());
+        for m in s.iter() {
+            reply_member(ctx.out, m);
         }
     });
 }
@@ -466,16 +445,14 @@ fn spop(ctx: &mut Ctx, args: &Args) {
 
 fn spop_one(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
-    let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get_quiet(h, key, now) else {
-        drop(shard);
-        return ctx.out.null();
-    };
-    ctx.touch(e);
-    let Some(s) = as_set_mut(&mut e.value) else {
-        drop(shard);
-        return ctx.error(ERR_WRONGTYPE);
+    let s = match ctx.lookup_write::<SetValue>(&mut shard, h, key) {
+        Typed::Found(v) => v,
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
+            drop(shard);
+            return ctx.out.null();
+        }
     };
     let m = s.pop_random(&mut ctx.conn.rng);
     let emptied = s.is_empty();
@@ -499,16 +476,14 @@ fn spop_count(ctx: &mut Ctx, args: &Args) {
         Ok(n) => n as u64,
         Err(e) => return ctx.error(&e),
     };
-    let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get_quiet(h, key, now) else {
-        drop(shard);
-        return empty_set(ctx);
-    };
-    ctx.touch(e);
-    let Some(s) = as_set_mut(&mut e.value) else {
-        drop(shard);
-        return ctx.error(ERR_WRONGTYPE);
+    let s = match ctx.lookup_write::<SetValue>(&mut shard, h, key) {
+        Typed::Found(v) => v,
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
+            drop(shard);
+            return empty_set(ctx);
+        }
     };
     if count == 0 {
         drop(shard);
@@ -576,13 +551,14 @@ fn reply_union_of_one(out: &mut Reply, s: &SetValue) {
 
 fn srandmember(ctx: &mut Ctx, args: &Args) {
     match args.len() {
-        2 => with_set_read(ctx, &args[1], |ctx, s| match s {
-            None => ctx.out.null(),
-            Some(s) => {
+        2 => ctx.read_as(
+            &args[1],
+            |ctx| ctx.out.null(),
+            |ctx, s: &mut SetValue| {
                 let m = s.random(&mut ctx.conn.rng);
                 reply_member(ctx.out, m);
-            }
-        }),
+            },
+        ),
         3 => srandmember_count(ctx, args),
         _ => ctx.error(ERR_SYNTAX),
     }
@@ -594,37 +570,38 @@ fn srandmember_count(ctx: &mut Ctx, args: &Args) {
         Err(e) => return ctx.error(&e),
     };
     let (count, unique) = (l.unsigned_abs() as usize, l >= 0);
-    with_set_read(ctx, &args[1], |ctx, s| {
-        let Some(s) = s else {
-            return ctx.out.array(0);
-        };
-        if count == 0 {
-            return ctx.out.array(0);
-        }
-        let size = s.len();
-        let len = if !unique || count == 1 {
-            count
-        } else {
-            count.min(size)
-        };
-        ctx.out.array(len);
-        let out = &mut *ctx.out;
-        let mut overflow = false;
-        s.random_members(count, unique, &mut ctx.conn.rng, |m| {
-            reply_member(out, m);
-            if out.overflowed() {
-                return false;
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.array(0),
+        |ctx, s: &mut SetValue| {
+            if count == 0 {
+                return ctx.out.array(0);
             }
-            if out.buf.len() > REPLY_LIMIT {
-                overflow = true;
-                return false;
+            let size = s.len();
+            let len = if !unique || count == 1 {
+                count
+            } else {
+                count.min(size)
+            };
+            ctx.out.array(len);
+            let out = &mut *ctx.out;
+            let mut overflow = false;
+            s.random_members(count, unique, &mut ctx.conn.rng, |m| {
+                reply_member(out, m);
+                if out.overflowed() {
+                    return false;
+                }
+                if out.buf.len() > REPLY_LIMIT {
+                    overflow = true;
+                    return false;
+                }
+                true
+            });
+            if overflow {
+                ctx.conn.close_after_reply = true;
             }
-            true
-        });
-        if overflow {
-            ctx.conn.close_after_reply = true;
-        }
-    });
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1088,16 +1065,17 @@ fn sscan(ctx: &mut Ctx, args: &Args) {
     };
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, ctx.now_ms) else {
-        drop(shard);
-        ctx.hit(false, key);
-        return reply_scan::<&[u8]>(ctx, 0, &[]);
-    };
-    ctx.touch(e);
-    let Some(s) = as_set(&e.value) else {
-        drop(shard);
-        ctx.hit(true, key);
-        return ctx.error(ERR_WRONGTYPE);
+    let s = match ctx.lookup_read::<SetValue>(&mut shard, h, key) {
+        Typed::Found(s) => s,
+        Typed::Missing => {
+            drop(shard);
+            ctx.hit(false, key);
+            return reply_scan::<&[u8]>(ctx, 0, &[]);
+        }
+        Typed::WrongType => {
+            ctx.hit(true, key);
+            return ctx.wrong_type(shard);
+        }
     };
     // Options are parsed once the key is known to be a set, as in Redis.
     let opts = match ScanOpts::parse(args, 3, false) {

@@ -5,6 +5,7 @@ use crate::args::{
 };
 use crate::blocking::{self, BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, BeginSearch, CommandSpec, FindKeys, KeySpec};
 use tern_engine::limits;
@@ -501,13 +502,6 @@ fn as_stream(v: &mut Value) -> Option<&mut StreamValue> {
     }
 }
 
-/// The outcome of looking a key up for a stream command.
-enum Found<'e> {
-    Missing,
-    WrongType,
-    Stream(&'e mut StreamValue),
-}
-
 /// Look a stream up for a command that may change only its consumer groups or its IDs
 /// (XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, XGROUP, XSETID): Redis never signals those changes,
 /// so they are no WATCH touch (declared to the WATCH checker as quiet changes).
@@ -533,19 +527,6 @@ fn read_stream<'s>(
         get_group_state(shard, h, key, now)
     } else {
         shard.get(h, key, now)
-    }
-}
-
-fn lookup<'e>(ctx: &mut Ctx, e: Option<&'e mut Entry>) -> Found<'e> {
-    match e {
-        None => Found::Missing,
-        Some(e) => {
-            ctx.touch(e);
-            match as_stream(&mut e.value) {
-                Some(s) => Found::Stream(s),
-                None => Found::WrongType,
-            }
-        }
     }
 }
 
@@ -726,10 +707,10 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let exists = match lookup(ctx, shard.get_quiet(h, key, now)) {
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Stream(_) => true,
-        Found::Missing => false,
+    let exists = match ctx.typed::<Box<StreamValue>>(shard.get_quiet(h, key, now)) {
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Found(_) => true,
+        Typed::Missing => false,
     };
     if !exists {
         if p.no_mkstream {
@@ -783,10 +764,10 @@ fn xtrim(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, shard.get_quiet(h, key, now)) {
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Missing => return ctx.out.int(0),
-        Found::Stream(s) => s,
+    let s = match ctx.typed::<Box<StreamValue>>(shard.get_quiet(h, key, now)) {
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Missing => return ctx.out.int(0),
+        Typed::Found(s) => s,
     };
     let deleted = match p.trim {
         Some(t) => s.trim(t, p.approx, p.limit),
@@ -812,10 +793,10 @@ fn xlen(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let r = match lookup(ctx, shard.get(h, key, now)) {
-        Found::Missing => None,
-        Found::WrongType => Some(Err(())),
-        Found::Stream(s) => Some(Ok(s.len())),
+    let r = match ctx.typed::<Box<StreamValue>>(shard.get(h, key, now)) {
+        Typed::Missing => None,
+        Typed::WrongType => Some(Err(())),
+        Typed::Found(s) => Some(Ok(s.len())),
     };
     drop(shard);
     ctx.hit(r.is_some(), key);
@@ -864,18 +845,18 @@ fn xrange_generic(ctx: &mut Ctx, args: &Args, rev: bool) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, shard.get(h, key, now)) {
-        Found::Missing => {
+    let s = match ctx.typed::<Box<StreamValue>>(shard.get(h, key, now)) {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             return ctx.out.array(0);
         }
-        Found::WrongType => {
+        Typed::WrongType => {
             drop(shard);
             ctx.hit(true, key);
             return ctx.error(ERR_WRONGTYPE);
         }
-        Found::Stream(s) => s,
+        Typed::Found(s) => s,
     };
     if count == 0 {
         ctx.out.null_array();
@@ -904,10 +885,10 @@ fn xdel(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, shard.get_quiet(h, key, now)) {
-        Found::Missing => return ctx.out.int(0),
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Stream(s) => s,
+    let s = match ctx.typed::<Box<StreamValue>>(shard.get_quiet(h, key, now)) {
+        Typed::Missing => return ctx.out.int(0),
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Found(s) => s,
     };
     let mut ids = Vec::with_capacity(args.len() - 2);
     for j in 2..args.len() {
@@ -963,10 +944,10 @@ fn xsetid(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match lookup(ctx, get_group_state(&mut shard, h, key, now)) {
-        Found::Missing => return ctx.error(ERR_NO_SUCH_KEY),
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Stream(s) => s,
+    let s = match ctx.typed::<Box<StreamValue>>(get_group_state(&mut shard, h, key, now)) {
+        Typed::Missing => return ctx.error(ERR_NO_SUCH_KEY),
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Found(s) => s,
     };
     if id < s.max_deleted_entry_id {
         return ctx
@@ -1107,18 +1088,19 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         let key = keys[j];
         let id_arg = &args[streams_arg + nstreams + j];
         let shard = g.shard(db, hashes[j]);
-        let found = lookup(ctx, read_stream(shard, hashes[j], key, now, group_mode));
-        ctx.hit(!matches!(found, Found::Missing), key);
+        let found =
+            ctx.typed::<Box<StreamValue>>(read_stream(shard, hashes[j], key, now, group_mode));
+        ctx.hit(!matches!(found, Typed::Missing), key);
         let s = match found {
-            Found::WrongType => {
+            Typed::WrongType => {
                 if serving && !group_mode {
                     drop(g);
                     return block_again(ctx, args, &keys, deadline, group_mode, None);
                 }
                 return ctx.error(ERR_WRONGTYPE);
             }
-            Found::Missing => None,
-            Found::Stream(s) => Some(s),
+            Typed::Missing => None,
+            Typed::Found(s) => Some(s),
         };
         if let Some((gname, _)) = group {
             if !s.as_ref().is_some_and(|s| s.groups.contains_key(gname)) {
@@ -1401,10 +1383,10 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     // Only MKSTREAM's creation of the stream is signalled (touched for WATCH), by `set`.
-    let exists = match lookup(ctx, get_group_state(&mut shard, h, key, now)) {
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Missing => false,
-        Found::Stream(_) => true,
+    let exists = match ctx.typed::<Box<StreamValue>>(get_group_state(&mut shard, h, key, now)) {
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Missing => false,
+        Typed::Found(_) => true,
     };
     if !mkstream {
         if !exists {
@@ -1527,12 +1509,12 @@ fn xack(ctx: &mut Ctx, args: &Args) {
     let gname: &[u8] = &args[2];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let found = lookup(ctx, get_group_state(&mut shard, h, key, now));
-    ctx.hit(!matches!(found, Found::Missing), key);
+    let found = ctx.typed::<Box<StreamValue>>(get_group_state(&mut shard, h, key, now));
+    ctx.hit(!matches!(found, Typed::Missing), key);
     let g = match found {
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Missing => None,
-        Found::Stream(s) => s.groups.get_mut(gname),
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Missing => None,
+        Typed::Found(s) => s.groups.get_mut(gname),
     };
     let Some(g) = g else {
         return ctx.out.int(0);
@@ -1592,12 +1574,12 @@ fn xpending(ctx: &mut Ctx, args: &Args) {
     }
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = lookup(ctx, shard.get(h, key, now as u64));
-    ctx.hit(!matches!(found, Found::Missing), key);
+    let found = ctx.typed::<Box<StreamValue>>(shard.get(h, key, now as u64));
+    ctx.hit(!matches!(found, Typed::Missing), key);
     let g = match found {
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Missing => None,
-        Found::Stream(s) => s.groups.get(gname),
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Missing => None,
+        Typed::Found(s) => s.groups.get(gname),
     };
     let Some(g) = g else {
         return ctx.error(&nogroup(key, gname));
@@ -1716,20 +1698,20 @@ fn claim_target<'e>(
     key: &[u8],
     gname: &[u8],
 ) -> Result<&'e mut StreamValue, String> {
-    let found = lookup(ctx, e);
-    ctx.hit(!matches!(found, Found::Missing), key);
+    let found = ctx.typed::<Box<StreamValue>>(e);
+    ctx.hit(!matches!(found, Typed::Missing), key);
     claim_check(found, key, gname)
 }
 
 /// The stream and group XCLAIM/XAUTOCLAIM work on, from their (counted) lookup.
 fn claim_check<'e>(
-    found: Found<'e>,
+    found: Typed<'e, Box<StreamValue>>,
     key: &[u8],
     gname: &[u8],
 ) -> Result<&'e mut StreamValue, String> {
     match found {
-        Found::WrongType => Err(ERR_WRONGTYPE.to_string()),
-        Found::Stream(s) if s.groups.contains_key(gname) => Ok(s),
+        Typed::WrongType => Err(ERR_WRONGTYPE.to_string()),
+        Typed::Found(s) if s.groups.contains_key(gname) => Ok(s),
         _ => Err(nogroup(key, gname)),
     }
 }
@@ -1960,8 +1942,8 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
     // counts the read (and its keymiss); the type and the group are checked after them.
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = lookup(ctx, get_group_state(&mut shard, h, key, now as u64));
-    ctx.hit(!matches!(found, Found::Missing), key);
+    let found = ctx.typed::<Box<StreamValue>>(get_group_state(&mut shard, h, key, now as u64));
+    ctx.hit(!matches!(found, Typed::Missing), key);
     let minidle = match parse_i64(&args[4]) {
         Some(n) => n.max(0),
         None => return ctx.error("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
@@ -2098,12 +2080,12 @@ fn xinfo(ctx: &mut Ctx, args: &Args) {
     let key = &args[2];
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = lookup(ctx, shard.get(h, key, now as u64));
-    ctx.hit(!matches!(found, Found::Missing), key);
+    let found = ctx.typed::<Box<StreamValue>>(shard.get(h, key, now as u64));
+    ctx.hit(!matches!(found, Typed::Missing), key);
     let s = match found {
-        Found::Missing => return ctx.error(ERR_NO_SUCH_KEY),
-        Found::WrongType => return ctx.error(ERR_WRONGTYPE),
-        Found::Stream(s) => s,
+        Typed::Missing => return ctx.error(ERR_NO_SUCH_KEY),
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Found(s) => s,
     };
     if eq_ic(opt, "CONSUMERS") && args.len() == 4 {
         let gname: &[u8] = &args[3];

@@ -6,6 +6,7 @@ use crate::args::{
 };
 use crate::ctx::Ctx;
 use crate::float::{self, IncrError};
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use std::sync::atomic::Ordering::Relaxed;
@@ -468,21 +469,11 @@ fn expire_from_flags(ctx: &Ctx, fl: u32, arg: &[u8]) -> Result<u64, String> {
 // ---------------------------------------------------------------------------------------------
 
 fn get(ctx: &mut Ctx, args: &Args) {
-    let key = &args[1];
-    let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, ctx.now_ms) else {
-        drop(shard);
-        ctx.hit(false, key);
-        ctx.out.null();
-        return;
-    };
-    ctx.touch(e);
-    match as_str(&e.value) {
-        Some(s) => reply_str(ctx, s),
-        None => ctx.error(ERR_WRONGTYPE),
-    }
-    drop(shard);
-    ctx.hit(true, key);
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.null(),
+        |ctx, s: &mut RString| reply_str(ctx, s),
+    );
 }
 
 /// The core of SET, SETNX, SETEX, PSETEX. `expire` is an absolute time in ms.
@@ -607,16 +598,17 @@ fn getdel(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
     // A change (and a WATCH touch) only in `remove`.
-    let Some(e) = shard.get_quiet(h, key, ctx.now_ms) else {
-        drop(shard);
-        ctx.hit(false, key);
-        return ctx.out.null();
-    };
-    ctx.touch(e);
-    let Some(s) = as_str(&e.value) else {
-        drop(shard);
-        ctx.hit(true, key);
-        return ctx.error(ERR_WRONGTYPE);
+    let s = match ctx.lookup_write::<RString>(&mut shard, h, key) {
+        Typed::Found(s) => s,
+        Typed::Missing => {
+            drop(shard);
+            ctx.hit(false, key);
+            return ctx.out.null();
+        }
+        Typed::WrongType => {
+            ctx.hit(true, key);
+            return ctx.wrong_type(shard);
+        }
     };
     reply_str(ctx, s);
     shard.remove(h, key);
@@ -778,30 +770,25 @@ fn msetnx(ctx: &mut Ctx, args: &Args) {
 fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let result = match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            match as_str_mut(&mut e.value) {
-                None => Err(ERR_WRONGTYPE),
-                Some(s) => {
-                    let cur = match &*s {
-                        RString::Int(n) => Some(*n),
-                        other => other.with_bytes(parse_i64),
-                    };
-                    match cur {
-                        None => Err(ERR_NOT_INT),
-                        Some(cur) => match cur.checked_add(delta) {
-                            None => Err(ERR_OVERFLOW),
-                            Some(v) => {
-                                *s = RString::Int(v);
-                                Ok(v)
-                            }
-                        },
+    let result = match ctx.lookup_write::<RString>(&mut shard, h, key) {
+        Typed::WrongType => Err(ERR_WRONGTYPE),
+        Typed::Found(s) => {
+            let cur = match &*s {
+                RString::Int(n) => Some(*n),
+                other => other.with_bytes(parse_i64),
+            };
+            match cur {
+                None => Err(ERR_NOT_INT),
+                Some(cur) => match cur.checked_add(delta) {
+                    None => Err(ERR_OVERFLOW),
+                    Some(v) => {
+                        *s = RString::Int(v);
+                        Ok(v)
                     }
-                }
+                },
             }
         }
-        None => {
+        Typed::Missing => {
             shard.set(h, key, Value::Str(RString::Int(delta)), false, now);
             Ok(delta)
         }
@@ -848,28 +835,22 @@ fn incrbyfloat(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
-    let result = match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            match as_str_mut(&mut e.value) {
-                None => Err(ERR_WRONGTYPE),
-                Some(s) => {
-                    let r = match &*s {
-                        RString::Int(n) => float::incr_by_float(
-                            Some(itoa::Buffer::new().format(*n).as_bytes()),
-                            &args[2],
-                        ),
-                        other => other.with_bytes(|b| float::incr_by_float(Some(b), &args[2])),
-                    };
-                    r.map(|v| {
-                        *s = plain_string(v);
-                        s.to_vec()
-                    })
-                    .map_err(float_error)
+    let result = match ctx.lookup_write::<RString>(&mut shard, h, key) {
+        Typed::WrongType => Err(ERR_WRONGTYPE),
+        Typed::Found(s) => {
+            let r = match &*s {
+                RString::Int(n) => {
+                    float::incr_by_float(Some(itoa::Buffer::new().format(*n).as_bytes()), &args[2])
                 }
-            }
+                other => other.with_bytes(|b| float::incr_by_float(Some(b), &args[2])),
+            };
+            r.map(|v| {
+                *s = plain_string(v);
+                s.to_vec()
+            })
+            .map_err(float_error)
         }
-        None => float::incr_by_float(None, &args[2])
+        Typed::Missing => float::incr_by_float(None, &args[2])
             .inspect(|v| {
                 shard.set(h, key, Value::Str(plain_string(v.clone())), false, now);
             })
@@ -908,23 +889,18 @@ fn append(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let limit = max_bulk_len(ctx);
-    let result = match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            match as_str_mut(&mut e.value) {
-                None => Err(ERR_WRONGTYPE),
-                Some(s) => {
-                    if too_long_for(limit, s.len() as i64, tail.len() as i64) {
-                        Err(ERR_STRING_TOO_LONG)
-                    } else {
-                        let buf = s.make_raw();
-                        buf.extend_from_slice(tail);
-                        Ok(buf.len())
-                    }
-                }
+    let result = match ctx.lookup_write::<RString>(&mut shard, h, key) {
+        Typed::WrongType => Err(ERR_WRONGTYPE),
+        Typed::Found(s) => {
+            if too_long_for(limit, s.len() as i64, tail.len() as i64) {
+                Err(ERR_STRING_TOO_LONG)
+            } else {
+                let buf = s.make_raw();
+                buf.extend_from_slice(tail);
+                Ok(buf.len())
             }
         }
-        None => {
+        Typed::Missing => {
             shard.set(h, key, Value::from_bytes(tail), false, now);
             Ok(tail.len())
         }
@@ -945,19 +921,11 @@ fn append(ctx: &mut Ctx, args: &Args) {
 }
 
 fn strlen(ctx: &mut Ctx, args: &Args) {
-    let key = &args[1];
-    let (h, mut shard) = ctx.lock(key);
-    let r = shard.get(h, key, ctx.now_ms).map(|e| {
-        ctx.touch(e);
-        as_str(&e.value).map(RString::len)
-    });
-    drop(shard);
-    ctx.hit(r.is_some(), key);
-    match r {
-        None => ctx.out.int(0),
-        Some(Some(n)) => ctx.out.int(n as i64),
-        Some(None) => ctx.error(ERR_WRONGTYPE),
-    }
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.int(0),
+        |ctx, s: &mut RString| ctx.out.int(s.len() as i64),
+    );
 }
 
 /// The byte range GETRANGE returns for a string of `len` bytes, Redis's clamping rules.
@@ -983,23 +951,16 @@ fn getrange(ctx: &mut Ctx, args: &Args) {
     let (Some(start), Some(end)) = (parse_i64(&args[2]), parse_i64(&args[3])) else {
         return ctx.error(ERR_NOT_INT);
     };
-    let key = &args[1];
-    let (h, mut shard) = ctx.lock(key);
-    let Some(e) = shard.get(h, key, ctx.now_ms) else {
-        drop(shard);
-        ctx.hit(false, key);
-        return ctx.out.bulk(b"");
-    };
-    ctx.touch(e);
-    match as_str(&e.value) {
-        None => ctx.error(ERR_WRONGTYPE),
-        Some(s) => s.with_bytes(|b| match range_of(b.len(), start, end) {
-            Some((a, z)) => ctx.out.bulk(&b[a..=z]),
-            None => ctx.out.bulk(b""),
-        }),
-    }
-    drop(shard);
-    ctx.hit(true, key);
+    ctx.read_as(
+        &args[1],
+        |ctx| ctx.out.bulk(b""),
+        |ctx, s: &mut RString| {
+            s.with_bytes(|b| match range_of(b.len(), start, end) {
+                Some((a, z)) => ctx.out.bulk(&b[a..=z]),
+                None => ctx.out.bulk(b""),
+            })
+        },
+    );
 }
 
 fn setrange(ctx: &mut Ctx, args: &Args) {
@@ -1014,23 +975,18 @@ fn setrange(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let too_big = too_long_for(max_bulk_len(ctx), offset, patch.len() as i64);
-    let result = match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            match as_str_mut(&mut e.value) {
-                None => Err(ERR_WRONGTYPE),
-                Some(s) if patch.is_empty() => Ok((s.len(), false)),
-                Some(_) if too_big => Err(ERR_STRING_TOO_LONG),
-                Some(s) => {
-                    let buf = s.make_raw();
-                    write_at(buf, offset as usize, patch);
-                    Ok((buf.len(), true))
-                }
-            }
+    let result = match ctx.lookup_write::<RString>(&mut shard, h, key) {
+        Typed::WrongType => Err(ERR_WRONGTYPE),
+        Typed::Found(s) if patch.is_empty() => Ok((s.len(), false)),
+        Typed::Found(_) if too_big => Err(ERR_STRING_TOO_LONG),
+        Typed::Found(s) => {
+            let buf = s.make_raw();
+            write_at(buf, offset as usize, patch);
+            Ok((buf.len(), true))
         }
-        None if patch.is_empty() => Ok((0, false)),
-        None if too_big => Err(ERR_STRING_TOO_LONG),
-        None => {
+        Typed::Missing if patch.is_empty() => Ok((0, false)),
+        Typed::Missing if too_big => Err(ERR_STRING_TOO_LONG),
+        Typed::Missing => {
             let mut buf = Vec::new();
             write_at(&mut buf, offset as usize, patch);
             let n = buf.len();

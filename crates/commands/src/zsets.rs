@@ -6,6 +6,7 @@ use crate::double::{
     parse_range_double, parse_score, reply_double, ERR_MINMAX_FLOAT, ERR_NOT_FLOAT,
 };
 use crate::keys::{parse_scan_cursor, reply_scan, ScanOpts};
+use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
 use rand::Rng;
@@ -374,46 +375,6 @@ pub static COMMANDS: &[CommandSpec] = &[
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// The sorted set at `key` for a read: Ok(None) when missing, Err(WRONGTYPE) when another
-/// type.
-fn lookup<'s>(
-    ctx: &mut Ctx,
-    shard: &'s mut ShardData,
-    h: u64,
-    key: &[u8],
-) -> Result<Option<&'s mut ZSetValue>, &'static str> {
-    let found = shard.get(h, key, ctx.now_ms);
-    zset_of(ctx, found)
-}
-
-/// `lookup` for a key a write command may change (`get_quiet`): the handler touches it for
-/// WATCH when it changes it, and only then.
-fn lookup_write<'s>(
-    ctx: &mut Ctx,
-    shard: &'s mut ShardData,
-    h: u64,
-    key: &[u8],
-) -> Result<Option<&'s mut ZSetValue>, &'static str> {
-    let found = shard.get_quiet(h, key, ctx.now_ms);
-    zset_of(ctx, found)
-}
-
-fn zset_of<'s>(
-    ctx: &mut Ctx,
-    found: Option<&'s mut tern_engine::Entry>,
-) -> Result<Option<&'s mut ZSetValue>, &'static str> {
-    match found {
-        None => Ok(None),
-        Some(e) => {
-            ctx.touch(e);
-            match &mut e.value {
-                Value::ZSet(z) => Ok(Some(z)),
-                _ => Err(ERR_WRONGTYPE),
-            }
-        }
-    }
-}
-
 /// Write a list of members, with scores when asked (RESP3: `[member, score]` pairs).
 fn reply_pairs(out: &mut Reply, pairs: &[(Vec<u8>, f64)], withscores: bool) {
     reply_pairs_header(out, pairs.len(), withscores);
@@ -565,16 +526,13 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
     let (h, mut shard) = ctx.lock(key);
     let now = ctx.now_ms;
     let mut fresh: Option<ZSetValue> = None;
-    let z: &mut ZSetValue = match lookup_write(ctx, &mut shard, h, key) {
-        Err(e) => {
-            drop(shard);
-            return ctx.error(e);
-        }
-        Ok(Some(z)) => {
+    let z: &mut ZSetValue = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(z) => {
             z.maybe_convert(elements);
             z
         }
-        Ok(None) => {
+        Typed::Missing => {
             if fl.xx {
                 drop(shard);
                 if fl.incr {
@@ -646,16 +604,13 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, incrby: bool) {
 fn zrem(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match lookup_write(ctx, &mut shard, h, key) {
-        Err(e) => {
-            drop(shard);
-            return ctx.error(e);
-        }
-        Ok(None) => {
+    let z = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     let mut deleted = 0;
     for m in args.iter().skip(2) {
@@ -695,10 +650,10 @@ fn with_zset<R>(
     f: impl FnOnce(Option<&mut ZSetValue>) -> R,
 ) -> Result<R, &'static str> {
     let (h, mut shard) = ctx.lock(key);
-    let r = lookup(ctx, &mut shard, h, key);
+    let r = ctx.lookup_read::<ZSetValue>(&mut shard, h, key).checked();
     let found = matches!(r, Ok(Some(_)) | Err(_));
     let out = match r {
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
         Ok(z) => Ok(f(z)),
     };
     drop(shard);
@@ -1042,13 +997,13 @@ fn zrangestore(ctx: &mut Ctx, args: &Args) {
     let pairs = {
         let shard = g.shard(db, hs[1]);
         let found = ctx.read_key(shard, hs[1], src);
-        let r = zset_of(ctx, found);
+        let r = ctx.typed::<ZSetValue>(found).checked();
         // The source is read as Redis's lookupKeyRead does (hit, or miss and keymiss).
         ctx.hit(!matches!(r, Ok(None)), src);
         match r {
             Err(e) => {
                 drop(g);
-                return ctx.error(e);
+                return ctx.error(e.into());
             }
             Ok(None) => Vec::new(),
             Ok(Some(z)) => {
@@ -1082,16 +1037,13 @@ fn zremrange_generic(ctx: &mut Ctx, args: &Args, rtype: RangeType) {
         },
     };
     let (h, mut shard) = ctx.lock(key);
-    let z = match lookup_write(ctx, &mut shard, h, key) {
-        Err(e) => {
-            drop(shard);
-            return ctx.error(e);
-        }
-        Ok(None) => {
+    let z = match ctx.lookup_write::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Missing => {
             drop(shard);
             return ctx.out.int(0);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     let span = match &parsed {
         Parsed::Rank(start, end) => {
@@ -1161,7 +1113,7 @@ fn pop_from(
     max: bool,
     count: usize,
 ) -> Result<Option<Pairs>, &'static str> {
-    let z = match lookup_write(ctx, shard, h, key)? {
+    let z = match ctx.lookup_write::<ZSetValue>(shard, h, key).checked()? {
         None => return Ok(None),
         Some(z) => z,
     };
@@ -1446,18 +1398,17 @@ fn zrandmember(ctx: &mut Ctx, args: &Args) {
 fn zrandmember_count(ctx: &mut Ctx, args: &Args, l: i64, withscores: bool) {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match lookup(ctx, &mut shard, h, key) {
-        Err(e) => {
-            drop(shard);
+    let z = match ctx.lookup_read::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => {
             ctx.hit(true, key);
-            return ctx.error(e);
+            return ctx.wrong_type(shard);
         }
-        Ok(None) => {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             return ctx.out.array(0);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     ctx.hit(true, key);
     let size = z.len();
@@ -1521,19 +1472,18 @@ fn zscan(ctx: &mut Ctx, args: &Args) {
     };
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let z = match lookup(ctx, &mut shard, h, key) {
-        Err(e) => {
-            drop(shard);
+    let z = match ctx.lookup_read::<ZSetValue>(&mut shard, h, key) {
+        Typed::WrongType => {
             ctx.hit(true, key);
-            return ctx.error(e);
+            return ctx.wrong_type(shard);
         }
-        Ok(None) => {
+        Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
             let empty: [&[u8]; 0] = [];
             return reply_scan(ctx, 0, &empty);
         }
-        Ok(Some(z)) => z,
+        Typed::Found(z) => z,
     };
     ctx.hit(true, key);
     let opts = match ScanOpts::parse(args, 3, false) {
