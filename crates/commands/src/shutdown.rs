@@ -17,23 +17,17 @@ use crate::blocking::{BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
 use crate::log;
 use crate::server::Server;
-use crate::table::{flags as f, CommandSpec};
+use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use tern_engine::clock;
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "shutdown",
-    arity: -1,
-    flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::NO_MULTI | f::SENTINEL | f::ALLOW_BUSY,
-    handler: Some(shutdown),
-    group: "server",
-    since: "1.0.0",
-    complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
-    summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
-    ..CommandSpec::DEFAULT
-}];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("shutdown", -1, [ADMIN NOSCRIPT LOADING STALE SENTINEL NO_MULTI ALLOW_BUSY], [], [], shutdown,
+        "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)"),
+};
 
 /// Shutdown flags, with the values of `shutdown-on-sigterm` / `shutdown-on-sigint`.
 pub const SAVE: u32 = 1;
