@@ -896,174 +896,51 @@ pub fn load_at_startup(srv: &Server) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // The ACL command
 
-const ADMIN: u32 = f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::SENTINEL;
-const PLAIN: u32 = f::NOSCRIPT | f::LOADING | f::STALE | f::SENTINEL;
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("acl", -2, [SENTINEL], [], [], _, "6.0.0", "A container for Access List Control commands.",
+        complexity: "Depends on subcommand.", subcommands: ACL_SUBCOMMANDS),
+};
 
-#[allow(clippy::too_many_arguments)]
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    handler: crate::table::Handler,
-    complexity: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    tips: &'static [&'static str],
-) -> CommandSpec {
-    CommandSpec {
-        tips,
-        ..CommandSpec::subcommand(
-            name, arity, flags, 0, "server", handler, since, complexity, summary,
-        )
-    }
-}
-
-const ALL_NODES: &[&str] = &["request_policy:all_nodes", "response_policy:all_succeeded"];
-const O_USERS: &str = "O(N). Where N is the number of configured users.";
-
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "acl",
-    arity: -2,
-    flags: f::SENTINEL,
-    acl: cat::SLOW,
-    group: "server",
-    since: "6.0.0",
-    complexity: "Depends on subcommand.",
-    summary: "A container for Access List Control commands.",
-    subcommands: &[
-        sub(
-            "cat",
-            -2,
-            PLAIN,
-            acl_cat,
-            "O(1) since the categories and commands are a fixed set.",
-            "Lists the ACL categories, or the commands inside a category.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "deluser",
-            -3,
-            ADMIN,
-            acl_deluser,
-            "O(1) amortized time considering the typical user.",
-            "Deletes ACL users, and terminates their connections.",
-            "6.0.0",
-            ALL_NODES,
-        ),
-        sub(
-            "dryrun",
-            -4,
-            ADMIN,
-            acl_dryrun,
-            "O(1).",
-            "Simulates the execution of a command by a user, without executing the command.",
-            "7.0.0",
-            &[],
-        ),
-        sub(
-            "genpass",
-            -2,
-            PLAIN,
-            acl_genpass,
-            "O(1)",
-            "Generates a pseudorandom, secure password that can be used to identify ACL users.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "getuser",
-            3,
-            ADMIN,
-            acl_getuser,
-            "O(N). Where N is the number of password, command and pattern rules that the user has.",
-            "Lists the ACL rules of a user.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "help",
-            2,
-            f::LOADING | f::STALE | f::SENTINEL,
-            acl_help,
-            "O(1)",
-            "Returns helpful text about the different subcommands.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "list",
-            2,
-            ADMIN,
-            acl_list,
-            O_USERS,
-            "Dumps the effective rules in ACL file format.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "load",
-            2,
-            ADMIN,
-            acl_load,
-            O_USERS,
-            "Reloads the rules from the configured ACL file.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "log",
-            -2,
-            ADMIN,
-            acl_log,
-            "O(N) with N being the number of entries shown.",
-            "Lists recent security events generated due to ACL rules.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "save",
-            2,
-            ADMIN,
-            acl_save,
-            O_USERS,
-            "Saves the effective ACL rules in the configured ACL file.",
-            "6.0.0",
-            ALL_NODES,
-        ),
-        sub(
-            "setuser",
-            -3,
-            ADMIN,
-            acl_setuser,
-            "O(N). Where N is the number of rules provided.",
-            "Creates and modifies an ACL user and its rules.",
-            "6.0.0",
-            ALL_NODES,
-        ),
-        sub(
-            "users",
-            2,
-            ADMIN,
-            acl_users,
-            O_USERS,
-            "Lists all ACL users.",
-            "6.0.0",
-            &[],
-        ),
-        sub(
-            "whoami",
-            2,
-            PLAIN,
-            acl_whoami,
-            "O(1)",
-            "Returns the authenticated username of the current connection.",
-            "6.0.0",
-            &[],
-        ),
-    ],
-    ..CommandSpec::DEFAULT
-}];
+static ACL_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("cat", -2, [NOSCRIPT LOADING STALE SENTINEL], [], [], acl_cat, "6.0.0",
+        "Lists the ACL categories, or the commands inside a category.",
+        complexity: "O(1) since the categories and commands are a fixed set."),
+    ("deluser", -3, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_deluser, "6.0.0",
+        "Deletes ACL users, and terminates their connections.",
+        complexity: "O(1) amortized time considering the typical user.",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("dryrun", -4, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_dryrun, "7.0.0",
+        "Simulates the execution of a command by a user, without executing the command.",
+        complexity: "O(1)."),
+    ("genpass", -2, [NOSCRIPT LOADING STALE SENTINEL], [], [], acl_genpass, "6.0.0",
+        "Generates a pseudorandom, secure password that can be used to identify ACL users."),
+    ("getuser", 3, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_getuser, "6.0.0",
+        "Lists the ACL rules of a user.",
+        complexity: "O(N). Where N is the number of password, command and pattern rules that the user has."),
+    ("help", 2, [LOADING STALE SENTINEL], [], [], acl_help, "6.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("list", 2, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_list, "6.0.0",
+        "Dumps the effective rules in ACL file format.",
+        complexity: "O(N). Where N is the number of configured users."),
+    ("load", 2, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_load, "6.0.0",
+        "Reloads the rules from the configured ACL file.",
+        complexity: "O(N). Where N is the number of configured users."),
+    ("log", -2, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_log, "6.0.0",
+        "Lists recent security events generated due to ACL rules.",
+        complexity: "O(N) with N being the number of entries shown."),
+    ("save", 2, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_save, "6.0.0",
+        "Saves the effective ACL rules in the configured ACL file.",
+        complexity: "O(N). Where N is the number of configured users.",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("setuser", -3, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_setuser, "6.0.0",
+        "Creates and modifies an ACL user and its rules.",
+        complexity: "O(N). Where N is the number of rules provided.",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("users", 2, [ADMIN NOSCRIPT LOADING STALE SENTINEL], [], [], acl_users, "6.0.0",
+        "Lists all ACL users.", complexity: "O(N). Where N is the number of configured users."),
+    ("whoami", 2, [NOSCRIPT LOADING STALE SENTINEL], [], [], acl_whoami, "6.0.0",
+        "Returns the authenticated username of the current connection."),
+};
 
 fn syntax_error(ctx: &mut Ctx, args: &Args) {
     let sub: String = String::from_utf8_lossy(args.get(1))
@@ -1256,11 +1133,11 @@ fn acl_cat(ctx: &mut Ctx, args: &Args) {
             };
             let mut names = Vec::new();
             for e in ctx.srv.commands.iter() {
-                if crate::introspection::effective_acl(e.spec) & flag != 0 {
+                if e.spec.acl & flag != 0 {
                     names.push(e.fullname.clone());
                 }
                 for s in e.subs.values() {
-                    if crate::introspection::effective_acl(s.spec) & flag != 0 {
+                    if s.spec.acl & flag != 0 {
                         names.push(s.fullname.clone());
                     }
                 }

@@ -17,7 +17,7 @@ use crate::clients::ClientHandle;
 use crate::ctx::{Conn, Ctx};
 use crate::propagate::LOG;
 use crate::server::Server;
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -28,18 +28,10 @@ use std::time::{Duration, Instant};
 use tern_engine::clock;
 use tern_persist::aof::{CommandReader, Manifest, ReadError};
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "bgrewriteaof",
-    arity: 1,
-    flags: f::ADMIN | f::NOSCRIPT | f::NO_ASYNC_LOADING,
-    acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-    handler: Some(bgrewriteaof),
-    since: "1.0.0",
-    complexity: "O(1)",
-    summary: "Asynchronously rewrites the append-only file to disk.",
-    group: "server",
-    ..CommandSpec::DEFAULT
-}];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("bgrewriteaof", 1, [ADMIN NOSCRIPT NO_ASYNC_LOADING], [], [], bgrewriteaof, "1.0.0",
+        "Asynchronously rewrites the append-only file to disk."),
+};
 
 /// The id of the pseudo-client that replays the AOF at start-up (Redis's CLIENT_ID_AOF).
 pub const CLIENT_ID: u64 = u64::MAX;

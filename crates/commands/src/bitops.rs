@@ -8,113 +8,36 @@ use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE
 use crate::ctx::Ctx;
 use crate::notify;
 use crate::strings::{as_str, max_bulk_len, store_value};
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use tern_engine::{RString, ShardData, Value};
-
-const BM: u64 = acl::BITMAP;
 
 const ERR_BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 const ERR_BIT_VALUE: &str = "ERR bit is not an integer or out of range";
 const ERR_BITFIELD_TYPE: &str =
     "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "setbit",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: BM | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(1, k::RW | k::ACCESS | k::UPDATE)],
-        handler: Some(setbit),
-        group: "bitmap",
-        since: "2.2.0",
-        summary: "Sets or clears one bit of a string value, creating or zero-extending the string as needed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "getbit",
-        arity: 3,
-        flags: f::READONLY | f::FAST,
-        acl: BM | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(getbit),
-        group: "bitmap",
-        since: "2.2.0",
-        summary: "Returns one bit of a string value (bits past the end read as zero).",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "bitcount",
-        arity: -2,
-        flags: f::READONLY,
-        acl: BM | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(bitcount),
-        group: "bitmap",
-        since: "2.6.0",
-        complexity: "O(N), N being the number of bytes counted.",
-        summary: "Counts the bits set to 1 in a string value, optionally within a byte or bit range.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "bitpos",
-        arity: -3,
-        flags: f::READONLY,
-        acl: BM | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(bitpos),
-        group: "bitmap",
-        since: "2.8.7",
-        complexity: "O(N), N being the number of bytes scanned.",
-        summary: "Finds the position of the first bit set to 1 or 0 in a string value, optionally within a range.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "bitop",
-        arity: -4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: BM | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(2, k::OW | k::UPDATE),
-            KeySpec::range(3, -1, 1, k::RO | k::ACCESS),
-        ],
-        handler: Some(bitop),
-        group: "bitmap",
-        since: "2.6.0",
-        complexity: "O(N), N being the length of the longest source string.",
-        summary: "Combines string values with AND, OR, XOR or NOT and stores the result in a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "bitfield",
-        arity: -2,
-        flags: f::WRITE | f::DENYOOM,
-        acl: BM | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(
-            1,
-            k::RW | k::UPDATE | k::ACCESS | k::VARIABLE_FLAGS,
-        )],
-        handler: Some(bitfield),
-        group: "bitmap",
-        since: "3.2.0",
-        complexity: "O(1) per subcommand.",
-        summary: "Reads, writes and increments integers of any width from 1 to 64 bits inside a string value.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "bitfield_ro",
-        arity: -2,
-        flags: f::READONLY | f::FAST,
-        acl: BM | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(bitfield_ro),
-        group: "bitmap",
-        since: "6.0.0",
-        complexity: "O(1) per subcommand.",
-        summary: "Reads integers of any width from 1 to 64 bits inside a string value (GET only).",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "bitmap";
+    ("setbit", 4, [WRITE DENYOOM], [BITMAP], [key(1, RW ACCESS UPDATE)], setbit, "2.2.0",
+        "Sets or clears one bit of a string value, creating or zero-extending the string as needed."),
+    ("getbit", 3, [READONLY FAST], [BITMAP], [key(1, RO ACCESS)], getbit, "2.2.0",
+        "Returns one bit of a string value (bits past the end read as zero)."),
+    ("bitcount", -2, [READONLY], [BITMAP], [key(1, RO ACCESS)], bitcount, "2.6.0",
+        "Counts the bits set to 1 in a string value, optionally within a byte or bit range.",
+        complexity: "O(N), N being the number of bytes counted."),
+    ("bitpos", -3, [READONLY], [BITMAP], [key(1, RO ACCESS)], bitpos, "2.8.7",
+        "Finds the position of the first bit set to 1 or 0 in a string value, optionally within a range.",
+        complexity: "O(N), N being the number of bytes scanned."),
+    ("bitop", -4, [WRITE DENYOOM], [BITMAP], [key(2, OW UPDATE), range(3, -1, 1, RO ACCESS)], bitop,
+        "2.6.0", "Combines string values with AND, OR, XOR or NOT and stores the result in a key.",
+        complexity: "O(N), N being the length of the longest source string."),
+    ("bitfield", -2, [WRITE DENYOOM], [BITMAP], [key(1, RW ACCESS UPDATE VARIABLE_FLAGS)], bitfield,
+        "3.2.0",
+        "Reads, writes and increments integers of any width from 1 to 64 bits inside a string value.",
+        complexity: "O(1) per subcommand."),
+    ("bitfield_ro", -2, [READONLY FAST], [BITMAP], [key(1, RO ACCESS)], bitfield_ro, "6.0.0",
+        "Reads integers of any width from 1 to 64 bits inside a string value (GET only).",
+        complexity: "O(1) per subcommand."),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

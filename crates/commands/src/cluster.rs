@@ -5,7 +5,7 @@
 
 use crate::args::Args;
 use crate::ctx::Ctx;
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 
 const DISABLED: &str = "ERR This instance has cluster support disabled";
 
@@ -13,93 +13,89 @@ fn disabled(ctx: &mut Ctx, _args: &Args) {
     ctx.error(DISABLED);
 }
 
-#[allow(clippy::too_many_arguments)]
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    acl: u64,
-    since: &'static str,
-    complexity: &'static str,
-    summary: &'static str,
-    tips: &'static [&'static str],
-) -> CommandSpec {
-    CommandSpec {
-        tips,
-        ..CommandSpec::subcommand(
-            name, arity, flags, acl, "cluster", disabled, since, complexity, summary,
-        )
-    }
-}
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "cluster";
+    ("cluster", -2, [], [], [], _, "3.0.0", "A container for Redis Cluster commands.",
+        complexity: "Depends on subcommand.", subcommands: CLUSTER_SUBCOMMANDS),
+    ("asking", 1, [FAST], [CONNECTION], [], disabled, "3.0.0",
+        "Signals that a cluster client is following an -ASK redirect."),
+    ("readonly", 1, [LOADING STALE FAST], [CONNECTION], [], disabled, "3.0.0",
+        "Enables read-only queries for a connection to a Redis Cluster replica node."),
+    ("readwrite", 1, [LOADING STALE FAST], [CONNECTION], [], disabled, "3.0.0",
+        "Enables read-write queries for a connection to a Reids Cluster replica node."),
+};
 
-/// A connection-level cluster command (ASKING, READONLY, READWRITE).
-const fn conn(name: &'static str, flags: u32, summary: &'static str) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity: 1,
-        flags,
-        acl: acl::FAST | acl::CONNECTION,
-        handler: Some(disabled),
-        group: "cluster",
-        since: "3.0.0",
-        summary,
-        ..CommandSpec::DEFAULT
-    }
-}
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "cluster",
-        arity: -2,
-        group: "cluster",
-        since: "3.0.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for Redis Cluster commands.",
-        subcommands: &[
-            sub("addslots", -3, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(N) where N is the total number of hash slot arguments", "Assigns new hash slots to a node.", &[]),
-            sub("addslotsrange", -4, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "7.0.0", "O(N) where N is the total number of the slots between the start slot and end slot arguments.", "Assigns new hash slot ranges to a node.", &[]),
-            sub("bumpepoch", 2, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Advances the cluster config epoch.", &["nondeterministic_output"]),
-            sub("count-failure-reports", 3, f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(N) where N is the number of failure reports", "Returns the number of active failure reports active for a node.", &["nondeterministic_output"]),
-            sub("countkeysinslot", 3, f::STALE, acl::SLOW, "3.0.0", "O(1)", "Returns the number of keys in a hash slot.", &[]),
-            sub("delslots", -3, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(N) where N is the total number of hash slot arguments", "Sets hash slots as unbound for a node.", &[]),
-            sub("delslotsrange", -4, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "7.0.0", "O(N) where N is the total number of the slots between the start slot and end slot arguments.", "Sets hash slot ranges as unbound for a node.", &[]),
-            sub("failover", -2, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Forces a replica to perform a manual failover of its master.", &[]),
-            sub("flushslots", 2, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Deletes all slots information from a node.", &[]),
-            sub("forget", 3, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Removes a node from the nodes table.", &[]),
-            sub("getkeysinslot", 4, f::STALE, acl::SLOW, "3.0.0", "O(N) where N is the number of requested keys", "Returns the key names in a hash slot.", &["nondeterministic_output"]),
-            sub("help", 2, f::LOADING | f::STALE, acl::SLOW, "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", &[]),
-            sub("info", 2, f::STALE, acl::SLOW, "3.0.0", "O(1)", "Returns information about the state of a node.", &["nondeterministic_output"]),
-            sub("keyslot", 3, f::STALE, acl::SLOW, "3.0.0", "O(N) where N is the number of bytes in the key", "Returns the hash slot for a key.", &[]),
-            sub("links", 2, f::STALE, acl::SLOW, "7.0.0", "O(N) where N is the total number of Cluster nodes", "Returns a list of all TCP links to and from peer nodes.", &["nondeterministic_output"]),
-            sub("meet", -4, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Forces a node to handshake with another node.", &[]),
-            sub("myid", 2, f::STALE, acl::SLOW, "3.0.0", "O(1)", "Returns the ID of a node.", &[]),
-            sub("myshardid", 2, f::STALE, acl::SLOW, "7.2.0", "O(1)", "Returns the shard ID of a node.", &["nondeterministic_output"]),
-            sub("nodes", 2, f::STALE, acl::SLOW, "3.0.0", "O(N) where N is the total number of Cluster nodes", "Returns the cluster configuration for a node.", &["nondeterministic_output"]),
-            sub("replicas", 3, f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "5.0.0", "O(N) where N is the number of replicas.", "Lists the replica nodes of a master node.", &["nondeterministic_output"]),
-            sub("replicate", 3, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Configure a node as replica of a master node.", &[]),
-            sub("reset", -2, f::ADMIN | f::STALE | f::NOSCRIPT, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.", "Resets a node.", &[]),
-            sub("saveconfig", 2, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Forces a node to save the cluster configuration to disk.", &[]),
-            sub("set-config-epoch", 3, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Sets the configuration epoch for a new node.", &[]),
-            sub("setslot", -4, f::NO_ASYNC_LOADING | f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(1)", "Binds a hash slot to a node.", &[]),
-            sub("shards", 2, f::LOADING | f::STALE, acl::SLOW, "7.0.0", "O(N) where N is the total number of cluster nodes", "Returns the mapping of cluster slots to shards.", &["nondeterministic_output"]),
-            sub("slaves", 3, f::ADMIN | f::STALE, acl::SLOW | acl::ADMIN | acl::DANGEROUS, "3.0.0", "O(N) where N is the number of replicas.", "Lists the replica nodes of a master node.", &["nondeterministic_output"]),
-            sub("slots", 2, f::LOADING | f::STALE, acl::SLOW, "3.0.0", "O(N) where N is the total number of Cluster nodes", "Returns the mapping of cluster slots to nodes.", &["nondeterministic_output"]),
-        ],
-        ..CommandSpec::DEFAULT
-    },
-    conn(
-        "asking",
-        f::FAST,
-        "Signals that a cluster client is following an -ASK redirect.",
-    ),
-    conn(
-        "readonly",
-        f::FAST | f::LOADING | f::STALE,
-        "Enables read-only queries for a connection to a Redis Cluster replica node.",
-    ),
-    conn(
-        "readwrite",
-        f::FAST | f::LOADING | f::STALE,
-        "Enables read-write queries for a connection to a Reids Cluster replica node.",
-    ),
-];
+static CLUSTER_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "cluster";
+    ("addslots", -3, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Assigns new hash slots to a node.",
+        complexity: "O(N) where N is the total number of hash slot arguments"),
+    ("addslotsrange", -4, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "7.0.0",
+        "Assigns new hash slot ranges to a node.",
+        complexity: "O(N) where N is the total number of the slots between the start slot and end slot arguments."),
+    ("bumpepoch", 2, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Advances the cluster config epoch.", tips: &["nondeterministic_output"]),
+    ("count-failure-reports", 3, [ADMIN STALE], [], [], disabled, "3.0.0",
+        "Returns the number of active failure reports active for a node.",
+        complexity: "O(N) where N is the number of failure reports",
+        tips: &["nondeterministic_output"]),
+    ("countkeysinslot", 3, [STALE], [], [], disabled, "3.0.0",
+        "Returns the number of keys in a hash slot."),
+    ("delslots", -3, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Sets hash slots as unbound for a node.",
+        complexity: "O(N) where N is the total number of hash slot arguments"),
+    ("delslotsrange", -4, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "7.0.0",
+        "Sets hash slot ranges as unbound for a node.",
+        complexity: "O(N) where N is the total number of the slots between the start slot and end slot arguments."),
+    ("failover", -2, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Forces a replica to perform a manual failover of its master."),
+    ("flushslots", 2, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Deletes all slots information from a node."),
+    ("forget", 3, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Removes a node from the nodes table."),
+    ("getkeysinslot", 4, [STALE], [], [], disabled, "3.0.0",
+        "Returns the key names in a hash slot.",
+        complexity: "O(N) where N is the number of requested keys",
+        tips: &["nondeterministic_output"]),
+    ("help", 2, [LOADING STALE], [], [], disabled, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("info", 2, [STALE], [], [], disabled, "3.0.0",
+        "Returns information about the state of a node.", tips: &["nondeterministic_output"]),
+    ("keyslot", 3, [STALE], [], [], disabled, "3.0.0", "Returns the hash slot for a key.",
+        complexity: "O(N) where N is the number of bytes in the key"),
+    ("links", 2, [STALE], [], [], disabled, "7.0.0",
+        "Returns a list of all TCP links to and from peer nodes.",
+        complexity: "O(N) where N is the total number of Cluster nodes",
+        tips: &["nondeterministic_output"]),
+    ("meet", -4, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Forces a node to handshake with another node."),
+    ("myid", 2, [STALE], [], [], disabled, "3.0.0", "Returns the ID of a node."),
+    ("myshardid", 2, [STALE], [], [], disabled, "7.2.0", "Returns the shard ID of a node.",
+        tips: &["nondeterministic_output"]),
+    ("nodes", 2, [STALE], [], [], disabled, "3.0.0",
+        "Returns the cluster configuration for a node.",
+        complexity: "O(N) where N is the total number of Cluster nodes",
+        tips: &["nondeterministic_output"]),
+    ("replicas", 3, [ADMIN STALE], [], [], disabled, "5.0.0",
+        "Lists the replica nodes of a master node.",
+        complexity: "O(N) where N is the number of replicas.", tips: &["nondeterministic_output"]),
+    ("replicate", 3, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Configure a node as replica of a master node."),
+    ("reset", -2, [ADMIN NOSCRIPT STALE], [], [], disabled, "3.0.0", "Resets a node.",
+        complexity: "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect."),
+    ("saveconfig", 2, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Forces a node to save the cluster configuration to disk."),
+    ("set-config-epoch", 3, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Sets the configuration epoch for a new node."),
+    ("setslot", -4, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
+        "Binds a hash slot to a node."),
+    ("shards", 2, [LOADING STALE], [], [], disabled, "7.0.0",
+        "Returns the mapping of cluster slots to shards.",
+        complexity: "O(N) where N is the total number of cluster nodes",
+        tips: &["nondeterministic_output"]),
+    ("slaves", 3, [ADMIN STALE], [], [], disabled, "3.0.0",
+        "Lists the replica nodes of a master node.",
+        complexity: "O(N) where N is the number of replicas.", tips: &["nondeterministic_output"]),
+    ("slots", 2, [LOADING STALE], [], [], disabled, "3.0.0",
+        "Returns the mapping of cluster slots to nodes.",
+        complexity: "O(N) where N is the total number of Cluster nodes",
+        tips: &["nondeterministic_output"]),
+};

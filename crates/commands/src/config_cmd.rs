@@ -5,93 +5,28 @@
 use crate::args::Args;
 use crate::config::{self, RewriteError};
 use crate::ctx::Ctx;
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 use std::collections::HashSet;
 
-const ADMIN_ACL: u64 = acl::ADMIN | acl::SLOW | acl::DANGEROUS;
-const ADMIN_FLAGS: u32 = f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE;
-const O_N_PARAMS: &str = "O(N) when N is the number of configuration parameters provided";
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("config", -2, [], [], [], _, "2.0.0", "A container for server configuration commands.",
+        complexity: "Depends on subcommand.", subcommands: CONFIG_SUBCOMMANDS),
+};
 
-/// A CONFIG subcommand (server group).
-#[allow(clippy::too_many_arguments)]
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    acl: u64,
-    handler: crate::table::Handler,
-    since: &'static str,
-    complexity: &'static str,
-    summary: &'static str,
-) -> CommandSpec {
-    CommandSpec::subcommand(
-        name, arity, flags, acl, "server", handler, since, complexity, summary,
-    )
-}
-
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "config",
-    arity: -2,
-    flags: 0,
-    acl: acl::SLOW,
-    group: "server",
-    since: "2.0.0",
-    complexity: "Depends on subcommand.",
-    summary: "A container for server configuration commands.",
-    subcommands: &[
-        sub(
-            "get",
-            -3,
-            ADMIN_FLAGS,
-            ADMIN_ACL,
-            get,
-            "2.0.0",
-            O_N_PARAMS,
-            "Returns the effective values of configuration parameters.",
-        ),
-        sub(
-            "set",
-            -4,
-            ADMIN_FLAGS,
-            ADMIN_ACL,
-            set,
-            "2.0.0",
-            O_N_PARAMS,
-            "Sets configuration parameters in-flight.",
-        ),
-        sub(
-            "resetstat",
-            2,
-            ADMIN_FLAGS,
-            ADMIN_ACL,
-            resetstat,
-            "2.0.0",
-            "O(1)",
-            "Resets the server's statistics.",
-        ),
-        sub(
-            "rewrite",
-            2,
-            ADMIN_FLAGS,
-            ADMIN_ACL,
-            rewrite,
-            "2.8.0",
-            "O(1)",
-            "Persists the effective configuration to file.",
-        ),
-        sub(
-            "help",
-            2,
-            f::LOADING | f::STALE,
-            acl::SLOW,
-            help,
-            "5.0.0",
-            "O(1)",
-            "Returns helpful text about the different subcommands.",
-        ),
-    ],
-    ..CommandSpec::DEFAULT
-}];
+static CONFIG_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("get", -3, [ADMIN NOSCRIPT LOADING STALE], [], [], get, "2.0.0",
+        "Returns the effective values of configuration parameters.",
+        complexity: "O(N) when N is the number of configuration parameters provided"),
+    ("set", -4, [ADMIN NOSCRIPT LOADING STALE], [], [], set, "2.0.0",
+        "Sets configuration parameters in-flight.",
+        complexity: "O(N) when N is the number of configuration parameters provided"),
+    ("resetstat", 2, [ADMIN NOSCRIPT LOADING STALE], [], [], resetstat, "2.0.0",
+        "Resets the server's statistics."),
+    ("rewrite", 2, [ADMIN NOSCRIPT LOADING STALE], [], [], rewrite, "2.8.0",
+        "Persists the effective configuration to file."),
+    ("help", 2, [LOADING STALE], [], [], help, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+};
 
 const HELP: &[&str] = &[
     "GET <pattern>",

@@ -3,99 +3,25 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_DB_RANGE, ERR_NOT_INT};
 use crate::clients::cflags;
 use crate::ctx::{Ctx, ReplyMode};
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 use std::sync::atomic::Ordering::Relaxed;
 
-const CONN: u64 = acl::CONNECTION;
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "ping",
-        arity: -1,
-        flags: f::FAST | f::SENTINEL,
-        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-        acl: CONN | acl::FAST,
-        handler: Some(ping),
-        group: "connection",
-        summary: "Returns the server's liveliness response.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "echo",
-        arity: 2,
-        flags: f::LOADING | f::STALE | f::FAST,
-        acl: CONN | acl::FAST,
-        handler: Some(echo),
-        group: "connection",
-        summary: "Returns the given string.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "select",
-        arity: 2,
-        flags: f::LOADING | f::STALE | f::FAST,
-        acl: CONN | acl::FAST,
-        handler: Some(select),
-        group: "connection",
-        since: "1.0.0",
-        summary: "Changes the selected database.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "quit",
-        arity: -1,
-        flags: f::ALLOW_BUSY | f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::NO_AUTH,
-        acl: CONN | acl::FAST,
-        handler: Some(quit),
-        group: "connection",
-        summary: "Closes the connection.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "reset",
-        arity: 1,
-        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::NO_AUTH | f::ALLOW_BUSY,
-        acl: CONN | acl::FAST,
-        handler: Some(reset),
-        group: "connection",
-        since: "6.2.0",
-        summary: "Resets the connection.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hello",
-        arity: -1,
-        flags: f::NOSCRIPT
-            | f::LOADING
-            | f::STALE
-            | f::FAST
-            | f::NO_AUTH
-            | f::SENTINEL
-            | f::ALLOW_BUSY,
-        acl: CONN | acl::FAST,
-        handler: Some(hello),
-        group: "connection",
-        since: "6.0.0",
-        summary: "Handshakes with the Redis server.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "auth",
-        arity: -2,
-        flags: f::NOSCRIPT
-            | f::LOADING
-            | f::STALE
-            | f::FAST
-            | f::NO_AUTH
-            | f::SENTINEL
-            | f::ALLOW_BUSY,
-        acl: CONN | acl::FAST,
-        handler: Some(auth),
-        group: "connection",
-        summary: "Authenticates the connection.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "connection";
+    ("ping", -1, [FAST SENTINEL], [CONNECTION], [], ping, "1.0.0",
+        "Returns the server's liveliness response.",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("echo", 2, [LOADING STALE FAST], [CONNECTION], [], echo, "1.0.0", "Returns the given string."),
+    ("select", 2, [LOADING STALE FAST], [CONNECTION], [], select, "1.0.0",
+        "Changes the selected database."),
+    ("quit", -1, [NOSCRIPT LOADING STALE FAST NO_AUTH ALLOW_BUSY], [CONNECTION], [], quit, "1.0.0",
+        "Closes the connection."),
+    ("reset", 1, [NOSCRIPT LOADING STALE FAST NO_AUTH ALLOW_BUSY], [CONNECTION], [], reset, "6.2.0",
+        "Resets the connection."),
+    ("hello", -1, [NOSCRIPT LOADING STALE FAST NO_AUTH SENTINEL ALLOW_BUSY], [CONNECTION], [],
+        hello, "6.0.0", "Handshakes with the Redis server."),
+    ("auth", -2, [NOSCRIPT LOADING STALE FAST NO_AUTH SENTINEL ALLOW_BUSY], [CONNECTION], [], auth,
+        "1.0.0", "Authenticates the connection."),
+};
 
 fn ping(ctx: &mut Ctx, args: &Args) {
     if args.len() > 2 {

@@ -5,21 +5,14 @@
 
 use crate::args::{eq_ic, parse_f64, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY};
 use crate::ctx::Ctx;
-use crate::table::{flags as f, CommandSpec};
+use crate::table::CommandSpec;
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::{RString, Value};
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "debug",
-    arity: -2,
-    flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::PROTECTED,
-    handler: Some(debug),
-    group: "server",
-    since: "1.0.0",
-    complexity: "Depends on subcommand.",
-    summary: "A container for debugging commands.",
-    ..CommandSpec::DEFAULT
-}];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("debug", -2, [ADMIN NOSCRIPT LOADING STALE PROTECTED], [], [], debug, "1.0.0",
+        "A container for debugging commands.", complexity: "Depends on subcommand."),
+};
 
 fn debug(ctx: &mut Ctx, args: &Args) {
     // Refused with `enable-debug-command` by the dispatcher (PROTECTED flag).

@@ -9,180 +9,53 @@ use crate::args::{eq_ic, Args};
 use crate::ctx::Ctx;
 use crate::lua::libraries::{self, Library, RestorePolicy};
 use crate::lua::{self, sflags};
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
-
-const FCALL_FLAGS: u32 = f::NOSCRIPT
-    | f::SKIP_MONITOR
-    | f::SCRIPT_CALLER
-    | f::MAY_REPLICATE
-    | f::NO_MANDATORY_KEYS
-    | f::STALE;
-const FCALL_RO_FLAGS: u32 = f::NOSCRIPT
-    | f::SKIP_MONITOR
-    | f::SCRIPT_CALLER
-    | f::NO_MANDATORY_KEYS
-    | f::STALE
-    | f::READONLY;
+use crate::table::CommandSpec;
 
 /// FUNCTION LOAD's time limit for a library's top-level code.
 const LOAD_TIMEOUT_MS: u64 = 500;
 
-const SUB_FLAGS: u64 = acl::SCRIPTING;
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "scripting";
+    ("fcall", -3, [NOSCRIPT STALE SKIP_MONITOR MAY_REPLICATE NO_MANDATORY_KEYS SCRIPT_CALLER],
+        [SCRIPTING], [keynum(2, 0, 1, 1, RW ACCESS UPDATE)], fcall, "7.0.0", "Invokes a function.",
+        complexity: "Depends on the function that is executed."),
+    ("fcall_ro", -3, [READONLY NOSCRIPT STALE SKIP_MONITOR NO_MANDATORY_KEYS SCRIPT_CALLER],
+        [SCRIPTING], [keynum(2, 0, 1, 1, RO ACCESS)], fcall_ro, "7.0.0",
+        "Invokes a read-only function.", complexity: "Depends on the function that is executed."),
+    ("function", -2, [], [], [], _, "7.0.0", "A container for function commands.",
+        complexity: "Depends on subcommand.", subcommands: FUNCTION_SUBCOMMANDS),
+};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "fcall",
-        arity: -3,
-        flags: FCALL_FLAGS,
-        acl: acl::SCRIPTING,
-        keys: &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::UPDATE)],
-        handler: Some(fcall),
-        group: "scripting",
-        since: "7.0.0",
-        complexity: "Depends on the function that is executed.",
-        summary: "Invokes a function.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "fcall_ro",
-        arity: -3,
-        flags: FCALL_RO_FLAGS,
-        acl: acl::SCRIPTING,
-        keys: &[KeySpec::keynum(2, 0, 1, 1, k::RO | k::ACCESS)],
-        handler: Some(fcall_ro),
-        group: "scripting",
-        since: "7.0.0",
-        complexity: "Depends on the function that is executed.",
-        summary: "Invokes a read-only function.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "function",
-        arity: -2,
-        group: "scripting",
-        since: "7.0.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for function commands.",
-        subcommands: &[
-            CommandSpec {
-                name: "delete",
-                arity: 3,
-                flags: f::NOSCRIPT | f::WRITE,
-                acl: SUB_FLAGS,
-                handler: Some(delete),
-                group: "scripting",
-                since: "7.0.0",
-                summary: "Deletes a library and its functions.",
-                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "dump",
-                arity: 2,
-                flags: f::NOSCRIPT,
-                acl: SUB_FLAGS,
-                handler: Some(dump),
-                group: "scripting",
-                since: "7.0.0",
-                complexity: "O(N) where N is the number of functions",
-                summary: "Dumps all libraries into a serialized binary payload.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "flush",
-                arity: -2,
-                flags: f::NOSCRIPT | f::WRITE,
-                acl: SUB_FLAGS,
-                handler: Some(flush),
-                group: "scripting",
-                since: "7.0.0",
-                complexity: "O(N) where N is the number of functions deleted",
-                summary: "Deletes all libraries and functions.",
-                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "help",
-                arity: 2,
-                flags: f::LOADING | f::STALE,
-                acl: SUB_FLAGS,
-                handler: Some(help),
-                group: "scripting",
-                since: "7.0.0",
-                summary: "Returns helpful text about the different subcommands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "kill",
-                arity: 2,
-                flags: f::NOSCRIPT | f::ALLOW_BUSY,
-                acl: SUB_FLAGS,
-                handler: Some(kill),
-                group: "scripting",
-                since: "7.0.0",
-                summary: "Terminates a function during execution.",
-                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "list",
-                arity: -2,
-                flags: f::NOSCRIPT,
-                acl: SUB_FLAGS,
-                handler: Some(list),
-                group: "scripting",
-                since: "7.0.0",
-                complexity: "O(N) where N is the number of functions",
-                summary: "Returns information about all libraries.",
-                tips: &["nondeterministic_output_order"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "load",
-                arity: -3,
-                flags: f::NOSCRIPT | f::WRITE | f::DENYOOM,
-                acl: SUB_FLAGS,
-                handler: Some(load),
-                group: "scripting",
-                since: "7.0.0",
-                complexity: "O(1) (considering compilation time is redundant)",
-                summary: "Creates a library.",
-                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "restore",
-                arity: -3,
-                flags: f::NOSCRIPT | f::WRITE | f::DENYOOM,
-                acl: SUB_FLAGS,
-                handler: Some(restore),
-                group: "scripting",
-                since: "7.0.0",
-                complexity: "O(N) where N is the number of functions on the payload",
-                summary: "Restores all libraries from a payload.",
-                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "stats",
-                arity: 2,
-                flags: f::NOSCRIPT | f::ALLOW_BUSY,
-                acl: SUB_FLAGS,
-                handler: Some(stats),
-                group: "scripting",
-                since: "7.0.0",
-                summary: "Returns information about a function during execution.",
-                tips: &[
-                    "nondeterministic_output",
-                    "request_policy:all_shards",
-                    "response_policy:special",
-                ],
-                ..CommandSpec::DEFAULT
-            },
-        ],
-        ..CommandSpec::DEFAULT
-    },
-];
+static FUNCTION_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "scripting";
+    ("delete", 3, [WRITE NOSCRIPT], [SCRIPTING], [], delete, "7.0.0",
+        "Deletes a library and its functions.",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("dump", 2, [NOSCRIPT], [SCRIPTING], [], dump, "7.0.0",
+        "Dumps all libraries into a serialized binary payload.",
+        complexity: "O(N) where N is the number of functions"),
+    ("flush", -2, [WRITE NOSCRIPT], [SCRIPTING], [], flush, "7.0.0",
+        "Deletes all libraries and functions.",
+        complexity: "O(N) where N is the number of functions deleted",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("help", 2, [LOADING STALE], [SCRIPTING], [], help, "7.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("kill", 2, [NOSCRIPT ALLOW_BUSY], [SCRIPTING], [], kill, "7.0.0",
+        "Terminates a function during execution.",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"]),
+    ("list", -2, [NOSCRIPT], [SCRIPTING], [], list, "7.0.0",
+        "Returns information about all libraries.",
+        complexity: "O(N) where N is the number of functions",
+        tips: &["nondeterministic_output_order"]),
+    ("load", -3, [WRITE DENYOOM NOSCRIPT], [SCRIPTING], [], load, "7.0.0", "Creates a library.",
+        complexity: "O(1) (considering compilation time is redundant)",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("restore", -3, [WRITE DENYOOM NOSCRIPT], [SCRIPTING], [], restore, "7.0.0",
+        "Restores all libraries from a payload.",
+        complexity: "O(N) where N is the number of functions on the payload",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("stats", 2, [NOSCRIPT ALLOW_BUSY], [SCRIPTING], [], stats, "7.0.0",
+        "Returns information about a function during execution.",
+        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Commands

@@ -8,181 +8,48 @@ use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE
 use crate::ctx::Ctx;
 use crate::geohash::{self, Shape, ShapeKind};
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, BeginSearch, CommandSpec, FindKeys, KeySpec};
+use crate::table::CommandSpec;
 use std::borrow::Cow;
 use tern_engine::types::zset::{AddFlags, AddOutcome, ScoreRange};
 use tern_engine::{key_hash, ShardData, Value, ZSetValue};
 use tern_resp::Reply;
 
-const G: u64 = acl::GEO;
-
-const KEY_RO: &[KeySpec] = &[KeySpec::single(1, k::RO | k::ACCESS)];
-
-/// The destination of GEORADIUS / GEORADIUSBYMEMBER: the argument after a STORE or STOREDIST
-/// keyword searched from `from`.
-const fn store_keyword(keyword: &'static str, from: i32) -> KeySpec {
-    KeySpec {
-        flags: k::OW | k::UPDATE,
-        begin: BeginSearch::Keyword {
-            keyword,
-            startfrom: from,
-        },
-        find: FindKeys::Range {
-            lastkey: 0,
-            step: 1,
-            limit: 0,
-        },
-    }
-}
-
-const GEORADIUS_KEYS: &[KeySpec] = &[
-    KeySpec::single(1, k::RO | k::ACCESS),
-    store_keyword("STORE", 6),
-    store_keyword("STOREDIST", 6),
-];
-const GEORADIUSBYMEMBER_KEYS: &[KeySpec] = &[
-    KeySpec::single(1, k::RO | k::ACCESS),
-    store_keyword("STORE", 5),
-    store_keyword("STOREDIST", 5),
-];
-
-const SEARCH_CX: &str =
-    "O(N+log(M)), N members in the grid cells around the shape, M members in the index.";
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "geoadd",
-        arity: -5,
-        flags: f::WRITE | f::DENYOOM,
-        acl: G | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
-        handler: Some(geoadd),
-        group: "geo",
-        since: "3.2.0",
-        complexity: "O(log(N)) per member, N being the index's size.",
-        summary: "Adds members at coordinates to a geo index (a sorted set), creating the key when needed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "geodist",
-        arity: -4,
-        flags: f::READONLY,
-        acl: G | acl::READ | acl::SLOW,
-        keys: KEY_RO,
-        handler: Some(geodist),
-        group: "geo",
-        since: "3.2.0",
-        summary: "Returns the distance between two members of a geo index.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "geohash",
-        arity: -2,
-        flags: f::READONLY,
-        acl: G | acl::READ | acl::SLOW,
-        keys: KEY_RO,
-        handler: Some(geohash_cmd),
-        group: "geo",
-        since: "3.2.0",
-        complexity: "O(1) per member asked for.",
-        summary: "Returns the standard geohash strings of members of a geo index.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "geopos",
-        arity: -2,
-        flags: f::READONLY,
-        acl: G | acl::READ | acl::SLOW,
-        keys: KEY_RO,
-        handler: Some(geopos),
-        group: "geo",
-        since: "3.2.0",
-        complexity: "O(1) per member asked for.",
-        summary: "Returns the longitude and latitude of members of a geo index.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "georadius",
-        arity: -6,
-        flags: f::WRITE | f::DENYOOM,
-        acl: G | acl::WRITE | acl::SLOW,
-        keys: GEORADIUS_KEYS,
-        handler: Some(georadius),
-        group: "geo",
-        since: "3.2.0",
-        complexity: SEARCH_CX,
-        summary: "Finds the members of a geo index within a radius of a position, optionally storing them.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "georadius_ro",
-        arity: -6,
-        flags: f::READONLY,
-        acl: G | acl::READ | acl::SLOW,
-        keys: KEY_RO,
-        handler: Some(georadius_ro),
-        group: "geo",
-        since: "3.2.10",
-        complexity: SEARCH_CX,
-        summary: "Finds the members of a geo index within a radius of a position.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "georadiusbymember",
-        arity: -5,
-        flags: f::WRITE | f::DENYOOM,
-        acl: G | acl::WRITE | acl::SLOW,
-        keys: GEORADIUSBYMEMBER_KEYS,
-        handler: Some(georadiusbymember),
-        group: "geo",
-        since: "3.2.0",
-        complexity: SEARCH_CX,
-        summary: "Finds the members of a geo index within a radius of one of its members, optionally storing them.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "georadiusbymember_ro",
-        arity: -5,
-        flags: f::READONLY,
-        acl: G | acl::READ | acl::SLOW,
-        keys: KEY_RO,
-        handler: Some(georadiusbymember_ro),
-        group: "geo",
-        since: "3.2.10",
-        complexity: SEARCH_CX,
-        summary: "Finds the members of a geo index within a radius of one of its members.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "geosearch",
-        arity: -7,
-        flags: f::READONLY,
-        acl: G | acl::READ | acl::SLOW,
-        keys: KEY_RO,
-        handler: Some(geosearch),
-        group: "geo",
-        since: "6.2.0",
-        complexity: SEARCH_CX,
-        summary: "Finds the members of a geo index inside a circle or a box.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "geosearchstore",
-        arity: -8,
-        flags: f::WRITE | f::DENYOOM,
-        acl: G | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::OW | k::UPDATE),
-            KeySpec::single(2, k::RO | k::ACCESS),
-        ],
-        handler: Some(geosearchstore),
-        group: "geo",
-        since: "6.2.0",
-        complexity: SEARCH_CX,
-        summary: "Finds the members of a geo index inside a circle or a box and stores them in a sorted set.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "geo";
+    ("geoadd", -5, [WRITE DENYOOM], [GEO], [key(1, RW UPDATE)], geoadd, "3.2.0",
+        "Adds members at coordinates to a geo index (a sorted set), creating the key when needed.",
+        complexity: "O(log(N)) per member, N being the index's size."),
+    ("geodist", -4, [READONLY], [GEO], [key(1, RO ACCESS)], geodist, "3.2.0",
+        "Returns the distance between two members of a geo index."),
+    ("geohash", -2, [READONLY], [GEO], [key(1, RO ACCESS)], geohash_cmd, "3.2.0",
+        "Returns the standard geohash strings of members of a geo index.",
+        complexity: "O(1) per member asked for."),
+    ("geopos", -2, [READONLY], [GEO], [key(1, RO ACCESS)], geopos, "3.2.0",
+        "Returns the longitude and latitude of members of a geo index.",
+        complexity: "O(1) per member asked for."),
+    ("georadius", -6, [WRITE DENYOOM], [GEO],
+        [key(1, RO ACCESS), keyword("STORE", 6, 0, 1, 0, OW UPDATE), keyword("STOREDIST", 6, 0, 1, 0, OW UPDATE)],
+        georadius, "3.2.0",
+        "Finds the members of a geo index within a radius of a position, optionally storing them.",
+        complexity: "O(N+log(M)), N members in the grid cells around the shape, M members in the index."),
+    ("georadius_ro", -6, [READONLY], [GEO], [key(1, RO ACCESS)], georadius_ro, "3.2.10",
+        "Finds the members of a geo index within a radius of a position.",
+        complexity: "O(N+log(M)), N members in the grid cells around the shape, M members in the index."),
+    ("georadiusbymember", -5, [WRITE DENYOOM], [GEO],
+        [key(1, RO ACCESS), keyword("STORE", 5, 0, 1, 0, OW UPDATE), keyword("STOREDIST", 5, 0, 1, 0, OW UPDATE)],
+        georadiusbymember, "3.2.0",
+        "Finds the members of a geo index within a radius of one of its members, optionally storing them.",
+        complexity: "O(N+log(M)), N members in the grid cells around the shape, M members in the index."),
+    ("georadiusbymember_ro", -5, [READONLY], [GEO], [key(1, RO ACCESS)], georadiusbymember_ro,
+        "3.2.10", "Finds the members of a geo index within a radius of one of its members.",
+        complexity: "O(N+log(M)), N members in the grid cells around the shape, M members in the index."),
+    ("geosearch", -7, [READONLY], [GEO], [key(1, RO ACCESS)], geosearch, "6.2.0",
+        "Finds the members of a geo index inside a circle or a box.",
+        complexity: "O(N+log(M)), N members in the grid cells around the shape, M members in the index."),
+    ("geosearchstore", -8, [WRITE DENYOOM], [GEO], [key(1, OW UPDATE), key(2, RO ACCESS)],
+        geosearchstore, "6.2.0",
+        "Finds the members of a geo index inside a circle or a box and stores them in a sorted set.",
+        complexity: "O(N+log(M)), N members in the grid cells around the shape, M members in the index."),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -10,229 +10,59 @@ use crate::float::LongDouble;
 use crate::keys::{parse_scan_cursor, ScanOpts};
 use crate::keyspace_access::Typed;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use rand::Rng;
 use tern_engine::listpack::LpEntry;
 use tern_engine::{HashValue, Value};
 use tern_resp::Reply;
 
-const HASH: u64 = acl::HASH;
-
-/// The key at argument 1 with the given key-spec flags.
-macro_rules! key1 {
-    ($flags:expr) => {
-        &[KeySpec::single(1, $flags)]
-    };
-}
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "hset",
-        arity: -4,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: HASH | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(hset),
-        group: "hash",
-        since: "2.0.0",
-        complexity: "O(1) per field/value pair written.",
-        summary: "Sets one or more fields of a hash, creating the hash when missing; replies with how many fields were new.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hsetnx",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: HASH | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(hsetnx),
-        group: "hash",
-        since: "2.0.0",
-        summary: "Sets a hash field only when that field does not exist yet.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hget",
-        arity: 3,
-        flags: f::READONLY | f::FAST,
-        acl: HASH | acl::READ | acl::FAST,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hget),
-        group: "hash",
-        since: "2.0.0",
-        summary: "Returns the value of one hash field.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hmget",
-        arity: -3,
-        flags: f::READONLY | f::FAST,
-        acl: HASH | acl::READ | acl::FAST,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hmget),
-        group: "hash",
-        since: "2.0.0",
-        complexity: "O(N), N being how many fields are asked for.",
-        summary: "Returns the values of several hash fields, null for each missing one.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hmset",
-        arity: -4,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: HASH | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(hset),
-        group: "hash",
-        since: "2.0.0",
-        complexity: "O(N), N being how many fields are written.",
-        summary: "Sets several hash fields and replies OK (superseded by HSET).",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hdel",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: HASH | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(hdel),
-        group: "hash",
-        since: "2.0.0",
-        complexity: "O(N), N being how many fields are removed.",
-        summary: "Removes fields from a hash, and the hash itself once it is empty.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hlen",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: HASH | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(hlen),
-        group: "hash",
-        since: "2.0.0",
-        summary: "Returns how many fields a hash has.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hstrlen",
-        arity: 3,
-        flags: f::READONLY | f::FAST,
-        acl: HASH | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(hstrlen),
-        group: "hash",
-        since: "3.2.0",
-        summary: "Returns the length in bytes of a hash field's value.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hexists",
-        arity: 3,
-        flags: f::READONLY | f::FAST,
-        acl: HASH | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(hexists),
-        group: "hash",
-        since: "2.0.0",
-        summary: "Tells whether a hash has a given field.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hkeys",
-        arity: 2,
-        flags: f::READONLY,
-        acl: HASH | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hkeys),
-        group: "hash",
-        since: "2.0.0",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "hash";
+    ("hset", -4, [WRITE DENYOOM FAST], [HASH], [key(1, RW UPDATE)], hset, "2.0.0",
+        "Sets one or more fields of a hash, creating the hash when missing; replies with how many fields were new.",
+        complexity: "O(1) per field/value pair written."),
+    ("hsetnx", 4, [WRITE DENYOOM FAST], [HASH], [key(1, RW INSERT)], hsetnx, "2.0.0",
+        "Sets a hash field only when that field does not exist yet."),
+    ("hget", 3, [READONLY FAST], [HASH], [key(1, RO ACCESS)], hget, "2.0.0",
+        "Returns the value of one hash field."),
+    ("hmget", -3, [READONLY FAST], [HASH], [key(1, RO ACCESS)], hmget, "2.0.0",
+        "Returns the values of several hash fields, null for each missing one.",
+        complexity: "O(N), N being how many fields are asked for."),
+    ("hmset", -4, [WRITE DENYOOM FAST], [HASH], [key(1, RW UPDATE)], hset, "2.0.0",
+        "Sets several hash fields and replies OK (superseded by HSET).",
+        complexity: "O(N), N being how many fields are written."),
+    ("hdel", -3, [WRITE FAST], [HASH], [key(1, RW DELETE)], hdel, "2.0.0",
+        "Removes fields from a hash, and the hash itself once it is empty.",
+        complexity: "O(N), N being how many fields are removed."),
+    ("hlen", 2, [READONLY FAST], [HASH], [key(1, RO)], hlen, "2.0.0",
+        "Returns how many fields a hash has."),
+    ("hstrlen", 3, [READONLY FAST], [HASH], [key(1, RO)], hstrlen, "3.2.0",
+        "Returns the length in bytes of a hash field's value."),
+    ("hexists", 3, [READONLY FAST], [HASH], [key(1, RO)], hexists, "2.0.0",
+        "Tells whether a hash has a given field."),
+    ("hkeys", 2, [READONLY], [HASH], [key(1, RO ACCESS)], hkeys, "2.0.0",
+        "Returns every field name of a hash.", complexity: "O(N), N being the number of fields.",
+        tips: &["nondeterministic_output_order"]),
+    ("hvals", 2, [READONLY], [HASH], [key(1, RO ACCESS)], hvals, "2.0.0",
+        "Returns every value of a hash.", complexity: "O(N), N being the number of fields.",
+        tips: &["nondeterministic_output_order"]),
+    ("hgetall", 2, [READONLY], [HASH], [key(1, RO ACCESS)], hgetall, "2.0.0",
+        "Returns every field and value of a hash (a map in RESP3).",
         complexity: "O(N), N being the number of fields.",
-        summary: "Returns every field name of a hash.",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hvals",
-        arity: 2,
-        flags: f::READONLY,
-        acl: HASH | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hvals),
-        group: "hash",
-        since: "2.0.0",
-        complexity: "O(N), N being the number of fields.",
-        summary: "Returns every value of a hash.",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hgetall",
-        arity: 2,
-        flags: f::READONLY,
-        acl: HASH | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hgetall),
-        group: "hash",
-        since: "2.0.0",
-        complexity: "O(N), N being the number of fields.",
-        summary: "Returns every field and value of a hash (a map in RESP3).",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hincrby",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: HASH | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(hincrby),
-        group: "hash",
-        since: "2.0.0",
-        summary: "Adds an integer to a hash field's integer value; a missing field counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hincrbyfloat",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: HASH | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(hincrbyfloat),
-        group: "hash",
-        since: "2.6.0",
-        summary: "Adds a floating-point number to a hash field's value; a missing field counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hrandfield",
-        arity: -2,
-        flags: f::READONLY,
-        acl: HASH | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hrandfield),
-        group: "hash",
-        since: "6.2.0",
+        tips: &["nondeterministic_output_order"]),
+    ("hincrby", 4, [WRITE DENYOOM FAST], [HASH], [key(1, RW ACCESS UPDATE)], hincrby, "2.0.0",
+        "Adds an integer to a hash field's integer value; a missing field counts as zero."),
+    ("hincrbyfloat", 4, [WRITE DENYOOM FAST], [HASH], [key(1, RW ACCESS UPDATE)], hincrbyfloat,
+        "2.6.0",
+        "Adds a floating-point number to a hash field's value; a missing field counts as zero."),
+    ("hrandfield", -2, [READONLY], [HASH], [key(1, RO ACCESS)], hrandfield, "6.2.0",
+        "Returns random fields of a hash, optionally with their values; a negative count allows repeats.",
         complexity: "O(N), N being how many fields are returned.",
-        summary: "Returns random fields of a hash, optionally with their values; a negative count allows repeats.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "hscan",
-        arity: -3,
-        flags: f::READONLY,
-        acl: HASH | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(hscan),
-        group: "hash",
-        since: "2.8.0",
+        tips: &["nondeterministic_output"]),
+    ("hscan", -3, [READONLY], [HASH], [key(1, RO ACCESS)], hscan, "2.8.0",
+        "Walks a hash's fields and values a few at a time with a cursor.",
         complexity: "O(1) per call; O(N) for a whole iteration, N being the number of fields.",
-        summary: "Walks a hash's fields and values a few at a time with a cursor.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-];
+        tips: &["nondeterministic_output"]),
+};
 
 const ERR_HASH_NOT_INT: &str = "ERR hash value is not an integer";
 const ERR_HASH_NOT_FLOAT: &str = "ERR hash value is not a float";

@@ -6,84 +6,30 @@ use crate::args::{eq_ic, Args, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
 use crate::hll_format as fmt;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use rand::Rng;
 use tern_engine::{RString, Value};
-
-const HLL: u64 = acl::HYPERLOGLOG;
 
 const ERR_NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 const ERR_INVALID: &str = "INVALIDOBJ Corrupted HLL object detected";
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "pfadd",
-        arity: -2,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: HLL | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::INSERT)],
-        handler: Some(pfadd),
-        group: "hyperloglog",
-        since: "2.8.9",
-        complexity: "O(1) to add every element.",
-        summary: "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pfcount",
-        arity: -2,
-        flags: f::READONLY | f::MAY_REPLICATE,
-        acl: HLL | acl::READ | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 1, k::RW | k::ACCESS)],
-        handler: Some(pfcount),
-        group: "hyperloglog",
-        since: "2.8.9",
-        complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
-        summary: "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pfmerge",
-        arity: -2,
-        flags: f::WRITE | f::DENYOOM,
-        acl: HLL | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::RW | k::ACCESS | k::INSERT),
-            KeySpec::range(2, -1, 1, k::RO | k::ACCESS),
-        ],
-        handler: Some(pfmerge),
-        group: "hyperloglog",
-        since: "2.8.9",
-        complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
-        summary: "Merges one or more HyperLogLog values into a single key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pfdebug",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::ADMIN,
-        acl: HLL | acl::WRITE | acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        keys: &[KeySpec::single(2, k::RW | k::ACCESS)],
-        handler: Some(pfdebug),
-        group: "hyperloglog",
-        since: "2.8.9",
-        complexity: "N/A",
-        summary: "Internal commands for debugging HyperLogLog values.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pfselftest",
-        arity: 1,
-        flags: f::ADMIN,
-        acl: HLL | acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(pfselftest),
-        group: "hyperloglog",
-        since: "2.8.9",
-        complexity: "N/A",
-        summary: "An internal command for testing HyperLogLog values.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "hyperloglog";
+    ("pfadd", -2, [WRITE DENYOOM FAST], [HYPERLOGLOG], [key(1, RW INSERT)], pfadd, "2.8.9",
+        "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
+        complexity: "O(1) to add every element."),
+    ("pfcount", -2, [READONLY MAY_REPLICATE], [HYPERLOGLOG], [range(1, -1, 1, RW ACCESS)], pfcount,
+        "2.8.9",
+        "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
+        complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys."),
+    ("pfmerge", -2, [WRITE DENYOOM], [HYPERLOGLOG],
+        [key(1, RW ACCESS INSERT), range(2, -1, 1, RO ACCESS)], pfmerge, "2.8.9",
+        "Merges one or more HyperLogLog values into a single key.",
+        complexity: "O(N) to merge N HyperLogLogs, but with high constant times."),
+    ("pfdebug", 3, [WRITE DENYOOM ADMIN], [HYPERLOGLOG], [key(2, RW ACCESS)], pfdebug, "2.8.9",
+        "Internal commands for debugging HyperLogLog values.", complexity: "N/A"),
+    ("pfselftest", 1, [ADMIN], [HYPERLOGLOG], [], pfselftest, "2.8.9",
+        "An internal command for testing HyperLogLog values.", complexity: "N/A"),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -3,48 +3,17 @@
 use crate::args::Args;
 use crate::ctx::Ctx;
 use crate::info_sections::gen_info;
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "info",
-        arity: -1,
-        flags: f::LOADING | f::STALE | f::SENTINEL,
-        acl: acl::SLOW | acl::DANGEROUS,
-        handler: Some(info),
-        group: "server",
-        since: "1.0.0",
-        complexity: "O(1)",
-        summary: "Returns information and statistics about the server.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "time",
-        arity: 1,
-        flags: f::LOADING | f::STALE | f::FAST,
-        acl: acl::FAST,
-        handler: Some(time),
-        group: "server",
-        since: "2.6.0",
-        complexity: "O(1)",
-        summary: "Returns the server time.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lastsave",
-        arity: 1,
-        flags: f::LOADING | f::STALE | f::FAST,
-        acl: acl::FAST | acl::ADMIN | acl::DANGEROUS,
-        handler: Some(lastsave),
-        group: "server",
-        since: "1.0.0",
-        complexity: "O(1)",
-        summary: "Returns the Unix timestamp of the last successful save to disk.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("info", -1, [LOADING STALE SENTINEL], [DANGEROUS], [], info, "1.0.0",
+        "Returns information and statistics about the server."),
+    ("time", 1, [LOADING STALE FAST], [], [], time, "2.6.0", "Returns the server time."),
+    ("lastsave", 1, [LOADING STALE FAST], [ADMIN DANGEROUS], [], lastsave, "1.0.0",
+        "Returns the Unix timestamp of the last successful save to disk."),
+};
 
 fn time(ctx: &mut Ctx, _args: &Args) {
     let us = crate::lua::script_time_us().unwrap_or_else(tern_engine::clock::now_us);

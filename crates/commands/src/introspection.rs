@@ -10,286 +10,74 @@ use crate::table::{acl, flags as f, kflags, BeginSearch, CommandSpec, FindKeys};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_resp::Reply;
 
-const CMD_FLAGS: u32 = f::LOADING | f::STALE | f::SENTINEL;
-const CONN: u64 = acl::CONNECTION;
-const LAT_FLAGS: u32 = f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE;
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "command",
-        arity: -1,
-        flags: CMD_FLAGS,
-        acl: CONN,
-        handler: Some(command_all),
-        group: "server",
-        since: "2.8.13",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("command", -1, [LOADING STALE SENTINEL], [CONNECTION], [], command_all, "2.8.13",
+        "Returns detailed information about all commands.",
         complexity: "O(N) where N is the total number of Redis commands",
-        summary: "Returns detailed information about all commands.",
-        subcommands: &[
-            CommandSpec {
-                name: "count",
-                arity: 2,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_count),
-                group: "server",
-                since: "2.8.13",
-                summary: "Returns a count of commands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "docs",
-                arity: -2,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_docs),
-                group: "server",
-                since: "7.0.0",
-                complexity: "O(N) where N is the number of commands to look up",
-                summary: "Returns documentary information about one, multiple or all commands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "getkeys",
-                arity: -3,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_getkeys),
-                group: "server",
-                since: "2.8.13",
-                complexity: "O(N) where N is the number of arguments to the command",
-                summary: "Extracts the key names from an arbitrary command.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "getkeysandflags",
-                arity: -3,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_getkeysandflags),
-                group: "server",
-                since: "7.0.0",
-                complexity: "O(N) where N is the number of arguments to the command",
-                summary: "Extracts the key names and access flags for an arbitrary command.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "help",
-                arity: 2,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_help),
-                group: "server",
-                since: "5.0.0",
-                summary: "Returns helpful text about the different subcommands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "info",
-                arity: -2,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_info),
-                group: "server",
-                since: "2.8.13",
-                complexity: "O(N) where N is the number of commands to look up",
-                summary: "Returns information about one, multiple or all commands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "list",
-                arity: -2,
-                flags: CMD_FLAGS,
-                acl: CONN,
-                handler: Some(command_list),
-                group: "server",
-                since: "7.0.0",
-                complexity: "O(N) where N is the total number of Redis commands",
-                summary: "Returns a list of command names.",
-                ..CommandSpec::DEFAULT
-            },
-        ],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "slowlog",
-        arity: -2,
-        group: "server",
-        since: "2.2.12",
-        complexity: "Depends on subcommand.",
-        summary: "A container for slow log commands.",
-        subcommands: &[
-            CommandSpec {
-                name: "get",
-                arity: -2,
-                flags: f::ADMIN | f::LOADING | f::STALE,
-                handler: Some(slowlog_get),
-                group: "server",
-                since: "2.2.12",
-                complexity: "O(N) where N is the number of entries returned",
-                summary: "Returns the slow log's entries.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "help",
-                arity: 2,
-                flags: f::LOADING | f::STALE,
-                handler: Some(slowlog_help),
-                group: "server",
-                since: "6.2.0",
-                summary: "Show helpful text about the different subcommands",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "len",
-                arity: 2,
-                flags: f::ADMIN | f::LOADING | f::STALE,
-                handler: Some(slowlog_len),
-                group: "server",
-                since: "2.2.12",
-                summary: "Returns the number of entries in the slow log.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "reset",
-                arity: 2,
-                flags: f::ADMIN | f::LOADING | f::STALE,
-                handler: Some(slowlog_reset),
-                group: "server",
-                since: "2.2.12",
-                complexity: "O(N) where N is the number of entries in the slowlog",
-                summary: "Clears all entries from the slow log.",
-                ..CommandSpec::DEFAULT
-            },
-        ],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "latency",
-        arity: -2,
-        group: "server",
-        since: "2.8.13",
-        complexity: "Depends on subcommand.",
-        summary: "A container for latency diagnostics commands.",
-        subcommands: &[
-            CommandSpec {
-                name: "doctor",
-                arity: 2,
-                flags: LAT_FLAGS,
-                handler: Some(latency_doctor),
-                group: "server",
-                since: "2.8.13",
-                summary: "Returns a human-readable latency analysis report.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "graph",
-                arity: 3,
-                flags: LAT_FLAGS,
-                handler: Some(latency_graph),
-                group: "server",
-                since: "2.8.13",
-                summary: "Returns a latency graph for an event.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "help",
-                arity: 2,
-                flags: f::LOADING | f::STALE,
-                handler: Some(latency_help),
-                group: "server",
-                since: "2.8.13",
-                summary: "Returns helpful text about the different subcommands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "histogram",
-                arity: -2,
-                flags: LAT_FLAGS,
-                handler: Some(latency_histogram),
-                group: "server",
-                since: "7.0.0",
-                complexity:
-                    "O(N) where N is the number of commands with latency information being retrieved.",
-                summary:
-                    "Returns the cumulative distribution of latencies of a subset or all commands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "history",
-                arity: 3,
-                flags: LAT_FLAGS,
-                handler: Some(latency_history),
-                group: "server",
-                since: "2.8.13",
-                summary: "Returns timestamp-latency samples for an event.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "latest",
-                arity: 2,
-                flags: LAT_FLAGS,
-                handler: Some(latency_latest),
-                group: "server",
-                since: "2.8.13",
-                summary: "Returns the latest latency samples for all events.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "reset",
-                arity: -2,
-                flags: LAT_FLAGS,
-                handler: Some(latency_reset),
-                group: "server",
-                since: "2.8.13",
-                summary: "Resets the latency data for one or more events.",
-                ..CommandSpec::DEFAULT
-            },
-        ],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "monitor",
-        arity: 1,
-        flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE,
-        handler: Some(monitor),
-        group: "server",
-        summary: "Listens for all requests received by the server in real-time.",
-        ..CommandSpec::DEFAULT
-    },
-];
+        subcommands: COMMAND_SUBCOMMANDS),
+    ("slowlog", -2, [], [], [], _, "2.2.12", "A container for slow log commands.",
+        complexity: "Depends on subcommand.", subcommands: SLOWLOG_SUBCOMMANDS),
+    ("latency", -2, [], [], [], _, "2.8.13", "A container for latency diagnostics commands.",
+        complexity: "Depends on subcommand.", subcommands: LATENCY_SUBCOMMANDS),
+    ("monitor", 1, [ADMIN NOSCRIPT LOADING STALE], [], [], monitor, "1.0.0",
+        "Listens for all requests received by the server in real-time."),
+};
+
+static COMMAND_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("count", 2, [LOADING STALE SENTINEL], [CONNECTION], [], command_count, "2.8.13",
+        "Returns a count of commands."),
+    ("docs", -2, [LOADING STALE SENTINEL], [CONNECTION], [], command_docs, "7.0.0",
+        "Returns documentary information about one, multiple or all commands.",
+        complexity: "O(N) where N is the number of commands to look up"),
+    ("getkeys", -3, [LOADING STALE SENTINEL], [CONNECTION], [], command_getkeys, "2.8.13",
+        "Extracts the key names from an arbitrary command.",
+        complexity: "O(N) where N is the number of arguments to the command"),
+    ("getkeysandflags", -3, [LOADING STALE SENTINEL], [CONNECTION], [], command_getkeysandflags,
+        "7.0.0", "Extracts the key names and access flags for an arbitrary command.",
+        complexity: "O(N) where N is the number of arguments to the command"),
+    ("help", 2, [LOADING STALE SENTINEL], [CONNECTION], [], command_help, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("info", -2, [LOADING STALE SENTINEL], [CONNECTION], [], command_info, "2.8.13",
+        "Returns information about one, multiple or all commands.",
+        complexity: "O(N) where N is the number of commands to look up"),
+    ("list", -2, [LOADING STALE SENTINEL], [CONNECTION], [], command_list, "7.0.0",
+        "Returns a list of command names.",
+        complexity: "O(N) where N is the total number of Redis commands"),
+};
+
+static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("get", -2, [ADMIN LOADING STALE], [], [], slowlog_get, "2.2.12",
+        "Returns the slow log's entries.",
+        complexity: "O(N) where N is the number of entries returned"),
+    ("help", 2, [LOADING STALE], [], [], slowlog_help, "6.2.0",
+        "Show helpful text about the different subcommands"),
+    ("len", 2, [ADMIN LOADING STALE], [], [], slowlog_len, "2.2.12",
+        "Returns the number of entries in the slow log."),
+    ("reset", 2, [ADMIN LOADING STALE], [], [], slowlog_reset, "2.2.12",
+        "Clears all entries from the slow log.",
+        complexity: "O(N) where N is the number of entries in the slowlog"),
+};
+
+static LATENCY_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("doctor", 2, [ADMIN NOSCRIPT LOADING STALE], [], [], latency_doctor, "2.8.13",
+        "Returns a human-readable latency analysis report."),
+    ("graph", 3, [ADMIN NOSCRIPT LOADING STALE], [], [], latency_graph, "2.8.13",
+        "Returns a latency graph for an event."),
+    ("help", 2, [LOADING STALE], [], [], latency_help, "2.8.13",
+        "Returns helpful text about the different subcommands."),
+    ("histogram", -2, [ADMIN NOSCRIPT LOADING STALE], [], [], latency_histogram, "7.0.0",
+        "Returns the cumulative distribution of latencies of a subset or all commands.",
+        complexity: "O(N) where N is the number of commands with latency information being retrieved."),
+    ("history", 3, [ADMIN NOSCRIPT LOADING STALE], [], [], latency_history, "2.8.13",
+        "Returns timestamp-latency samples for an event."),
+    ("latest", 2, [ADMIN NOSCRIPT LOADING STALE], [], [], latency_latest, "2.8.13",
+        "Returns the latest latency samples for all events."),
+    ("reset", -2, [ADMIN NOSCRIPT LOADING STALE], [], [], latency_reset, "2.8.13",
+        "Resets the latency data for one or more events."),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Table-derived facts
-
-/// The ACL categories a command reports: its own plus those Redis implies from its flags
-/// (write, read, admin+dangerous, pubsub, fast, blocking, and slow when not fast).
-pub fn effective_acl(spec: &CommandSpec) -> u64 {
-    let mut c = spec.acl;
-    let fl = spec.flags;
-    if fl & f::WRITE != 0 {
-        c |= acl::WRITE;
-    }
-    if fl & f::READONLY != 0 && c & acl::SCRIPTING == 0 {
-        c |= acl::READ;
-    }
-    if fl & f::ADMIN != 0 {
-        c |= acl::ADMIN | acl::DANGEROUS;
-    }
-    if fl & f::PUBSUB != 0 {
-        c |= acl::PUBSUB;
-    }
-    if fl & f::FAST != 0 {
-        c |= acl::FAST;
-    }
-    if fl & f::BLOCKING != 0 {
-        c |= acl::BLOCKING;
-    }
-    if c & acl::FAST == 0 {
-        c |= acl::SLOW;
-    }
-    c
-}
 
 /// Flags COMMAND INFO shows: the table's, plus movablekeys when derived, minus the ones Redis
 /// keeps hidden (may_replicate, sentinel, only_sentinel, protected).
@@ -423,7 +211,7 @@ fn reply_info(out: &mut Reply, e: &CmdEntry) {
     out.int(first as i64);
     out.int(last as i64);
     out.int(step as i64);
-    let cats = effective_acl(spec);
+    let cats = spec.acl;
     let names: Vec<String> = acl::NAMES
         .iter()
         .filter(|(bit, _)| cats & bit != 0)
@@ -581,7 +369,7 @@ fn command_list(ctx: &mut Ctx, args: &Args) {
                 Filter::None => true,
                 // No modules are ever loaded.
                 Filter::Module => false,
-                Filter::AclCat(cat) => *cat != 0 && effective_acl(c.spec) & cat != 0,
+                Filter::AclCat(cat) => *cat != 0 && c.spec.acl & cat != 0,
                 Filter::Pattern(p) => crate::glob::matches(p, c.fullname.as_bytes(), true),
             };
             if keep {
@@ -1146,19 +934,6 @@ mod tests {
         assert!(!crate::glob::matches(b"*", b"", false));
         assert!(crate::glob::matches(b"GET", b"get", true));
         assert!(!crate::glob::matches(b"GET", b"get", false));
-    }
-
-    #[test]
-    fn implicit_categories() {
-        let s = CommandSpec {
-            flags: f::WRITE | f::ADMIN,
-            ..CommandSpec::DEFAULT
-        };
-        let c = effective_acl(&s);
-        assert_ne!(c & acl::WRITE, 0);
-        assert_ne!(c & acl::DANGEROUS, 0);
-        assert_ne!(c & acl::SLOW, 0);
-        assert_eq!(c & acl::FAST, 0);
     }
 
     #[test]

@@ -11,370 +11,100 @@ use crate::args::{eq_ic, parse_i64, Args, ERR_DB_RANGE, ERR_NOT_INT, ERR_NO_SUCH
 use crate::ctx::Ctx;
 use crate::glob;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::dict::Dict;
 use tern_engine::{key_hash, Entry, EntryBox, ShardData};
 
-const KS: u64 = acl::KEYSPACE;
-
 const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "del",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        arity: -2,
-        flags: f::WRITE,
-        acl: KS | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 1, k::RM | k::DELETE)],
-        handler: Some(del),
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "generic";
+    ("del", -2, [WRITE], [KEYSPACE], [range(1, -1, 1, RM DELETE)], del, "1.0.0",
+        "Deletes one or more keys.",
         complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
-        summary: "Deletes one or more keys.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "unlink",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        arity: -2,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::range(1, -1, 1, k::RM | k::DELETE)],
-        handler: Some(unlink),
-        since: "4.0.0",
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("unlink", -2, [WRITE FAST], [KEYSPACE], [range(1, -1, 1, RM DELETE)], unlink, "4.0.0",
+        "Asynchronously deletes one or more keys.",
         complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
-        summary: "Asynchronously deletes one or more keys.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "exists",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        arity: -2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::range(1, -1, 1, k::RO)],
-        handler: Some(exists),
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("exists", -2, [READONLY FAST], [KEYSPACE], [range(1, -1, 1, RO)], exists, "1.0.0",
+        "Determines whether one or more keys exist.",
         complexity: "O(N) where N is the number of keys to check.",
-        summary: "Determines whether one or more keys exist.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "type",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO)],
-        handler: Some(type_cmd),
-        summary: "Determines the type of value stored at a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "rename",
-        arity: 3,
-        flags: f::WRITE,
-        acl: KS | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
-            KeySpec::single(2, k::OW | k::UPDATE),
-        ],
-        handler: Some(rename),
-        summary: "Renames a key and overwrites the destination.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "renamenx",
-        arity: 3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[
-            KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
-            KeySpec::single(2, k::OW | k::INSERT),
-        ],
-        handler: Some(renamenx),
-        summary: "Renames a key only when the target key name doesn't exist.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "expire",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
-        handler: Some(expire),
-        summary: "Sets the expiration time of a key in seconds.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pexpire",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
-        handler: Some(pexpire),
-        since: "2.6.0",
-        summary: "Sets the expiration time of a key in milliseconds.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "expireat",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
-        handler: Some(expireat),
-        since: "1.2.0",
-        summary: "Sets the expiration time of a key to a Unix timestamp.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pexpireat",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
-        handler: Some(pexpireat),
-        since: "2.6.0",
-        summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "persist",
-        arity: 2,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::UPDATE)],
-        handler: Some(persist),
-        since: "2.2.0",
-        summary: "Removes the expiration time of a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "ttl",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(ttl),
-        summary: "Returns the expiration time in seconds of a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pttl",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(pttl),
-        since: "2.6.0",
-        summary: "Returns the expiration time in milliseconds of a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "expiretime",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(expiretime),
-        since: "7.0.0",
-        summary: "Returns the expiration time of a key as a Unix timestamp.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "pexpiretime",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(pexpiretime),
-        since: "7.0.0",
-        summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "keys",
-        tips: &["request_policy:all_shards", "nondeterministic_output_order"],
-        arity: 2,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW | acl::DANGEROUS,
-        handler: Some(keys),
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("type", 2, [READONLY FAST], [KEYSPACE], [key(1, RO)], type_cmd, "1.0.0",
+        "Determines the type of value stored at a key."),
+    ("rename", 3, [WRITE], [KEYSPACE], [key(1, RW ACCESS DELETE), key(2, OW UPDATE)], rename,
+        "1.0.0", "Renames a key and overwrites the destination."),
+    ("renamenx", 3, [WRITE FAST], [KEYSPACE], [key(1, RW ACCESS DELETE), key(2, OW INSERT)],
+        renamenx, "1.0.0", "Renames a key only when the target key name doesn't exist."),
+    ("expire", -3, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], expire, "1.0.0",
+        "Sets the expiration time of a key in seconds."),
+    ("pexpire", -3, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], pexpire, "2.6.0",
+        "Sets the expiration time of a key in milliseconds."),
+    ("expireat", -3, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], expireat, "1.2.0",
+        "Sets the expiration time of a key to a Unix timestamp."),
+    ("pexpireat", -3, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], pexpireat, "2.6.0",
+        "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+    ("persist", 2, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], persist, "2.2.0",
+        "Removes the expiration time of a key."),
+    ("ttl", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], ttl, "1.0.0",
+        "Returns the expiration time in seconds of a key."),
+    ("pttl", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], pttl, "2.6.0",
+        "Returns the expiration time in milliseconds of a key."),
+    ("expiretime", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], expiretime, "7.0.0",
+        "Returns the expiration time of a key as a Unix timestamp."),
+    ("pexpiretime", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], pexpiretime, "7.0.0",
+        "Returns the expiration time of a key as a Unix milliseconds timestamp."),
+    ("keys", 2, [READONLY], [KEYSPACE DANGEROUS], [], keys, "1.0.0",
+        "Returns all key names that match a pattern.",
         complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
-        summary: "Returns all key names that match a pattern.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "scan",
-        tips: &["nondeterministic_output", "request_policy:special", "response_policy:special"],
-        arity: -2,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        handler: Some(scan),
-        since: "2.8.0",
+        tips: &["request_policy:all_shards", "nondeterministic_output_order"]),
+    ("scan", -2, [READONLY], [KEYSPACE], [], scan, "2.8.0",
+        "Iterates over the key names in the database.",
         complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
-        summary: "Iterates over the key names in the database.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "randomkey",
-        tips: &["request_policy:all_shards", "response_policy:special", "nondeterministic_output"],
-        arity: 1,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        handler: Some(randomkey),
-        summary: "Returns a random key name from the database.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "dbsize",
-        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
-        arity: 1,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        handler: Some(dbsize),
-        summary: "Returns the number of keys in the database.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "flushdb",
-        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-        arity: -1,
-        flags: f::WRITE,
-        acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
-        handler: Some(flushdb),
+        tips: &["nondeterministic_output", "request_policy:special", "response_policy:special"]),
+    ("randomkey", 1, [READONLY], [KEYSPACE], [], randomkey, "1.0.0",
+        "Returns a random key name from the database.",
+        tips: &["request_policy:all_shards", "response_policy:special", "nondeterministic_output"]),
+    ("dbsize", 1, [READONLY FAST], [KEYSPACE], [], dbsize, "1.0.0",
+        "Returns the number of keys in the database.",
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"]),
+    ("flushdb", -1, [WRITE], [KEYSPACE DANGEROUS], [], flushdb, "1.0.0",
+        "Remove all keys from the current database.",
         complexity: "O(N) where N is the number of keys in the selected database",
-        summary: "Remove all keys from the current database.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "flushall",
-        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
-        arity: -1,
-        flags: f::WRITE,
-        acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
-        handler: Some(flushall),
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("flushall", -1, [WRITE], [KEYSPACE DANGEROUS], [], flushall, "1.0.0",
+        "Removes all keys from all databases.",
         complexity: "O(N) where N is the total number of keys in all databases",
-        summary: "Removes all keys from all databases.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "move",
-        arity: 3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST,
-        keys: &[KeySpec::single(1, k::RW | k::ACCESS | k::UPDATE)],
-        handler: Some(move_cmd),
-        summary: "Moves a key to another database.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "copy",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: KS | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::RO | k::ACCESS),
-            KeySpec::single(2, k::OW | k::UPDATE),
-        ],
-        handler: Some(copy),
-        since: "6.2.0",
-        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
-        summary: "Copies the value of a key to a new key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "swapdb",
-        arity: 3,
-        flags: f::WRITE | f::FAST,
-        acl: KS | acl::WRITE | acl::FAST | acl::DANGEROUS,
-        handler: Some(swapdb),
-        since: "4.0.0",
-        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
-        summary: "Swaps two Redis databases.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "touch",
-        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
-        arity: -2,
-        flags: f::READONLY | f::FAST,
-        acl: KS | acl::READ | acl::FAST,
-        keys: &[KeySpec::range(1, -1, 1, k::RO)],
-        handler: Some(touch),
-        since: "3.2.1",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("move", 3, [WRITE FAST], [KEYSPACE], [key(1, RW ACCESS UPDATE)], move_cmd, "1.0.0",
+        "Moves a key to another database."),
+    ("copy", -3, [WRITE DENYOOM], [KEYSPACE], [key(1, RO ACCESS), key(2, OW UPDATE)], copy, "6.2.0",
+        "Copies the value of a key to a new key.",
+        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values."),
+    ("swapdb", 3, [WRITE FAST], [KEYSPACE DANGEROUS], [], swapdb, "4.0.0",
+        "Swaps two Redis databases.",
+        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases."),
+    ("touch", -2, [READONLY FAST], [KEYSPACE], [range(1, -1, 1, RO)], touch, "3.2.1",
+        "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
         complexity: "O(N) where N is the number of keys that will be touched.",
-        summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "object",
-        arity: -2,
-        flags: 0,
-        acl: acl::SLOW,
-        handler: None,
-        subcommands: OBJECT_SUBCOMMANDS,
-        since: "2.2.3",
-        complexity: "Depends on subcommand.",
-        summary: "A container for object introspection commands.",
-        ..CommandSpec::DEFAULT
-    },
-];
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    ("object", -2, [], [], [], _, "2.2.3", "A container for object introspection commands.",
+        complexity: "Depends on subcommand.", subcommands: OBJECT_SUBCOMMANDS),
+};
 
-static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "encoding",
-        arity: 3,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO)],
-        handler: Some(object_encoding),
-        since: "2.2.3",
-        summary: "Returns the internal encoding of a Redis object.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "freq",
-        arity: 3,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO)],
-        handler: Some(object_freq),
-        since: "4.0.0",
-        summary: "Returns the logarithmic access frequency counter of a Redis object.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "idletime",
-        arity: 3,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO)],
-        handler: Some(object_idletime),
-        since: "2.2.3",
-        summary: "Returns the time since the last access to a Redis object.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "refcount",
-        arity: 3,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO)],
-        handler: Some(object_refcount),
-        since: "2.2.3",
-        summary: "Returns the reference count of a value of a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: f::LOADING | f::STALE,
-        acl: KS | acl::SLOW,
-        handler: Some(object_help),
-        since: "6.2.0",
-        summary: "Returns helpful text about the different subcommands.",
-        ..CommandSpec::DEFAULT
-    },
-];
+static OBJECT_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "generic";
+    ("encoding", 3, [READONLY], [KEYSPACE], [key(2, RO)], object_encoding, "2.2.3",
+        "Returns the internal encoding of a Redis object."),
+    ("freq", 3, [READONLY], [KEYSPACE], [key(2, RO)], object_freq, "4.0.0",
+        "Returns the logarithmic access frequency counter of a Redis object."),
+    ("idletime", 3, [READONLY], [KEYSPACE], [key(2, RO)], object_idletime, "2.2.3",
+        "Returns the time since the last access to a Redis object."),
+    ("refcount", 3, [READONLY], [KEYSPACE], [key(2, RO)], object_refcount, "2.2.3",
+        "Returns the reference count of a value of a key."),
+    ("help", 2, [LOADING STALE], [KEYSPACE], [], object_help, "6.2.0",
+        "Returns helpful text about the different subcommands."),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

@@ -6,299 +6,82 @@ use crate::blocking::{parse_timeout_secs, BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
 use crate::keyspace_access::Typed;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use tern_engine::listpack::LpEntry;
 use tern_engine::{key_hash, ListValue, ShardData, Value};
 use tern_resp::Reply;
 
-const LST: u64 = acl::LIST;
 const ERR_INDEX_RANGE: &str = "ERR index out of range";
 const ERR_POSITIVE: &str = "ERR value is out of range, must be positive";
 
-macro_rules! key1 {
-    ($flags:expr) => {
-        &[KeySpec::single(1, $flags)]
-    };
-}
-
-const SRC_DST: &[KeySpec] = &[
-    KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
-    KeySpec::single(2, k::RW | k::INSERT),
-];
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "lpush",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: LST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(lpush),
-        group: "list",
-        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
-        summary: "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "rpush",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: LST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(rpush),
-        group: "list",
-        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
-        summary: "Appends one or more elements to a list. Creates the key if it doesn't exist.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lpushx",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: LST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(lpushx),
-        group: "list",
-        since: "2.2.0",
-        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
-        summary: "Prepends one or more elements to a list only when the list exists.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "rpushx",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: LST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(rpushx),
-        group: "list",
-        since: "2.2.0",
-        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
-        summary: "Appends an element to a list only when the list exists.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lpop",
-        arity: -2,
-        flags: f::WRITE | f::FAST,
-        acl: LST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::DELETE),
-        handler: Some(lpop),
-        group: "list",
-        complexity: "O(N) where N is the number of elements returned",
-        summary: "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "rpop",
-        arity: -2,
-        flags: f::WRITE | f::FAST,
-        acl: LST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::DELETE),
-        handler: Some(rpop),
-        group: "list",
-        complexity: "O(N) where N is the number of elements returned",
-        summary: "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "llen",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: LST | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(llen),
-        group: "list",
-        summary: "Returns the length of a list.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lrange",
-        arity: 4,
-        flags: f::READONLY,
-        acl: LST | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(lrange),
-        group: "list",
-        complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
-        summary: "Returns a range of elements from a list.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lindex",
-        arity: 3,
-        flags: f::READONLY,
-        acl: LST | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(lindex),
-        group: "list",
-        complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
-        summary: "Returns an element from a list by its index.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lset",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(lset),
-        group: "list",
-        complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
-        summary: "Sets the value of an element in a list by its index.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "linsert",
-        arity: 5,
-        flags: f::WRITE | f::DENYOOM,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(linsert),
-        group: "list",
-        since: "2.2.0",
-        complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
-        summary: "Inserts an element before or after another element in a list.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lrem",
-        arity: 4,
-        flags: f::WRITE,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(lrem),
-        group: "list",
-        complexity: "O(N+M) where N is the length of the list and M is the number of elements removed.",
-        summary: "Removes elements from a list. Deletes the list if the last element was removed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "ltrim",
-        arity: 4,
-        flags: f::WRITE,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(ltrim),
-        group: "list",
-        complexity: "O(N) where N is the number of elements to be removed by the operation.",
-        summary: "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lpos",
-        arity: -3,
-        flags: f::READONLY,
-        acl: LST | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(lpos),
-        group: "list",
-        since: "6.0.6",
-        complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
-        summary: "Returns the index of matching elements in a list.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lmove",
-        arity: 5,
-        flags: f::WRITE | f::DENYOOM,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: SRC_DST,
-        handler: Some(lmove),
-        group: "list",
-        since: "6.2.0",
-        summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "rpoplpush",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: SRC_DST,
-        handler: Some(rpoplpush),
-        group: "list",
-        since: "1.2.0",
-        summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lmpop",
-        arity: -4,
-        flags: f::WRITE,
-        acl: LST | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::keynum(1, 0, 1, 1, k::RW | k::ACCESS | k::DELETE)],
-        handler: Some(lmpop),
-        group: "list",
-        since: "7.0.0",
-        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
-        summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "blpop",
-        arity: -3,
-        flags: f::WRITE | f::BLOCKING,
-        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
-        keys: &[KeySpec::range(1, -2, 1, k::RW | k::ACCESS | k::DELETE)],
-        handler: Some(blpop),
-        group: "list",
-        since: "2.0.0",
-        complexity: "O(N) where N is the number of provided keys.",
-        summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "brpop",
-        arity: -3,
-        flags: f::WRITE | f::BLOCKING,
-        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
-        keys: &[KeySpec::range(1, -2, 1, k::RW | k::ACCESS | k::DELETE)],
-        handler: Some(brpop),
-        group: "list",
-        since: "2.0.0",
-        complexity: "O(N) where N is the number of provided keys.",
-        summary: "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "blmove",
-        arity: 6,
-        flags: f::WRITE | f::DENYOOM | f::BLOCKING,
-        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
-        keys: SRC_DST,
-        handler: Some(blmove),
-        group: "list",
-        since: "6.2.0",
-        summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "brpoplpush",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM | f::BLOCKING,
-        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
-        keys: SRC_DST,
-        handler: Some(brpoplpush),
-        group: "list",
-        since: "2.2.0",
-        summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "blmpop",
-        arity: -5,
-        flags: f::WRITE | f::BLOCKING,
-        acl: LST | acl::WRITE | acl::SLOW | acl::BLOCKING,
-        keys: &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::DELETE)],
-        handler: Some(blmpop),
-        group: "list",
-        since: "7.0.0",
-        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
-        summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "list";
+    ("lpush", -3, [WRITE DENYOOM FAST], [LIST], [key(1, RW INSERT)], lpush, "1.0.0",
+        "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+    ("rpush", -3, [WRITE DENYOOM FAST], [LIST], [key(1, RW INSERT)], rpush, "1.0.0",
+        "Appends one or more elements to a list. Creates the key if it doesn't exist.",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+    ("lpushx", -3, [WRITE DENYOOM FAST], [LIST], [key(1, RW INSERT)], lpushx, "2.2.0",
+        "Prepends one or more elements to a list only when the list exists.",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+    ("rpushx", -3, [WRITE DENYOOM FAST], [LIST], [key(1, RW INSERT)], rpushx, "2.2.0",
+        "Appends an element to a list only when the list exists.",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+    ("lpop", -2, [WRITE FAST], [LIST], [key(1, RW ACCESS DELETE)], lpop, "1.0.0",
+        "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
+        complexity: "O(N) where N is the number of elements returned"),
+    ("rpop", -2, [WRITE FAST], [LIST], [key(1, RW ACCESS DELETE)], rpop, "1.0.0",
+        "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
+        complexity: "O(N) where N is the number of elements returned"),
+    ("llen", 2, [READONLY FAST], [LIST], [key(1, RO)], llen, "1.0.0",
+        "Returns the length of a list."),
+    ("lrange", 4, [READONLY], [LIST], [key(1, RO ACCESS)], lrange, "1.0.0",
+        "Returns a range of elements from a list.",
+        complexity: "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range."),
+    ("lindex", 3, [READONLY], [LIST], [key(1, RO ACCESS)], lindex, "1.0.0",
+        "Returns an element from a list by its index.",
+        complexity: "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1)."),
+    ("lset", 4, [WRITE DENYOOM], [LIST], [key(1, RW UPDATE)], lset, "1.0.0",
+        "Sets the value of an element in a list by its index.",
+        complexity: "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1)."),
+    ("linsert", 5, [WRITE DENYOOM], [LIST], [key(1, RW INSERT)], linsert, "2.2.0",
+        "Inserts an element before or after another element in a list.",
+        complexity: "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N)."),
+    ("lrem", 4, [WRITE], [LIST], [key(1, RW DELETE)], lrem, "1.0.0",
+        "Removes elements from a list. Deletes the list if the last element was removed.",
+        complexity: "O(N+M) where N is the length of the list and M is the number of elements removed."),
+    ("ltrim", 4, [WRITE], [LIST], [key(1, RW DELETE)], ltrim, "1.0.0",
+        "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+        complexity: "O(N) where N is the number of elements to be removed by the operation."),
+    ("lpos", -3, [READONLY], [LIST], [key(1, RO ACCESS)], lpos, "6.0.6",
+        "Returns the index of matching elements in a list.",
+        complexity: "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time."),
+    ("lmove", 5, [WRITE DENYOOM], [LIST], [key(1, RW ACCESS DELETE), key(2, RW INSERT)], lmove,
+        "6.2.0",
+        "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
+    ("rpoplpush", 3, [WRITE DENYOOM], [LIST], [key(1, RW ACCESS DELETE), key(2, RW INSERT)],
+        rpoplpush, "1.2.0",
+        "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
+    ("lmpop", -4, [WRITE], [LIST], [keynum(1, 0, 1, 1, RW ACCESS DELETE)], lmpop, "7.0.0",
+        "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
+        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+    ("blpop", -3, [WRITE BLOCKING], [LIST], [range(1, -2, 1, RW ACCESS DELETE)], blpop, "2.0.0",
+        "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N) where N is the number of provided keys."),
+    ("brpop", -3, [WRITE BLOCKING], [LIST], [range(1, -2, 1, RW ACCESS DELETE)], brpop, "2.0.0",
+        "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N) where N is the number of provided keys."),
+    ("blmove", 6, [WRITE DENYOOM BLOCKING], [LIST], [key(1, RW ACCESS DELETE), key(2, RW INSERT)],
+        blmove, "6.2.0",
+        "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
+    ("brpoplpush", 4, [WRITE DENYOOM BLOCKING], [LIST],
+        [key(1, RW ACCESS DELETE), key(2, RW INSERT)], brpoplpush, "2.2.0",
+        "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped."),
+    ("blmpop", -5, [WRITE BLOCKING], [LIST], [keynum(2, 0, 1, 1, RW ACCESS DELETE)], blmpop,
+        "7.0.0",
+        "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+};
 
 fn reply_entry(out: &mut Reply, e: LpEntry<'_>) {
     match e {

@@ -4,20 +4,12 @@
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT};
 use crate::ctx::Ctx;
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "lolwut",
-    arity: -1,
-    flags: f::READONLY | f::FAST,
-    acl: acl::READ | acl::FAST,
-    handler: Some(lolwut),
-    group: "server",
-    since: "5.0.0",
-    complexity: "",
-    summary: "Displays computer art and the Redis version",
-    ..CommandSpec::DEFAULT
-}];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("lolwut", -1, [READONLY FAST], [], [], lolwut, "5.0.0",
+        "Displays computer art and the Redis version", complexity: ""),
+};
 
 fn lolwut(ctx: &mut Ctx, args: &Args) {
     let all: Vec<&[u8]> = args.iter().collect();

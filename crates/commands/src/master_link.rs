@@ -12,7 +12,7 @@
 use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
-use crate::table::{acl, flags, CommandSpec};
+use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -21,44 +21,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tern_engine::clock;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "replicaof",
-        arity: 3,
-        flags: flags::ADMIN | flags::NOSCRIPT | flags::STALE | flags::NO_ASYNC_LOADING,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(replicaof),
-        group: "server",
-        since: "5.0.0",
-        complexity: "O(1)",
-        summary: "Configures a server as replica of another, or promotes it to a master.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "slaveof",
-        arity: 3,
-        flags: flags::ADMIN | flags::NOSCRIPT | flags::STALE | flags::NO_ASYNC_LOADING,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(replicaof),
-        group: "server",
-        since: "1.0.0",
-        complexity: "O(1)",
-        summary: "Sets a Redis server as a replica of another, or promotes it to being a master.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "role",
-        arity: 1,
-        flags: flags::NOSCRIPT | flags::LOADING | flags::STALE | flags::FAST,
-        acl: acl::ADMIN | acl::FAST | acl::DANGEROUS,
-        handler: Some(role),
-        group: "server",
-        since: "2.8.12",
-        complexity: "O(1)",
-        summary: "Returns the replication role.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("replicaof", 3, [ADMIN NOSCRIPT STALE NO_ASYNC_LOADING], [], [], replicaof, "5.0.0",
+        "Configures a server as replica of another, or promotes it to a master."),
+    ("slaveof", 3, [ADMIN NOSCRIPT STALE NO_ASYNC_LOADING], [], [], replicaof, "1.0.0",
+        "Sets a Redis server as a replica of another, or promotes it to being a master."),
+    ("role", 1, [NOSCRIPT LOADING STALE FAST], [ADMIN DANGEROUS], [], role, "2.8.12",
+        "Returns the replication role."),
+};
 
 /// The pseudo-client that runs the master's stream (Redis's CLIENT_MASTER).
 pub const MASTER_CLIENT_ID: u64 = u64::MAX - 1;

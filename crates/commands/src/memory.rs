@@ -2,108 +2,30 @@
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use crate::ctx::Ctx;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 
-const TIPS_ALL_SHARDS: &[&str] = &[
-    "nondeterministic_output",
-    "request_policy:all_shards",
-    "response_policy:special",
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("memory", -2, [], [], [], _, "4.0.0", "A container for memory diagnostics commands.",
+        complexity: "Depends on subcommand.", subcommands: MEMORY_SUBCOMMANDS),
+};
 
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    handler: crate::table::Handler,
-    complexity: &'static str,
-    summary: &'static str,
-    tips: &'static [&'static str],
-) -> CommandSpec {
-    CommandSpec {
-        tips,
-        ..CommandSpec::subcommand(
-            name,
-            arity,
-            flags,
-            acl::SLOW,
-            "server",
-            handler,
-            "4.0.0",
-            complexity,
-            summary,
-        )
-    }
-}
-
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "memory",
-    arity: -2,
-    group: "server",
-    since: "4.0.0",
-    complexity: "Depends on subcommand.",
-    summary: "A container for memory diagnostics commands.",
-    subcommands: &[
-        sub(
-            "doctor",
-            2,
-            0,
-            doctor,
-            "O(1)",
-            "Outputs a memory problems report.",
-            TIPS_ALL_SHARDS,
-        ),
-        sub(
-            "help",
-            2,
-            f::LOADING | f::STALE,
-            help,
-            "O(1)",
-            "Returns helpful text about the different subcommands.",
-            &[],
-        ),
-        sub(
-            "malloc-stats",
-            2,
-            0,
-            malloc_stats,
-            "Depends on how much memory is allocated, could be slow",
-            "Returns the allocator statistics.",
-            TIPS_ALL_SHARDS,
-        ),
-        sub(
-            "purge",
-            2,
-            0,
-            purge,
-            "Depends on how much memory is allocated, could be slow",
-            "Asks the allocator to release memory.",
-            &["request_policy:all_shards", "response_policy:all_succeeded"],
-        ),
-        sub(
-            "stats",
-            2,
-            0,
-            stats,
-            "O(1)",
-            "Returns details about memory usage.",
-            TIPS_ALL_SHARDS,
-        ),
-        CommandSpec {
-            name: "usage",
-            arity: -3,
-            flags: f::READONLY,
-            acl: acl::READ | acl::SLOW,
-            keys: &[KeySpec::single(2, k::RO)],
-            handler: Some(usage),
-            group: "server",
-            since: "4.0.0",
-            complexity: "O(N) where N is the number of samples.",
-            summary: "Estimates the memory usage of a key.",
-            ..CommandSpec::DEFAULT
-        },
-    ],
-    ..CommandSpec::DEFAULT
-}];
+static MEMORY_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("doctor", 2, [], [], [], doctor, "4.0.0", "Outputs a memory problems report.",
+        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("help", 2, [LOADING STALE], [], [], help, "4.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("malloc-stats", 2, [], [], [], malloc_stats, "4.0.0", "Returns the allocator statistics.",
+        complexity: "Depends on how much memory is allocated, could be slow",
+        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("purge", 2, [], [], [], purge, "4.0.0", "Asks the allocator to release memory.",
+        complexity: "Depends on how much memory is allocated, could be slow",
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("stats", 2, [], [], [], stats, "4.0.0", "Returns details about memory usage.",
+        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("usage", -3, [READONLY], [], [key(2, RO)], usage, "4.0.0",
+        "Estimates the memory usage of a key.",
+        complexity: "O(N) where N is the number of samples."),
+};
 
 /// Bytes tern spends per key besides its value's heap: the entry allocation (header, chain link
 /// and key bytes) and its bucket slot; derived from the layout so it cannot go stale.

@@ -9,40 +9,18 @@ use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX};
 use crate::ctx::Ctx;
 use crate::migrate_link::{get_socket, put_back, read_line, ConnectError};
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, BeginSearch, CommandSpec, FindKeys, KeySpec};
+use crate::table::{kflags as k, CommandSpec};
 use std::io::Write;
 use std::time::Duration;
 use tern_engine::key_hash;
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "migrate",
-    arity: -6,
-    flags: f::WRITE,
-    acl: acl::KEYSPACE | acl::WRITE | acl::SLOW | acl::DANGEROUS,
-    keys: &[
-        KeySpec::single(3, k::RW | k::ACCESS | k::DELETE),
-        KeySpec {
-            flags: k::RW | k::ACCESS | k::DELETE | k::INCOMPLETE,
-            begin: BeginSearch::Keyword {
-                keyword: "KEYS",
-                startfrom: -2,
-            },
-            find: FindKeys::Range {
-                lastkey: -1,
-                step: 1,
-                limit: 0,
-            },
-        },
-    ],
-    getkeys: Some(migrate_keys),
-    handler: Some(migrate),
-    group: "generic",
-    since: "2.6.0",
-    complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
-    summary: "Atomically transfers a key from one Redis instance to another.",
-    tips: &["nondeterministic_output"],
-    ..CommandSpec::DEFAULT
-}];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "generic";
+    ("migrate", -6, [WRITE], [KEYSPACE DANGEROUS],
+        [key(3, RW ACCESS DELETE), keyword("KEYS", -2, -1, 1, 0, RW ACCESS DELETE INCOMPLETE)],
+        migrate, "2.6.0", "Atomically transfers a key from one Redis instance to another.",
+        complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+        tips: &["nondeterministic_output"], getkeys: Some(migrate_keys)),
+};
 
 /// Redis's migrateGetKeys: the key at 3, or everything after KEYS (skipping the options'
 /// arguments on the way); nothing when KEYS comes with a non-empty key argument.

@@ -5,7 +5,7 @@
 
 use crate::args::Args;
 use crate::ctx::Ctx;
-use crate::table::{acl, flags as f, CommandSpec};
+use crate::table::CommandSpec;
 
 const LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
 
@@ -46,75 +46,21 @@ fn unload(ctx: &mut Ctx, args: &Args) {
     ctx.error("ERR Error unloading module: no such module with that name");
 }
 
-const ADMIN_ACL: u64 = acl::SLOW | acl::ADMIN | acl::DANGEROUS;
-const LOADING: u32 = f::NO_ASYNC_LOADING | f::ADMIN | f::NOSCRIPT | f::PROTECTED;
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("module", -2, [], [], [], _, "4.0.0", "A container for module commands.",
+        complexity: "Depends on subcommand.", subcommands: MODULE_SUBCOMMANDS),
+};
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "module",
-    arity: -2,
-    group: "server",
-    since: "4.0.0",
-    complexity: "Depends on subcommand.",
-    summary: "A container for module commands.",
-    subcommands: &[
-        CommandSpec::subcommand(
-            "help",
-            2,
-            f::LOADING | f::STALE,
-            acl::SLOW,
-            "server",
-            help,
-            "5.0.0",
-            "O(1)",
-            "Returns helpful text about the different subcommands.",
-        ),
-        CommandSpec {
-            tips: &["nondeterministic_output_order"],
-            ..CommandSpec::subcommand(
-                "list",
-                2,
-                f::ADMIN | f::NOSCRIPT,
-                ADMIN_ACL,
-                "server",
-                list,
-                "4.0.0",
-                "O(N) where N is the number of loaded modules.",
-                "Returns all loaded modules.",
-            )
-        },
-        CommandSpec::subcommand(
-            "load",
-            -3,
-            LOADING,
-            ADMIN_ACL,
-            "server",
-            load,
-            "4.0.0",
-            "O(1)",
-            "Loads a module.",
-        ),
-        CommandSpec::subcommand(
-            "loadex",
-            -3,
-            LOADING,
-            ADMIN_ACL,
-            "server",
-            load,
-            "7.0.0",
-            "O(1)",
-            "Loads a module using extended parameters.",
-        ),
-        CommandSpec::subcommand(
-            "unload",
-            3,
-            LOADING,
-            ADMIN_ACL,
-            "server",
-            unload,
-            "4.0.0",
-            "O(1)",
-            "Unloads a module.",
-        ),
-    ],
-    ..CommandSpec::DEFAULT
-}];
+static MODULE_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("help", 2, [LOADING STALE], [], [], help, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("list", 2, [ADMIN NOSCRIPT], [], [], list, "4.0.0", "Returns all loaded modules.",
+        complexity: "O(N) where N is the number of loaded modules.",
+        tips: &["nondeterministic_output_order"]),
+    ("load", -3, [ADMIN NOSCRIPT PROTECTED NO_ASYNC_LOADING], [], [], load, "4.0.0",
+        "Loads a module."),
+    ("loadex", -3, [ADMIN NOSCRIPT PROTECTED NO_ASYNC_LOADING], [], [], load, "7.0.0",
+        "Loads a module using extended parameters."),
+    ("unload", 3, [ADMIN NOSCRIPT PROTECTED NO_ASYNC_LOADING], [], [], unload, "4.0.0",
+        "Unloads a module."),
+};

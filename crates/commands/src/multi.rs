@@ -4,75 +4,24 @@
 use crate::args::Args;
 use crate::ctx::Ctx;
 use crate::server::Server;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::{flags as f, CommandSpec};
 use crate::txn::{end_multi, plan, recycle, unwatch_all, watch_failed};
 use std::sync::Arc;
 
-const TX: u64 = acl::TRANSACTION;
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "multi",
-        arity: 1,
-        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
-        acl: TX | acl::FAST,
-        handler: Some(multi),
-        group: "transactions",
-        since: "1.2.0",
-        complexity: "O(1)",
-        summary: "Starts a transaction.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "exec",
-        arity: 1,
-        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::SKIP_SLOWLOG,
-        acl: TX | acl::SLOW,
-        handler: Some(exec),
-        group: "transactions",
-        since: "1.2.0",
-        complexity: "Depends on commands in the transaction",
-        summary: "Executes all commands in a transaction.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "discard",
-        arity: 1,
-        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
-        acl: TX | acl::FAST,
-        handler: Some(discard),
-        group: "transactions",
-        since: "2.0.0",
-        complexity: "O(N), when N is the number of queued commands",
-        summary: "Discards a transaction.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "watch",
-        arity: -2,
-        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
-        acl: TX | acl::FAST,
-        keys: &[KeySpec::range(1, -1, 1, k::RO)],
-        handler: Some(watch),
-        group: "transactions",
-        since: "2.2.0",
-        complexity: "O(1) for every key.",
-        summary: "Monitors changes to keys to determine the execution of a transaction.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "unwatch",
-        arity: 1,
-        flags: f::NOSCRIPT | f::LOADING | f::STALE | f::FAST | f::ALLOW_BUSY,
-        acl: TX | acl::FAST,
-        handler: Some(unwatch),
-        group: "transactions",
-        since: "2.2.0",
-        complexity: "O(1)",
-        summary: "Forgets about watched keys of a transaction.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "transactions";
+    ("multi", 1, [NOSCRIPT LOADING STALE FAST ALLOW_BUSY], [TRANSACTION], [], multi, "1.2.0",
+        "Starts a transaction."),
+    ("exec", 1, [NOSCRIPT LOADING STALE SKIP_SLOWLOG], [TRANSACTION], [], exec, "1.2.0",
+        "Executes all commands in a transaction.",
+        complexity: "Depends on commands in the transaction"),
+    ("discard", 1, [NOSCRIPT LOADING STALE FAST ALLOW_BUSY], [TRANSACTION], [], discard, "2.0.0",
+        "Discards a transaction.", complexity: "O(N), when N is the number of queued commands"),
+    ("watch", -2, [NOSCRIPT LOADING STALE FAST ALLOW_BUSY], [TRANSACTION], [range(1, -1, 1, RO)],
+        watch, "2.2.0", "Monitors changes to keys to determine the execution of a transaction.",
+        complexity: "O(1) for every key."),
+    ("unwatch", 1, [NOSCRIPT LOADING STALE FAST ALLOW_BUSY], [TRANSACTION], [], unwatch, "2.2.0",
+        "Forgets about watched keys of a transaction."),
+};
 
 fn multi(ctx: &mut Ctx, _args: &Args) {
     if ctx.conn.multi.is_some() {

@@ -5,78 +5,30 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX};
 use crate::ctx::Ctx;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::{flags as f, CommandSpec};
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::clock;
 use tern_engine::EntryBox;
 use tern_persist::rdb::{dump_payload, restore_payload_with, RestoreError};
 
-const KS: u64 = acl::KEYSPACE;
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "dump",
-        tips: &["nondeterministic_output"],
-        arity: 2,
-        flags: f::READONLY,
-        acl: KS | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(1, k::RO | k::ACCESS)],
-        handler: Some(dump),
-        since: "2.6.0",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("dump", 2, [READONLY], [KEYSPACE], [key(1, RO ACCESS)], dump, "2.6.0",
+        "Returns a serialized representation of the value stored at a key.",
         complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
-        summary: "Returns a serialized representation of the value stored at a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "save",
-        arity: 1,
-        flags: f::ADMIN | f::NOSCRIPT | f::NO_ASYNC_LOADING | f::NO_MULTI,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(save),
-        since: "1.0.0",
-        complexity: "O(N) where N is the total number of keys in all databases",
-        summary: "Synchronously saves the database(s) to disk.",
-        group: "server",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "bgsave",
-        arity: -1,
-        flags: f::ADMIN | f::NOSCRIPT | f::NO_ASYNC_LOADING,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(bgsave),
-        since: "1.0.0",
-        complexity: "O(1)",
-        summary: "Asynchronously saves the database(s) to disk.",
-        group: "server",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lastsave",
-        tips: &["nondeterministic_output"],
-        arity: 1,
-        flags: f::LOADING | f::STALE | f::FAST,
-        acl: acl::ADMIN | acl::FAST | acl::DANGEROUS,
-        handler: Some(lastsave),
-        since: "1.0.0",
-        complexity: "O(1)",
-        summary: "Returns the Unix timestamp of the last successful save to disk.",
-        group: "server",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "restore",
-        arity: -4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: KS | acl::WRITE | acl::SLOW | acl::DANGEROUS,
-        keys: &[KeySpec::single(1, k::OW | k::UPDATE)],
-        handler: Some(restore),
-        since: "2.6.0",
+        tips: &["nondeterministic_output"], group: "generic"),
+    ("save", 1, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], save, "1.0.0",
+        "Synchronously saves the database(s) to disk.",
+        complexity: "O(N) where N is the total number of keys in all databases"),
+    ("bgsave", -1, [ADMIN NOSCRIPT NO_ASYNC_LOADING], [], [], bgsave, "1.0.0",
+        "Asynchronously saves the database(s) to disk."),
+    ("lastsave", 1, [LOADING STALE FAST], [ADMIN DANGEROUS], [], lastsave, "1.0.0",
+        "Returns the Unix timestamp of the last successful save to disk.",
+        tips: &["nondeterministic_output"]),
+    ("restore", -4, [WRITE DENYOOM], [KEYSPACE DANGEROUS], [key(1, OW UPDATE)], restore, "2.6.0",
+        "Creates a key from the serialized representation of a value.",
         complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
-        summary: "Creates a key from the serialized representation of a value.",
-        ..CommandSpec::DEFAULT
-    },
-];
+        group: "generic"),
+};
 
 fn dump(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;

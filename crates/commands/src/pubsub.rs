@@ -6,200 +6,55 @@ use crate::ctx::Ctx;
 use crate::subscriptions::{
     subscribe as subscribe_generic, unsubscribe as unsubscribe_generic, Kind,
 };
-use crate::table::{flags as f, kflags, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 
-const PS_FLAGS: u32 = f::PUBSUB | f::NOSCRIPT | f::LOADING | f::STALE | f::SENTINEL;
-const NOT_KEYS: &[KeySpec] = &[KeySpec::range(1, -1, 1, kflags::NOT_KEY)];
-
-#[allow(clippy::too_many_arguments)]
-const fn cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: &'static [KeySpec],
-    handler: crate::table::Handler,
-    since: &'static str,
-    complexity: &'static str,
-    summary: &'static str,
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        keys,
-        handler: Some(handler),
-        group: "pubsub",
-        since,
-        complexity,
-        summary,
-        ..CommandSpec::DEFAULT
-    }
-}
-
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    handler: crate::table::Handler,
-    since: &'static str,
-    complexity: &'static str,
-    summary: &'static str,
-) -> CommandSpec {
-    CommandSpec::subcommand(
-        name, arity, flags, 0, "pubsub", handler, since, complexity, summary,
-    )
-}
-
-const PSUB_FLAGS: u32 = f::PUBSUB | f::LOADING | f::STALE;
-
-pub static COMMANDS: &[CommandSpec] = &[
-    cmd(
-        "subscribe",
-        -2,
-        PS_FLAGS,
-        &[],
-        subscribe,
-        "2.0.0",
-        "O(N) where N is the number of channels to subscribe to.",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "pubsub";
+    ("subscribe", -2, [PUBSUB NOSCRIPT LOADING STALE SENTINEL], [], [], subscribe, "2.0.0",
         "Listens for messages published to channels.",
-    ),
-    cmd(
-        "unsubscribe",
-        -1,
-        PS_FLAGS,
-        &[],
-        unsubscribe,
-        "2.0.0",
-        "O(N) where N is the number of channels to unsubscribe.",
+        complexity: "O(N) where N is the number of channels to subscribe to."),
+    ("unsubscribe", -1, [PUBSUB NOSCRIPT LOADING STALE SENTINEL], [], [], unsubscribe, "2.0.0",
         "Stops listening to messages posted to channels.",
-    ),
-    cmd(
-        "psubscribe",
-        -2,
-        PS_FLAGS,
-        &[],
-        psubscribe,
-        "2.0.0",
-        "O(N) where N is the number of patterns to subscribe to.",
+        complexity: "O(N) where N is the number of channels to unsubscribe."),
+    ("psubscribe", -2, [PUBSUB NOSCRIPT LOADING STALE SENTINEL], [], [], psubscribe, "2.0.0",
         "Listens for messages published to channels that match one or more patterns.",
-    ),
-    cmd(
-        "punsubscribe",
-        -1,
-        PS_FLAGS,
-        &[],
-        punsubscribe,
-        "2.0.0",
-        "O(N) where N is the number of patterns to unsubscribe.",
+        complexity: "O(N) where N is the number of patterns to subscribe to."),
+    ("punsubscribe", -1, [PUBSUB NOSCRIPT LOADING STALE SENTINEL], [], [], punsubscribe, "2.0.0",
         "Stops listening to messages published to channels that match one or more patterns.",
-    ),
-    cmd(
-        "publish",
-        3,
-        f::PUBSUB | f::LOADING | f::STALE | f::FAST | f::MAY_REPLICATE | f::SENTINEL,
-        &[],
-        publish,
-        "2.0.0",
-        "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+        complexity: "O(N) where N is the number of patterns to unsubscribe."),
+    ("publish", 3, [PUBSUB LOADING STALE FAST MAY_REPLICATE SENTINEL], [], [], publish, "2.0.0",
         "Posts a message to a channel.",
-    ),
-    CommandSpec {
-        name: "pubsub",
-        arity: -2,
-        flags: 0,
-        group: "pubsub",
-        since: "2.8.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for Pub/Sub commands.",
-        subcommands: &[
-            sub(
-                "channels",
-                -2,
-                PSUB_FLAGS,
-                pubsub_channels,
-                "2.8.0",
-                "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
-                "Returns the active channels.",
-            ),
-            sub(
-                "numsub",
-                -2,
-                PSUB_FLAGS,
-                pubsub_numsub,
-                "2.8.0",
-                "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-                "Returns a count of subscribers to channels.",
-            ),
-            sub(
-                "numpat",
-                2,
-                PSUB_FLAGS,
-                pubsub_numpat,
-                "2.8.0",
-                "O(1)",
-                "Returns a count of unique pattern subscriptions.",
-            ),
-            sub(
-                "shardchannels",
-                -2,
-                PSUB_FLAGS,
-                pubsub_shardchannels,
-                "7.0.0",
-                "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
-                "Returns the active shard channels.",
-            ),
-            sub(
-                "shardnumsub",
-                -2,
-                PSUB_FLAGS,
-                pubsub_shardnumsub,
-                "7.0.0",
-                "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-                "Returns the count of subscribers of shard channels.",
-            ),
-            sub(
-                "help",
-                2,
-                f::LOADING | f::STALE,
-                pubsub_help,
-                "6.2.0",
-                "O(1)",
-                "Returns helpful text about the different subcommands.",
-            ),
-        ],
-        ..CommandSpec::DEFAULT
-    },
-    cmd(
-        "ssubscribe",
-        -2,
-        f::PUBSUB | f::NOSCRIPT | f::LOADING | f::STALE,
-        NOT_KEYS,
-        ssubscribe,
-        "7.0.0",
-        "O(N) where N is the number of shard channels to subscribe to.",
-        "Listens for messages published to shard channels.",
-    ),
-    cmd(
-        "sunsubscribe",
-        -1,
-        f::PUBSUB | f::NOSCRIPT | f::LOADING | f::STALE,
-        NOT_KEYS,
-        sunsubscribe,
-        "7.0.0",
-        "O(N) where N is the number of shard channels to unsubscribe.",
-        "Stops listening to messages posted to shard channels.",
-    ),
-    cmd(
-        "spublish",
-        3,
-        f::PUBSUB | f::LOADING | f::STALE | f::FAST | f::MAY_REPLICATE,
-        &[KeySpec::single(1, kflags::NOT_KEY)],
-        spublish,
-        "7.0.0",
-        "O(N) where N is the number of clients subscribed to the receiving shard channel.",
-        "Post a message to a shard channel",
-    ),
-];
+        complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client)."),
+    ("pubsub", -2, [], [], [], _, "2.8.0", "A container for Pub/Sub commands.",
+        complexity: "Depends on subcommand.", subcommands: PUBSUB_SUBCOMMANDS),
+    ("ssubscribe", -2, [PUBSUB NOSCRIPT LOADING STALE], [], [range(1, -1, 1, NOT_KEY)], ssubscribe,
+        "7.0.0", "Listens for messages published to shard channels.",
+        complexity: "O(N) where N is the number of shard channels to subscribe to."),
+    ("sunsubscribe", -1, [PUBSUB NOSCRIPT LOADING STALE], [], [range(1, -1, 1, NOT_KEY)],
+        sunsubscribe, "7.0.0", "Stops listening to messages posted to shard channels.",
+        complexity: "O(N) where N is the number of shard channels to unsubscribe."),
+    ("spublish", 3, [PUBSUB LOADING STALE FAST MAY_REPLICATE], [], [key(1, NOT_KEY)], spublish,
+        "7.0.0", "Post a message to a shard channel",
+        complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel."),
+};
+
+static PUBSUB_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "pubsub";
+    ("channels", -2, [PUBSUB LOADING STALE], [], [], pubsub_channels, "2.8.0",
+        "Returns the active channels.",
+        complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)"),
+    ("numsub", -2, [PUBSUB LOADING STALE], [], [], pubsub_numsub, "2.8.0",
+        "Returns a count of subscribers to channels.",
+        complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels"),
+    ("numpat", 2, [PUBSUB LOADING STALE], [], [], pubsub_numpat, "2.8.0",
+        "Returns a count of unique pattern subscriptions."),
+    ("shardchannels", -2, [PUBSUB LOADING STALE], [], [], pubsub_shardchannels, "7.0.0",
+        "Returns the active shard channels.",
+        complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels)."),
+    ("shardnumsub", -2, [PUBSUB LOADING STALE], [], [], pubsub_shardnumsub, "7.0.0",
+        "Returns the count of subscribers of shard channels.",
+        complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels"),
+    ("help", 2, [LOADING STALE], [], [], pubsub_help, "6.2.0",
+        "Returns helpful text about the different subcommands."),
+};
 
 fn subscribe(ctx: &mut Ctx, args: &Args) {
     subscribe_generic(ctx, args, Kind::Channel);

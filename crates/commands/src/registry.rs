@@ -34,7 +34,7 @@ impl Registry {
     pub fn build_renamed(renames: &[(String, String)]) -> Registry {
         let mut id = 0;
         let mut top = HashMap::new();
-        for spec in crate::table::commands() {
+        for spec in crate::table::all_commands() {
             let entry = make_entry(spec, None, &mut id);
             top.insert(spec.name.to_string(), entry);
         }

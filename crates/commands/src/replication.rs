@@ -12,7 +12,7 @@ use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::Ctx;
 use crate::propagate::LOG;
 use crate::server::Server;
-use crate::table::{acl, flags, CommandSpec};
+use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -20,44 +20,14 @@ use std::sync::Arc;
 use tern_engine::clock;
 pub use tern_persist::wlog::Sub;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "sync",
-        arity: 1,
-        flags: flags::NO_ASYNC_LOADING | flags::ADMIN | flags::NO_MULTI | flags::NOSCRIPT,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(sync),
-        group: "server",
-        since: "1.0.0",
-        complexity: "",
-        summary: "An internal command used in replication.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "psync",
-        arity: -3,
-        flags: flags::NO_ASYNC_LOADING | flags::ADMIN | flags::NO_MULTI | flags::NOSCRIPT,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(psync),
-        group: "server",
-        since: "2.8.0",
-        complexity: "",
-        summary: "An internal command used in replication.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "replconf",
-        arity: -1,
-        flags: flags::ADMIN | flags::NOSCRIPT | flags::LOADING | flags::STALE | flags::ALLOW_BUSY,
-        acl: acl::ADMIN | acl::SLOW | acl::DANGEROUS,
-        handler: Some(replconf),
-        group: "server",
-        since: "3.0.0",
-        complexity: "O(1)",
-        summary: "An internal command for configuring the replication stream.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("sync", 1, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], sync, "1.0.0",
+        "An internal command used in replication.", complexity: ""),
+    ("psync", -3, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], psync, "2.8.0",
+        "An internal command used in replication.", complexity: ""),
+    ("replconf", -1, [ADMIN NOSCRIPT LOADING STALE ALLOW_BUSY], [], [], replconf, "3.0.0",
+        "An internal command for configuring the replication stream."),
+};
 
 /// What a replica asked for; the connection takes over once the reply so far is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,162 +4,51 @@
 use crate::args::{eq_ic, Args};
 use crate::ctx::Ctx;
 use crate::lua::{self, scripts, sflags};
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use std::rc::Rc;
 
-const EVAL_FLAGS: u32 = f::NOSCRIPT
-    | f::SKIP_MONITOR
-    | f::SCRIPT_CALLER
-    | f::MAY_REPLICATE
-    | f::NO_MANDATORY_KEYS
-    | f::STALE;
-const EVAL_RO_FLAGS: u32 = f::NOSCRIPT
-    | f::SKIP_MONITOR
-    | f::SCRIPT_CALLER
-    | f::NO_MANDATORY_KEYS
-    | f::STALE
-    | f::READONLY;
-const RW_KEYS: &[KeySpec] = &[KeySpec::keynum(2, 0, 1, 1, k::RW | k::ACCESS | k::UPDATE)];
-const RO_KEYS: &[KeySpec] = &[KeySpec::keynum(2, 0, 1, 1, k::RO | k::ACCESS)];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "scripting";
+    ("eval", -3, [NOSCRIPT STALE SKIP_MONITOR MAY_REPLICATE NO_MANDATORY_KEYS SCRIPT_CALLER],
+        [SCRIPTING], [keynum(2, 0, 1, 1, RW ACCESS UPDATE)], eval, "2.6.0",
+        "Executes a server-side Lua script.",
+        complexity: "Depends on the script that is executed."),
+    ("evalsha", -3, [NOSCRIPT STALE SKIP_MONITOR MAY_REPLICATE NO_MANDATORY_KEYS SCRIPT_CALLER],
+        [SCRIPTING], [keynum(2, 0, 1, 1, RW ACCESS UPDATE)], evalsha, "2.6.0",
+        "Executes a server-side Lua script by SHA1 digest.",
+        complexity: "Depends on the script that is executed."),
+    ("eval_ro", -3, [READONLY NOSCRIPT STALE SKIP_MONITOR NO_MANDATORY_KEYS SCRIPT_CALLER],
+        [SCRIPTING], [keynum(2, 0, 1, 1, RO ACCESS)], eval_ro, "7.0.0",
+        "Executes a read-only server-side Lua script.",
+        complexity: "Depends on the script that is executed."),
+    ("evalsha_ro", -3, [READONLY NOSCRIPT STALE SKIP_MONITOR NO_MANDATORY_KEYS SCRIPT_CALLER],
+        [SCRIPTING], [keynum(2, 0, 1, 1, RO ACCESS)], evalsha_ro, "7.0.0",
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        complexity: "Depends on the script that is executed."),
+    ("script", -2, [], [], [], _, "2.6.0", "A container for Lua scripts management commands.",
+        complexity: "Depends on subcommand.", subcommands: SCRIPT_SUBCOMMANDS),
+};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "eval",
-        arity: -3,
-        flags: EVAL_FLAGS,
-        acl: acl::SCRIPTING,
-        keys: RW_KEYS,
-        handler: Some(eval),
-        group: "scripting",
-        since: "2.6.0",
-        complexity: "Depends on the script that is executed.",
-        summary: "Executes a server-side Lua script.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "evalsha",
-        arity: -3,
-        flags: EVAL_FLAGS,
-        acl: acl::SCRIPTING,
-        keys: RW_KEYS,
-        handler: Some(evalsha),
-        group: "scripting",
-        since: "2.6.0",
-        complexity: "Depends on the script that is executed.",
-        summary: "Executes a server-side Lua script by SHA1 digest.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "eval_ro",
-        arity: -3,
-        flags: EVAL_RO_FLAGS,
-        acl: acl::SCRIPTING,
-        keys: RO_KEYS,
-        handler: Some(eval_ro),
-        group: "scripting",
-        since: "7.0.0",
-        complexity: "Depends on the script that is executed.",
-        summary: "Executes a read-only server-side Lua script.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "evalsha_ro",
-        arity: -3,
-        flags: EVAL_RO_FLAGS,
-        acl: acl::SCRIPTING,
-        keys: RO_KEYS,
-        handler: Some(evalsha_ro),
-        group: "scripting",
-        since: "7.0.0",
-        complexity: "Depends on the script that is executed.",
-        summary: "Executes a read-only server-side Lua script by SHA1 digest.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "script",
-        arity: -2,
-        group: "scripting",
-        since: "2.6.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for Lua scripts management commands.",
-        subcommands: &[
-            CommandSpec {
-                name: "debug",
-                arity: 3,
-                flags: f::NOSCRIPT,
-                acl: acl::SCRIPTING,
-                handler: Some(script_debug),
-                group: "scripting",
-                since: "3.2.0",
-                summary: "Sets the debug mode of server-side Lua scripts.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "exists",
-                arity: -3,
-                flags: f::NOSCRIPT,
-                acl: acl::SCRIPTING,
-                handler: Some(script_exists),
-                group: "scripting",
-                since: "2.6.0",
-                complexity: "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
-                summary: "Determines whether server-side Lua scripts exist in the script cache.",
-                tips: &["request_policy:all_shards", "response_policy:agg_logical_and"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "flush",
-                arity: -2,
-                flags: f::NOSCRIPT,
-                acl: acl::SCRIPTING,
-                handler: Some(script_flush),
-                group: "scripting",
-                since: "2.6.0",
-                complexity: "O(N) with N being the number of scripts in cache",
-                summary: "Removes all server-side Lua scripts from the script cache.",
-                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "help",
-                arity: 2,
-                flags: f::LOADING | f::STALE,
-                acl: acl::SCRIPTING,
-                handler: Some(script_help),
-                group: "scripting",
-                since: "5.0.0",
-                summary: "Returns helpful text about the different subcommands.",
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "kill",
-                arity: 2,
-                flags: f::NOSCRIPT | f::ALLOW_BUSY,
-                acl: acl::SCRIPTING,
-                handler: Some(script_kill),
-                group: "scripting",
-                since: "2.6.0",
-                summary: "Terminates a server-side Lua script during execution.",
-                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-            CommandSpec {
-                name: "load",
-                arity: 3,
-                flags: f::NOSCRIPT | f::STALE,
-                acl: acl::SCRIPTING,
-                handler: Some(script_load),
-                group: "scripting",
-                since: "2.6.0",
-                complexity: "O(N) with N being the length in bytes of the script body.",
-                summary: "Loads a server-side Lua script to the script cache.",
-                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
-                ..CommandSpec::DEFAULT
-            },
-        ],
-        ..CommandSpec::DEFAULT
-    },
-];
+static SCRIPT_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "scripting";
+    ("debug", 3, [NOSCRIPT], [SCRIPTING], [], script_debug, "3.2.0",
+        "Sets the debug mode of server-side Lua scripts."),
+    ("exists", -3, [NOSCRIPT], [SCRIPTING], [], script_exists, "2.6.0",
+        "Determines whether server-side Lua scripts exist in the script cache.",
+        complexity: "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
+        tips: &["request_policy:all_shards", "response_policy:agg_logical_and"]),
+    ("flush", -2, [NOSCRIPT], [SCRIPTING], [], script_flush, "2.6.0",
+        "Removes all server-side Lua scripts from the script cache.",
+        complexity: "O(N) with N being the number of scripts in cache",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("help", 2, [LOADING STALE], [SCRIPTING], [], script_help, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+    ("kill", 2, [NOSCRIPT ALLOW_BUSY], [SCRIPTING], [], script_kill, "2.6.0",
+        "Terminates a server-side Lua script during execution.",
+        tips: &["request_policy:all_shards", "response_policy:one_succeeded"]),
+    ("load", 3, [NOSCRIPT STALE], [SCRIPTING], [], script_load, "2.6.0",
+        "Loads a server-side Lua script to the script cache.",
+        complexity: "O(N) with N being the length in bytes of the script body.",
+        tips: &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+};
 
 fn eval(ctx: &mut Ctx, args: &Args) {
     eval_generic(ctx, args, false, false)

@@ -10,245 +10,68 @@ use crate::ctx::Ctx;
 use crate::keys::{parse_scan_cursor, reply_scan, ScanOpts};
 use crate::keyspace_access::Typed;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use tern_engine::listpack::LpEntry;
 use tern_engine::types::set::Member;
 use tern_engine::{key_hash, MultiGuard, SetValue, ShardData, Value};
 use tern_resp::Reply;
 
-const SET: u64 = acl::SET;
-
-macro_rules! key1 {
-    ($flags:expr) => {
-        &[KeySpec::single(1, $flags)]
-    };
-}
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "sadd",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: SET | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(sadd),
-        group: "set",
-        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
-        summary: "Adds one or more members to a set. Creates the key if it doesn't exist.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "srem",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: SET | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(srem),
-        group: "set",
-        complexity: "O(N) where N is the number of members to be removed.",
-        summary: "Removes one or more members from a set. Deletes the set if the last member was removed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "smembers",
-        arity: 2,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(smembers),
-        group: "set",
-        complexity: "O(N) where N is the set cardinality.",
-        summary: "Returns all members of a set.",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sismember",
-        arity: 3,
-        flags: f::READONLY | f::FAST,
-        acl: SET | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(sismember),
-        group: "set",
-        summary: "Determines whether a member belongs to a set.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "smismember",
-        arity: -3,
-        flags: f::READONLY | f::FAST,
-        acl: SET | acl::READ | acl::FAST,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(smismember),
-        group: "set",
-        since: "6.2.0",
-        complexity: "O(N) where N is the number of elements being checked for membership",
-        summary: "Determines whether multiple members belong to a set.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "scard",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: SET | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(scard),
-        group: "set",
-        summary: "Returns the number of members in a set.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "spop",
-        arity: -2,
-        flags: f::WRITE | f::FAST,
-        acl: SET | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::DELETE),
-        handler: Some(spop),
-        group: "set",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "set";
+    ("sadd", -3, [WRITE DENYOOM FAST], [SET], [key(1, RW INSERT)], sadd, "1.0.0",
+        "Adds one or more members to a set. Creates the key if it doesn't exist.",
+        complexity: "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+    ("srem", -3, [WRITE FAST], [SET], [key(1, RW DELETE)], srem, "1.0.0",
+        "Removes one or more members from a set. Deletes the set if the last member was removed.",
+        complexity: "O(N) where N is the number of members to be removed."),
+    ("smembers", 2, [READONLY], [SET], [key(1, RO ACCESS)], smembers, "1.0.0",
+        "Returns all members of a set.", complexity: "O(N) where N is the set cardinality.",
+        tips: &["nondeterministic_output_order"]),
+    ("sismember", 3, [READONLY FAST], [SET], [key(1, RO)], sismember, "1.0.0",
+        "Determines whether a member belongs to a set."),
+    ("smismember", -3, [READONLY FAST], [SET], [key(1, RO ACCESS)], smismember, "6.2.0",
+        "Determines whether multiple members belong to a set.",
+        complexity: "O(N) where N is the number of elements being checked for membership"),
+    ("scard", 2, [READONLY FAST], [SET], [key(1, RO)], scard, "1.0.0",
+        "Returns the number of members in a set."),
+    ("spop", -2, [WRITE FAST], [SET], [key(1, RW ACCESS DELETE)], spop, "1.0.0",
+        "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
         complexity: "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
-        summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "srandmember",
-        arity: -2,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(srandmember),
-        group: "set",
+        tips: &["nondeterministic_output"]),
+    ("srandmember", -2, [READONLY], [SET], [key(1, RO ACCESS)], srandmember, "1.0.0",
+        "Get one or multiple random members from a set",
         complexity: "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
-        summary: "Get one or multiple random members from a set",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "smove",
-        arity: 4,
-        flags: f::WRITE | f::FAST,
-        acl: SET | acl::WRITE | acl::FAST,
-        keys: &[
-            KeySpec::single(1, k::RW | k::ACCESS | k::DELETE),
-            KeySpec::single(2, k::RW | k::INSERT),
-        ],
-        handler: Some(smove),
-        group: "set",
-        summary: "Moves a member from one set to another.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sinter",
-        arity: -2,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 1, k::RO | k::ACCESS)],
-        handler: Some(sinter),
-        group: "set",
+        tips: &["nondeterministic_output"]),
+    ("smove", 4, [WRITE FAST], [SET], [key(1, RW ACCESS DELETE), key(2, RW INSERT)], smove, "1.0.0",
+        "Moves a member from one set to another."),
+    ("sinter", -2, [READONLY], [SET], [range(1, -1, 1, RO ACCESS)], sinter, "1.0.0",
+        "Returns the intersect of multiple sets.",
         complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        summary: "Returns the intersect of multiple sets.",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sintercard",
-        arity: -3,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: &[KeySpec::keynum(1, 0, 1, 1, k::RO | k::ACCESS)],
-        handler: Some(sintercard),
-        group: "set",
-        since: "7.0.0",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        summary: "Returns the number of members of the intersect of multiple sets.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sinterstore",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: SET | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::RW | k::UPDATE),
-            KeySpec::range(2, -1, 1, k::RO | k::ACCESS),
-        ],
-        handler: Some(sinterstore),
-        group: "set",
-        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
-        summary: "Stores the intersect of multiple sets in a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sunion",
-        arity: -2,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 1, k::RO | k::ACCESS)],
-        handler: Some(sunion),
-        group: "set",
+        tips: &["nondeterministic_output_order"]),
+    ("sintercard", -3, [READONLY], [SET], [keynum(1, 0, 1, 1, RO ACCESS)], sintercard, "7.0.0",
+        "Returns the number of members of the intersect of multiple sets.",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
+    ("sinterstore", -3, [WRITE DENYOOM], [SET], [key(1, RW UPDATE), range(2, -1, 1, RO ACCESS)],
+        sinterstore, "1.0.0", "Stores the intersect of multiple sets in a key.",
+        complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
+    ("sunion", -2, [READONLY], [SET], [range(1, -1, 1, RO ACCESS)], sunion, "1.0.0",
+        "Returns the union of multiple sets.",
         complexity: "O(N) where N is the total number of elements in all given sets.",
-        summary: "Returns the union of multiple sets.",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sunionstore",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: SET | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::OW | k::UPDATE),
-            KeySpec::range(2, -1, 1, k::RO | k::ACCESS),
-        ],
-        handler: Some(sunionstore),
-        group: "set",
+        tips: &["nondeterministic_output_order"]),
+    ("sunionstore", -3, [WRITE DENYOOM], [SET], [key(1, OW UPDATE), range(2, -1, 1, RO ACCESS)],
+        sunionstore, "1.0.0", "Stores the union of multiple sets in a key.",
+        complexity: "O(N) where N is the total number of elements in all given sets."),
+    ("sdiff", -2, [READONLY], [SET], [range(1, -1, 1, RO ACCESS)], sdiff, "1.0.0",
+        "Returns the difference of multiple sets.",
         complexity: "O(N) where N is the total number of elements in all given sets.",
-        summary: "Stores the union of multiple sets in a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sdiff",
-        arity: -2,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 1, k::RO | k::ACCESS)],
-        handler: Some(sdiff),
-        group: "set",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        summary: "Returns the difference of multiple sets.",
-        tips: &["nondeterministic_output_order"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sdiffstore",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: SET | acl::WRITE | acl::SLOW,
-        keys: &[
-            KeySpec::single(1, k::OW | k::UPDATE),
-            KeySpec::range(2, -1, 1, k::RO | k::ACCESS),
-        ],
-        handler: Some(sdiffstore),
-        group: "set",
-        complexity: "O(N) where N is the total number of elements in all given sets.",
-        summary: "Stores the difference of multiple sets in a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sscan",
-        arity: -3,
-        flags: f::READONLY,
-        acl: SET | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(sscan),
-        group: "set",
-        since: "2.8.0",
+        tips: &["nondeterministic_output_order"]),
+    ("sdiffstore", -3, [WRITE DENYOOM], [SET], [key(1, OW UPDATE), range(2, -1, 1, RO ACCESS)],
+        sdiffstore, "1.0.0", "Stores the difference of multiple sets in a key.",
+        complexity: "O(N) where N is the total number of elements in all given sets."),
+    ("sscan", -3, [READONLY], [SET], [key(1, RO ACCESS)], sscan, "2.8.0",
+        "Iterates over members of a set.",
         complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
-        summary: "Iterates over members of a set.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-];
+        tips: &["nondeterministic_output"]),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -7,19 +7,13 @@ use crate::ctx::Ctx;
 use crate::shutdown_sequence::{
     abort_shutdown, prepare, Prepared, ERR_FAILED, FORCE, NOSAVE, NOW, SAVE, WAITER_REPLY,
 };
-use crate::table::{flags as f, CommandSpec};
+use crate::table::CommandSpec;
 
-pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "shutdown",
-    arity: -1,
-    flags: f::ADMIN | f::NOSCRIPT | f::LOADING | f::STALE | f::NO_MULTI | f::SENTINEL | f::ALLOW_BUSY,
-    handler: Some(shutdown),
-    group: "server",
-    since: "1.0.0",
-    complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
-    summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.",
-    ..CommandSpec::DEFAULT
-}];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
+    ("shutdown", -1, [ADMIN NOSCRIPT LOADING STALE SENTINEL NO_MULTI ALLOW_BUSY], [], [], shutdown,
+        "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)"),
+};
 
 fn shutdown(ctx: &mut Ctx, args: &Args) {
     let mut flags = 0;

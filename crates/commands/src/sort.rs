@@ -11,53 +11,25 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
 use crate::notify;
-use crate::table::{acl, flags as f, BeginSearch, CommandSpec, FindKeys, KeySpec};
+use crate::table::CommandSpec;
 use std::cmp::Ordering;
 use tern_engine::{ListValue, Value};
 
 use crate::table::kflags as k;
 
 const KS_RO: u32 = k::RO | k::ACCESS;
-const UNKNOWN_RO: KeySpec = KeySpec {
-    flags: KS_RO,
-    begin: BeginSearch::Unknown,
-    find: FindKeys::Unknown,
-};
-const UNKNOWN_STORE: KeySpec = KeySpec {
-    flags: k::OW | k::UPDATE,
-    begin: BeginSearch::Unknown,
-    find: FindKeys::Unknown,
-};
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "sort",
-        arity: -2,
-        flags: f::WRITE | f::DENYOOM,
-        acl: acl::WRITE | acl::SET | acl::SORTEDSET | acl::LIST | acl::SLOW | acl::DANGEROUS,
-        keys: &[KeySpec::single(1, KS_RO), UNKNOWN_RO, UNKNOWN_STORE],
-        getkeys: Some(sort_keys),
-        handler: Some(sort),
-        group: "generic",
-        since: "1.0.0",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "generic";
+    ("sort", -2, [WRITE DENYOOM], [SET SORTEDSET LIST DANGEROUS],
+        [key(1, RO ACCESS), unknown(RO ACCESS), unknown(OW UPDATE)], sort, "1.0.0",
+        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
         complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
-        summary: "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "sort_ro",
-        arity: -2,
-        flags: f::READONLY,
-        acl: acl::READ | acl::SET | acl::SORTEDSET | acl::LIST | acl::SLOW | acl::DANGEROUS,
-        keys: &[KeySpec::single(1, KS_RO), UNKNOWN_RO],
-        handler: Some(sort_ro),
-        group: "generic",
-        since: "7.0.0",
-        complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
-        summary: "Returns the sorted elements of a list, a set, or a sorted set.",
-        ..CommandSpec::DEFAULT
-    },
-];
+        getkeys: Some(sort_keys)),
+    ("sort_ro", -2, [READONLY], [SET SORTEDSET LIST DANGEROUS],
+        [key(1, RO ACCESS), unknown(RO ACCESS)], sort_ro, "7.0.0",
+        "Returns the sorted elements of a list, a set, or a sorted set.",
+        complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
+};
 
 /// Redis's sortGetKeys: the sorted key, and the STORE destination (the last STORE wins),
 /// skipping the arguments of the options that take them.

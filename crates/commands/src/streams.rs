@@ -7,7 +7,7 @@ use crate::blocking::{self, BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
 use crate::keyspace_access::Typed;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, BeginSearch, CommandSpec, FindKeys, KeySpec};
+use crate::table::CommandSpec;
 use tern_engine::limits;
 use tern_engine::types::stream::{
     AppendError, Consumer, ConsumerGroup, Nack, StreamEntry, StreamId, StreamValue, Trim,
@@ -15,356 +15,82 @@ use tern_engine::types::stream::{
 };
 use tern_engine::{key_hash, Entry, ShardData, Value};
 
-const ST: u64 = acl::STREAM;
-
-macro_rules! key1 {
-    ($flags:expr) => {
-        &[KeySpec::single(1, $flags)]
-    };
-}
-
-/// The STREAMS keyword spec of XREAD/XREADGROUP: keys are the first half of what follows.
-const fn streams_keys(startfrom: i32) -> [KeySpec; 1] {
-    [KeySpec {
-        flags: k::RO | k::ACCESS,
-        begin: BeginSearch::Keyword {
-            keyword: "STREAMS",
-            startfrom,
-        },
-        find: FindKeys::Range {
-            lastkey: -1,
-            step: 1,
-            limit: 2,
-        },
-    }]
-}
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "xadd",
-        arity: -5,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: ST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(xadd),
-        group: "stream",
-        since: "5.0.0",
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "stream";
+    ("xadd", -5, [WRITE DENYOOM FAST], [STREAM], [key(1, RW UPDATE)], xadd, "5.0.0",
+        "Appends an entry to a stream, creating the stream when it is missing.",
         complexity: "O(1) per added entry, plus O(N) for the N entries a trimming option evicts.",
-        summary: "Appends an entry to a stream, creating the stream when it is missing.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xlen",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: ST | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(xlen),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Returns how many entries a stream holds.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xrange",
-        arity: -4,
-        flags: f::READONLY,
-        acl: ST | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(xrange),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(N), N being the number of entries returned (O(1) with a small COUNT).",
-        summary: "Returns the stream entries whose IDs fall in a range.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xrevrange",
-        arity: -4,
-        flags: f::READONLY,
-        acl: ST | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(xrevrange),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(N), N being the number of entries returned (O(1) with a small COUNT).",
-        summary: "Returns the stream entries whose IDs fall in a range, newest first.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xdel",
-        arity: -3,
-        flags: f::WRITE | f::FAST,
-        acl: ST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(xdel),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(1) per deleted entry, whatever the stream's size.",
-        summary: "Removes entries from a stream and returns how many were removed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xtrim",
-        arity: -4,
-        flags: f::WRITE,
-        acl: ST | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(xtrim),
-        group: "stream",
-        since: "5.0.0",
+        tips: &["nondeterministic_output"]),
+    ("xlen", 2, [READONLY FAST], [STREAM], [key(1, RO)], xlen, "5.0.0",
+        "Returns how many entries a stream holds."),
+    ("xrange", -4, [READONLY], [STREAM], [key(1, RO ACCESS)], xrange, "5.0.0",
+        "Returns the stream entries whose IDs fall in a range.",
+        complexity: "O(N), N being the number of entries returned (O(1) with a small COUNT)."),
+    ("xrevrange", -4, [READONLY], [STREAM], [key(1, RO ACCESS)], xrevrange, "5.0.0",
+        "Returns the stream entries whose IDs fall in a range, newest first.",
+        complexity: "O(N), N being the number of entries returned (O(1) with a small COUNT)."),
+    ("xdel", -3, [WRITE FAST], [STREAM], [key(1, RW DELETE)], xdel, "5.0.0",
+        "Removes entries from a stream and returns how many were removed.",
+        complexity: "O(1) per deleted entry, whatever the stream's size."),
+    ("xtrim", -4, [WRITE], [STREAM], [key(1, RW DELETE)], xtrim, "5.0.0",
+        "Removes the oldest entries of a stream by length or by minimum ID.",
         complexity: "O(N), N being the number of evicted entries (whole nodes go in one step).",
-        summary: "Removes the oldest entries of a stream by length or by minimum ID.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xread",
-        arity: -4,
-        flags: f::READONLY | f::BLOCKING | f::MOVABLE_KEYS,
-        acl: ST | acl::READ | acl::SLOW | acl::BLOCKING,
-        keys: &streams_keys(1),
-        handler: Some(xread),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(M) per stream, M being the number of entries returned.",
-        summary: "Returns entries newer than given IDs from one or more streams, optionally waiting for them.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xreadgroup",
-        arity: -7,
-        flags: f::WRITE | f::BLOCKING | f::MOVABLE_KEYS,
-        acl: ST | acl::WRITE | acl::SLOW | acl::BLOCKING,
-        keys: &streams_keys(4),
-        handler: Some(xreadgroup),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(M) per stream, M being the number of entries returned.",
-        summary: "Reads new or pending entries of streams for a consumer of a consumer group, optionally waiting for new ones.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xsetid",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: ST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(xsetid),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Sets a stream's last ID and counters (used for replication).",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xack",
-        arity: -4,
-        flags: f::WRITE | f::FAST,
-        acl: ST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(xack),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(1) per acknowledged ID.",
-        summary: "Acknowledges pending entries of a consumer group and returns how many were acknowledged.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xpending",
-        arity: -3,
-        flags: f::READONLY,
-        acl: ST | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(xpending),
-        group: "stream",
-        since: "5.0.0",
+        tips: &["nondeterministic_output"]),
+    ("xread", -4, [READONLY BLOCKING MOVABLE_KEYS], [STREAM],
+        [keyword("STREAMS", 1, -1, 1, 2, RO ACCESS)], xread, "5.0.0",
+        "Returns entries newer than given IDs from one or more streams, optionally waiting for them.",
+        complexity: "O(M) per stream, M being the number of entries returned."),
+    ("xreadgroup", -7, [WRITE BLOCKING MOVABLE_KEYS], [STREAM],
+        [keyword("STREAMS", 4, -1, 1, 2, RO ACCESS)], xreadgroup, "5.0.0",
+        "Reads new or pending entries of streams for a consumer of a consumer group, optionally waiting for new ones.",
+        complexity: "O(M) per stream, M being the number of entries returned."),
+    ("xsetid", -3, [WRITE DENYOOM FAST], [STREAM], [key(1, RW UPDATE)], xsetid, "5.0.0",
+        "Sets a stream's last ID and counters (used for replication)."),
+    ("xack", -4, [WRITE FAST], [STREAM], [key(1, RW UPDATE)], xack, "5.0.0",
+        "Acknowledges pending entries of a consumer group and returns how many were acknowledged.",
+        complexity: "O(1) per acknowledged ID."),
+    ("xpending", -3, [READONLY], [STREAM], [key(1, RO ACCESS)], xpending, "5.0.0",
+        "Returns a summary or the details of a consumer group's pending entries.",
         complexity: "O(N), N being the number of pending entries returned or scanned; the summary form is O(C) for C consumers.",
-        summary: "Returns a summary or the details of a consumer group's pending entries.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xclaim",
-        arity: -6,
-        flags: f::WRITE | f::FAST,
-        acl: ST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(xclaim),
-        group: "stream",
-        since: "5.0.0",
+        tips: &["nondeterministic_output"]),
+    ("xclaim", -6, [WRITE FAST], [STREAM], [key(1, RW UPDATE)], xclaim, "5.0.0",
+        "Transfers pending entries of a consumer group to another consumer.",
         complexity: "O(log N) per ID, N being the size of the group's pending entries list.",
-        summary: "Transfers pending entries of a consumer group to another consumer.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xautoclaim",
-        arity: -6,
-        flags: f::WRITE | f::FAST,
-        acl: ST | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::DELETE),
-        handler: Some(xautoclaim),
-        group: "stream",
-        since: "6.2.0",
-        complexity: "O(1) with a small COUNT.",
-        summary: "Transfers to a consumer the pending entries idle for long enough, scanning from an ID.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xgroup",
-        arity: -2,
-        flags: 0,
-        acl: acl::SLOW,
-        handler: None,
-        subcommands: XGROUP_SUBCOMMANDS,
-        group: "stream",
-        since: "5.0.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for consumer group commands.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "xinfo",
-        arity: -2,
-        flags: 0,
-        acl: acl::SLOW,
-        handler: None,
-        subcommands: XINFO_SUBCOMMANDS,
-        group: "stream",
-        since: "5.0.0",
-        complexity: "Depends on subcommand.",
-        summary: "A container for stream introspection commands.",
-        ..CommandSpec::DEFAULT
-    },
-];
+        tips: &["nondeterministic_output"]),
+    ("xautoclaim", -6, [WRITE FAST], [STREAM], [key(1, RW DELETE)], xautoclaim, "6.2.0",
+        "Transfers to a consumer the pending entries idle for long enough, scanning from an ID.",
+        complexity: "O(1) with a small COUNT.", tips: &["nondeterministic_output"]),
+    ("xgroup", -2, [], [], [], _, "5.0.0", "A container for consumer group commands.",
+        complexity: "Depends on subcommand.", subcommands: XGROUP_SUBCOMMANDS),
+    ("xinfo", -2, [], [], [], _, "5.0.0", "A container for stream introspection commands.",
+        complexity: "Depends on subcommand.", subcommands: XINFO_SUBCOMMANDS),
+};
 
-static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "create",
-        arity: -5,
-        flags: f::WRITE | f::DENYOOM,
-        acl: ST | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RW | k::INSERT)],
-        handler: Some(xgroup),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Creates a consumer group.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "createconsumer",
-        arity: 5,
-        flags: f::WRITE | f::DENYOOM,
-        acl: ST | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RW | k::INSERT)],
-        handler: Some(xgroup),
-        group: "stream",
-        since: "6.2.0",
-        summary: "Creates a consumer in a consumer group.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "delconsumer",
-        arity: 5,
-        flags: f::WRITE,
-        acl: ST | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RW | k::DELETE)],
-        handler: Some(xgroup),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Deletes a consumer from a consumer group.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "destroy",
-        arity: 4,
-        flags: f::WRITE,
-        acl: ST | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RW | k::DELETE)],
-        handler: Some(xgroup),
-        group: "stream",
-        since: "5.0.0",
-        complexity: "O(N), N being the number of entries in the group's pending entries list.",
-        summary: "Destroys a consumer group.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "setid",
-        arity: -5,
-        flags: f::WRITE,
-        acl: ST | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RW | k::UPDATE)],
-        handler: Some(xgroup),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Sets the last-delivered ID of a consumer group.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: f::LOADING | f::STALE,
-        acl: ST | acl::SLOW,
-        handler: Some(xgroup),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Returns helpful text about the different subcommands.",
-        ..CommandSpec::DEFAULT
-    },
-];
+static XGROUP_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "stream";
+    ("create", -5, [WRITE DENYOOM], [STREAM], [key(2, RW INSERT)], xgroup, "5.0.0",
+        "Creates a consumer group."),
+    ("createconsumer", 5, [WRITE DENYOOM], [STREAM], [key(2, RW INSERT)], xgroup, "6.2.0",
+        "Creates a consumer in a consumer group."),
+    ("delconsumer", 5, [WRITE], [STREAM], [key(2, RW DELETE)], xgroup, "5.0.0",
+        "Deletes a consumer from a consumer group."),
+    ("destroy", 4, [WRITE], [STREAM], [key(2, RW DELETE)], xgroup, "5.0.0",
+        "Destroys a consumer group.",
+        complexity: "O(N), N being the number of entries in the group's pending entries list."),
+    ("setid", -5, [WRITE], [STREAM], [key(2, RW UPDATE)], xgroup, "5.0.0",
+        "Sets the last-delivered ID of a consumer group."),
+    ("help", 2, [LOADING STALE], [STREAM], [], xgroup, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+};
 
-static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "consumers",
-        arity: 4,
-        flags: f::READONLY,
-        acl: ST | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO | k::ACCESS)],
-        handler: Some(xinfo),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Returns a list of the consumers in a consumer group.",
-        tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "groups",
-        arity: 3,
-        flags: f::READONLY,
-        acl: ST | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO | k::ACCESS)],
-        handler: Some(xinfo),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Returns a list of the consumer groups of a stream.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "stream",
-        arity: -3,
-        flags: f::READONLY,
-        acl: ST | acl::READ | acl::SLOW,
-        keys: &[KeySpec::single(2, k::RO | k::ACCESS)],
-        handler: Some(xinfo),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Returns information about a stream.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: f::LOADING | f::STALE,
-        acl: ST | acl::SLOW,
-        handler: Some(xinfo),
-        group: "stream",
-        since: "5.0.0",
-        summary: "Returns helpful text about the different subcommands.",
-        ..CommandSpec::DEFAULT
-    },
-];
+static XINFO_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "stream";
+    ("consumers", 4, [READONLY], [STREAM], [key(2, RO ACCESS)], xinfo, "5.0.0",
+        "Returns a list of the consumers in a consumer group.", tips: &["nondeterministic_output"]),
+    ("groups", 3, [READONLY], [STREAM], [key(2, RO ACCESS)], xinfo, "5.0.0",
+        "Returns a list of the consumer groups of a stream."),
+    ("stream", -3, [READONLY], [STREAM], [key(2, RO ACCESS)], xinfo, "5.0.0",
+        "Returns information about a stream."),
+    ("help", 2, [LOADING STALE], [STREAM], [], xinfo, "5.0.0",
+        "Returns helpful text about the different subcommands."),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

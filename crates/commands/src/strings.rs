@@ -8,284 +8,66 @@ use crate::ctx::Ctx;
 use crate::float::{self, IncrError};
 use crate::keyspace_access::Typed;
 use crate::notify;
-use crate::table::{acl, flags as f, kflags as k, CommandSpec, KeySpec};
+use crate::table::CommandSpec;
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::EMBSTR_LIMIT;
 use tern_engine::{key_hash, RString, ShardData, Value};
 
-const STR: u64 = acl::STRING;
-
-/// A single key at argument 1 with the given key-spec flags.
-macro_rules! key1 {
-    ($flags:expr) => {
-        &[KeySpec::single(1, $flags)]
-    };
-}
-
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "get",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: STR | acl::READ | acl::FAST,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(get),
-        group: "string",
-        summary: "Reads the string stored at a key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "set",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: STR | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE | k::VARIABLE_FLAGS),
-        handler: Some(set),
-        group: "string",
-        summary: "Stores a string at a key, replacing any value of any type, with optional conditions and expiry.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "setnx",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::OW | k::INSERT),
-        handler: Some(setnx),
-        group: "string",
-        summary: "Sets the value of a key only when the key does not exist yet.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "setex",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: STR | acl::WRITE | acl::SLOW,
-        keys: key1!(k::OW | k::UPDATE),
-        handler: Some(setex),
-        group: "string",
-        since: "2.0.0",
-        summary: "Sets a key's string value together with a time to live in seconds.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "psetex",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: STR | acl::WRITE | acl::SLOW,
-        keys: key1!(k::OW | k::UPDATE),
-        handler: Some(psetex),
-        group: "string",
-        since: "2.6.0",
-        summary: "Sets a key's string value together with a time to live in milliseconds.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "mget",
-        arity: -2,
-        flags: f::READONLY | f::FAST,
-        acl: STR | acl::READ | acl::FAST,
-        keys: &[KeySpec::range(1, -1, 1, k::RO | k::ACCESS)],
-        handler: Some(mget),
-        group: "string",
-        complexity: "O(N), N being how many keys are read.",
-        summary: "Returns the string values of several keys at once.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "mset",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: STR | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 2, k::OW | k::UPDATE)],
-        handler: Some(mset),
-        group: "string",
-        since: "1.0.1",
-        complexity: "O(N), N being how many keys are written.",
-        summary: "Sets the string values of several keys in one atomic step.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "msetnx",
-        arity: -3,
-        flags: f::WRITE | f::DENYOOM,
-        acl: STR | acl::WRITE | acl::SLOW,
-        keys: &[KeySpec::range(1, -1, 2, k::OW | k::INSERT)],
-        handler: Some(msetnx),
-        group: "string",
-        since: "1.0.1",
-        complexity: "O(N), N being how many keys are written.",
-        summary: "Sets several keys atomically, but only if none of them exists yet.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "getset",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(getset),
-        group: "string",
-        summary: "Stores a new string value and hands back the one it replaced.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "getdel",
-        arity: 2,
-        flags: f::WRITE | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::DELETE),
-        handler: Some(getdel),
-        group: "string",
-        since: "6.2.0",
-        summary: "Returns a key's string value and removes the key.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "getex",
-        arity: -2,
-        flags: f::WRITE | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(getex),
-        group: "string",
-        since: "6.2.0",
-        summary: "Returns a key's string value, optionally changing or removing its expiration.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "append",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::INSERT),
-        handler: Some(append),
-        group: "string",
-        since: "2.0.0",
-        complexity: "O(1) amortized for small appends: the buffer grows geometrically, so earlier contents are rarely copied.",
-        summary: "Adds bytes to the end of a string value, creating the key when missing.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "strlen",
-        arity: 2,
-        flags: f::READONLY | f::FAST,
-        acl: STR | acl::READ | acl::FAST,
-        keys: key1!(k::RO),
-        handler: Some(strlen),
-        group: "string",
-        since: "2.2.0",
-        summary: "Returns how many bytes a string value holds.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "incr",
-        arity: 2,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(incr),
-        group: "string",
-        summary: "Adds one to a key's integer value; a missing key counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "decr",
-        arity: 2,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(decr),
-        group: "string",
-        summary: "Subtracts one from a key's integer value; a missing key counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "incrby",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(incrby),
-        group: "string",
-        summary: "Adds a given integer to a key's integer value; a missing key counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "decrby",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(decrby),
-        group: "string",
-        summary: "Subtracts a given integer from a key's integer value; a missing key counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "incrbyfloat",
-        arity: 3,
-        flags: f::WRITE | f::DENYOOM | f::FAST,
-        acl: STR | acl::WRITE | acl::FAST,
-        keys: key1!(k::RW | k::ACCESS | k::UPDATE),
-        handler: Some(incrbyfloat),
-        group: "string",
-        since: "2.6.0",
-        summary: "Adds a floating point number to a key's numeric value; a missing key counts as zero.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "getrange",
-        arity: 4,
-        flags: f::READONLY,
-        acl: STR | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(getrange),
-        group: "string",
-        since: "2.4.0",
-        complexity: "O(N), N being the length of the returned part; effectively O(1) for short results.",
-        summary: "Returns the part of a string value between two offsets.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "setrange",
-        arity: 4,
-        flags: f::WRITE | f::DENYOOM,
-        acl: STR | acl::WRITE | acl::SLOW,
-        keys: key1!(k::RW | k::UPDATE),
-        handler: Some(setrange),
-        group: "string",
-        since: "2.2.0",
-        complexity: "O(1) plus O(M) to copy the M bytes written (and any zero padding the string grows by).",
-        summary: "Writes bytes into a string value at an offset, padding with zero bytes as needed.",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "substr",
-        arity: 4,
-        flags: f::READONLY,
-        acl: STR | acl::READ | acl::SLOW,
-        keys: key1!(k::RO | k::ACCESS),
-        handler: Some(getrange),
-        group: "string",
-        complexity: "O(N), N being the length of the returned part; effectively O(1) for short results.",
-        summary: "Returns the part of a string value between two offsets (old name of GETRANGE).",
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lcs",
-        arity: -3,
-        flags: f::READONLY,
-        acl: STR | acl::READ | acl::SLOW,
-        keys: &[KeySpec::range(1, 1, 1, k::RO | k::ACCESS)],
-        handler: Some(lcs),
-        group: "string",
-        since: "7.0.0",
-        complexity: "O(N*M), N and M being the lengths of the two strings.",
-        summary: "Finds the longest common subsequence of two string values.",
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "string";
+    ("get", 2, [READONLY FAST], [STRING], [key(1, RO ACCESS)], get, "1.0.0",
+        "Reads the string stored at a key."),
+    ("set", -3, [WRITE DENYOOM], [STRING], [key(1, RW ACCESS UPDATE VARIABLE_FLAGS)], set, "1.0.0",
+        "Stores a string at a key, replacing any value of any type, with optional conditions and expiry."),
+    ("setnx", 3, [WRITE DENYOOM FAST], [STRING], [key(1, OW INSERT)], setnx, "1.0.0",
+        "Sets the value of a key only when the key does not exist yet."),
+    ("setex", 4, [WRITE DENYOOM], [STRING], [key(1, OW UPDATE)], setex, "2.0.0",
+        "Sets a key's string value together with a time to live in seconds."),
+    ("psetex", 4, [WRITE DENYOOM], [STRING], [key(1, OW UPDATE)], psetex, "2.6.0",
+        "Sets a key's string value together with a time to live in milliseconds."),
+    ("mget", -2, [READONLY FAST], [STRING], [range(1, -1, 1, RO ACCESS)], mget, "1.0.0",
+        "Returns the string values of several keys at once.",
+        complexity: "O(N), N being how many keys are read."),
+    ("mset", -3, [WRITE DENYOOM], [STRING], [range(1, -1, 2, OW UPDATE)], mset, "1.0.1",
+        "Sets the string values of several keys in one atomic step.",
+        complexity: "O(N), N being how many keys are written."),
+    ("msetnx", -3, [WRITE DENYOOM], [STRING], [range(1, -1, 2, OW INSERT)], msetnx, "1.0.1",
+        "Sets several keys atomically, but only if none of them exists yet.",
+        complexity: "O(N), N being how many keys are written."),
+    ("getset", 3, [WRITE DENYOOM FAST], [STRING], [key(1, RW ACCESS UPDATE)], getset, "1.0.0",
+        "Stores a new string value and hands back the one it replaced."),
+    ("getdel", 2, [WRITE FAST], [STRING], [key(1, RW ACCESS DELETE)], getdel, "6.2.0",
+        "Returns a key's string value and removes the key."),
+    ("getex", -2, [WRITE FAST], [STRING], [key(1, RW ACCESS UPDATE)], getex, "6.2.0",
+        "Returns a key's string value, optionally changing or removing its expiration."),
+    ("append", 3, [WRITE DENYOOM FAST], [STRING], [key(1, RW INSERT)], append, "2.0.0",
+        "Adds bytes to the end of a string value, creating the key when missing.",
+        complexity: "O(1) amortized for small appends: the buffer grows geometrically, so earlier contents are rarely copied."),
+    ("strlen", 2, [READONLY FAST], [STRING], [key(1, RO)], strlen, "2.2.0",
+        "Returns how many bytes a string value holds."),
+    ("incr", 2, [WRITE DENYOOM FAST], [STRING], [key(1, RW ACCESS UPDATE)], incr, "1.0.0",
+        "Adds one to a key's integer value; a missing key counts as zero."),
+    ("decr", 2, [WRITE DENYOOM FAST], [STRING], [key(1, RW ACCESS UPDATE)], decr, "1.0.0",
+        "Subtracts one from a key's integer value; a missing key counts as zero."),
+    ("incrby", 3, [WRITE DENYOOM FAST], [STRING], [key(1, RW ACCESS UPDATE)], incrby, "1.0.0",
+        "Adds a given integer to a key's integer value; a missing key counts as zero."),
+    ("decrby", 3, [WRITE DENYOOM FAST], [STRING], [key(1, RW ACCESS UPDATE)], decrby, "1.0.0",
+        "Subtracts a given integer from a key's integer value; a missing key counts as zero."),
+    ("incrbyfloat", 3, [WRITE DENYOOM FAST], [STRING], [key(1, RW ACCESS UPDATE)], incrbyfloat,
+        "2.6.0",
+        "Adds a floating point number to a key's numeric value; a missing key counts as zero."),
+    ("getrange", 4, [READONLY], [STRING], [key(1, RO ACCESS)], getrange, "2.4.0",
+        "Returns the part of a string value between two offsets.",
+        complexity: "O(N), N being the length of the returned part; effectively O(1) for short results."),
+    ("setrange", 4, [WRITE DENYOOM], [STRING], [key(1, RW UPDATE)], setrange, "2.2.0",
+        "Writes bytes into a string value at an offset, padding with zero bytes as needed.",
+        complexity: "O(1) plus O(M) to copy the M bytes written (and any zero padding the string grows by)."),
+    ("substr", 4, [READONLY], [STRING], [key(1, RO ACCESS)], getrange, "1.0.0",
+        "Returns the part of a string value between two offsets (old name of GETRANGE).",
+        complexity: "O(N), N being the length of the returned part; effectively O(1) for short results."),
+    ("lcs", -3, [READONLY], [STRING], [range(1, 1, 1, RO ACCESS)], lcs, "7.0.0",
+        "Finds the longest common subsequence of two string values.",
+        complexity: "O(N*M), N and M being the lengths of the two strings."),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

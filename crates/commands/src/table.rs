@@ -1,6 +1,28 @@
 //! The declarative command table: every command's name, arity, flags, key specs and ACL
 //! categories, once. COMMAND, COMMAND INFO/DOCS/GETKEYS, arity and flag checks and the lock
 //! planner all read it; nothing else lists commands.
+//!
+//! Families write their tables with [`commands!`], one short entry per command, in the order of
+//! Redis's JSON command files:
+//!
+//! ```text
+//! pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "hash";
+//!     ("hget", 3, [READONLY FAST], [HASH], [key(1, RO ACCESS)], hget, "2.0.0",
+//!         "Returns the value of one hash field."),
+//! };
+//! ```
+//!
+//! That is: name, arity, `[flags]`, `[explicit ACL categories]`, `[key specs]`, handler (`_` for a
+//! container whose subcommands do the work), since, summary, then any other `CommandSpec` field
+//! as `field: value` (complexity, tips, getkeys, subcommands, a group other than the table's).
+//! A macro rather than `const fn` builders because flag, category and key-flag lists are written
+//! as bare names (`READONLY FAST`) that the macro turns into paths into [`flags`], [`acl`] and
+//! [`kflags`], so a misspelt name is a compile error; a builder would need `f::A | f::B` for each.
+//! The expansion is a plain `CommandSpec` literal in a static, so everything stays const.
+//!
+//! The ACL categories Redis derives from flags (its `setImplicitACLCategories`: write, read,
+//! admin + dangerous, pubsub, fast, blocking, and slow for every command that is not fast) are
+//! derived here too by [`implicit_acl`]; an entry lists only the rest, as the JSON files do.
 
 use crate::args::eq_ic;
 use crate::ctx::Ctx;
@@ -208,6 +230,35 @@ impl KeySpec {
         }
     }
 
+    /// Keys after a keyword (searched from `startfrom`; negative counts from the end).
+    pub const fn keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        lastkey: i32,
+        step: i32,
+        limit: i32,
+        flags: u32,
+    ) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Keyword { keyword, startfrom },
+            find: FindKeys::Range {
+                lastkey,
+                step,
+                limit,
+            },
+        }
+    }
+
+    /// Keys only the command's own `getkeys` can find.
+    pub const fn unknown(flags: u32) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Unknown,
+            find: FindKeys::Unknown,
+        }
+    }
+
     pub const fn keynum(
         index: i32,
         keynumidx: i32,
@@ -239,7 +290,7 @@ pub fn install(families: &'static [&'static [CommandSpec]]) {
 }
 
 /// Every top-level command of the installed table.
-pub fn commands() -> impl Iterator<Item = &'static CommandSpec> {
+pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
     FAMILIES
         .get()
         .expect("the command table is installed at start-up (table::install)")
@@ -287,33 +338,6 @@ impl CommandSpec {
         tips: &[],
         getkeys: None,
     };
-
-    /// A keyless subcommand entry: the fields container families set, the rest from DEFAULT.
-    #[allow(clippy::too_many_arguments)]
-    pub const fn subcommand(
-        name: &'static str,
-        arity: i32,
-        flags: u32,
-        acl: u64,
-        group: &'static str,
-        handler: Handler,
-        since: &'static str,
-        complexity: &'static str,
-        summary: &'static str,
-    ) -> CommandSpec {
-        CommandSpec {
-            name,
-            arity,
-            flags,
-            acl,
-            handler: Some(handler),
-            group,
-            since,
-            complexity,
-            summary,
-            ..CommandSpec::DEFAULT
-        }
-    }
 
     /// The legacy (first key, last key, step) triple COMMAND INFO reports, derived from the
     /// key specs the way Redis derives it: only index/range specs, merged if contiguous.
@@ -581,5 +605,197 @@ pub fn variable_key_flags(name: &str, args: &Args) -> Option<u32> {
             })
         }
         _ => None,
+    }
+}
+
+/// A command's ACL categories: its explicit ones plus those Redis derives from its flags.
+pub const fn implicit_acl(cmd_flags: u32, explicit: u64) -> u64 {
+    let mut cats = explicit;
+    if cmd_flags & flags::WRITE != 0 {
+        cats |= acl::WRITE;
+    }
+    // Scripting commands that only read (EVAL_RO, FCALL_RO) are not @read, as in Redis.
+    if cmd_flags & flags::READONLY != 0 && cats & acl::SCRIPTING == 0 {
+        cats |= acl::READ;
+    }
+    if cmd_flags & flags::ADMIN != 0 {
+        cats |= acl::ADMIN | acl::DANGEROUS;
+    }
+    if cmd_flags & flags::PUBSUB != 0 {
+        cats |= acl::PUBSUB;
+    }
+    if cmd_flags & flags::FAST != 0 {
+        cats |= acl::FAST;
+    }
+    if cmd_flags & flags::BLOCKING != 0 {
+        cats |= acl::BLOCKING;
+    }
+    if cats & acl::FAST == 0 {
+        cats |= acl::SLOW;
+    }
+    cats
+}
+
+/// A family's table: `commands! { group "NAME"; (entry), (entry), ... }` (see the module comment).
+macro_rules! commands {
+    (group $group:literal; $( ( $($entry:tt)* ) ),* $(,)?) => {
+        &[ $( $crate::table::command!($group; $($entry)*) ),* ]
+    };
+}
+
+/// One entry of [`commands!`].
+macro_rules! command {
+    ($group:literal; $name:literal, $arity:expr, [$($flag:ident)*], [$($cat:ident)*], $keys:tt,
+        _, $since:literal, $summary:literal $(, $field:ident: $value:expr)* $(,)?) => {
+        $crate::table::command!(@spec $group; $name, $arity, [$($flag)*], [$($cat)*], $keys,
+            None, $since, $summary $(, $field: $value)*)
+    };
+    ($group:literal; $name:literal, $arity:expr, [$($flag:ident)*], [$($cat:ident)*], $keys:tt,
+        $handler:path, $since:literal, $summary:literal $(, $field:ident: $value:expr)* $(,)?) => {
+        $crate::table::command!(@spec $group; $name, $arity, [$($flag)*], [$($cat)*], $keys,
+            Some($handler), $since, $summary $(, $field: $value)*)
+    };
+    (@spec $group:literal; $name:literal, $arity:expr, [$($flag:ident)*], [$($cat:ident)*],
+        [$($kind:ident ($($karg:tt)*)),*], $handler:expr, $since:literal, $summary:literal
+        $(, $field:ident: $value:expr)*) => {
+        $crate::table::CommandSpec {
+            $($field: $value,)*
+            ..$crate::table::CommandSpec {
+                name: $name,
+                arity: $arity,
+                flags: 0 $(| $crate::table::flags::$flag)*,
+                acl: $crate::table::implicit_acl(
+                    0 $(| $crate::table::flags::$flag)*,
+                    0 $(| $crate::table::acl::$cat)*,
+                ),
+                keys: &[$($crate::table::key_spec!($kind $($karg)*)),*],
+                handler: $handler,
+                group: $group,
+                since: $since,
+                summary: $summary,
+                ..$crate::table::CommandSpec::DEFAULT
+            }
+        }
+    };
+}
+
+/// One key spec of a [`commands!`] entry; flags are bare [`kflags`] names.
+macro_rules! key_spec {
+    (key $index:literal, $($fl:ident)*) => {
+        $crate::table::KeySpec::single($index, 0 $(| $crate::table::kflags::$fl)*)
+    };
+    (range $index:literal, $last:literal, $step:literal, $($fl:ident)*) => {
+        $crate::table::KeySpec::range($index, $last, $step, 0 $(| $crate::table::kflags::$fl)*)
+    };
+    (keynum $index:literal, $keynumidx:literal, $first:literal, $step:literal, $($fl:ident)*) => {
+        $crate::table::KeySpec::keynum(
+            $index, $keynumidx, $first, $step, 0 $(| $crate::table::kflags::$fl)*,
+        )
+    };
+    (keyword $kw:literal, $from:literal, $last:literal, $step:literal, $limit:literal,
+        $($fl:ident)*) => {
+        $crate::table::KeySpec::keyword(
+            $kw, $from, $last, $step, $limit, 0 $(| $crate::table::kflags::$fl)*,
+        )
+    };
+    (unknown $($fl:ident)*) => {
+        $crate::table::KeySpec::unknown(0 $(| $crate::table::kflags::$fl)*)
+    };
+}
+
+pub(crate) use {command, commands, key_spec};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ping(_: &mut Ctx, _: &Args) {}
+
+    fn first_arg(_: &Args) -> Vec<(usize, u32)> {
+        vec![(1, kflags::RO)]
+    }
+
+    static SUBS: &[CommandSpec] = commands! { group "server";
+        ("sub", 2, [ADMIN LOADING], [], [], ping, "6.0.0", "A subcommand.", tips: &["tip"]),
+    };
+
+    static TABLE: &[CommandSpec] = commands! { group "hash";
+        ("hget", 3, [READONLY FAST], [HASH], [key(1, RO ACCESS)], ping, "2.0.0", "Reads."),
+        ("box", -2, [], [], [], _, "7.0.0", "A container.", complexity: "Depends.",
+            subcommands: SUBS, group: "server"),
+        ("odd", -2, [WRITE], [KEYSPACE], [range(1, -1, 2, OW UPDATE), keynum(1, 0, 1, 1, RW),
+            keyword("STORE", -2, 0, 1, 0, OW), unknown(RO)], ping, "1.0.0", "Odd.",
+            getkeys: Some(first_arg)),
+    };
+
+    #[test]
+    fn entries_fill_every_field() {
+        let hget = &TABLE[0];
+        assert_eq!(
+            (hget.name, hget.arity, hget.group, hget.since),
+            ("hget", 3, "hash", "2.0.0")
+        );
+        assert_eq!(hget.flags, flags::READONLY | flags::FAST);
+        assert_eq!(hget.acl, acl::HASH | acl::READ | acl::FAST);
+        assert_eq!(hget.complexity, "O(1)");
+        assert!(hget.handler.is_some() && hget.getkeys.is_none() && hget.tips.is_empty());
+        assert!(matches!(
+            hget.keys,
+            [KeySpec { flags, begin: BeginSearch::Index(1), find: FindKeys::Range { lastkey: 0, step: 1, limit: 0 } }]
+                if *flags == kflags::RO | kflags::ACCESS
+        ));
+
+        let container = &TABLE[1];
+        assert!(container.handler.is_none());
+        assert_eq!(
+            (container.group, container.complexity),
+            ("server", "Depends.")
+        );
+        assert_eq!(container.acl, acl::SLOW);
+        let sub = &container.subcommands[0];
+        assert_eq!(sub.acl, acl::ADMIN | acl::DANGEROUS | acl::SLOW);
+        assert_eq!(sub.tips, &["tip"]);
+
+        let odd = &TABLE[2];
+        assert_eq!(odd.keys.len(), 4);
+        assert!(matches!(
+            odd.keys[1].find,
+            FindKeys::Keynum {
+                keynumidx: 0,
+                firstkey: 1,
+                step: 1
+            }
+        ));
+        assert!(matches!(
+            odd.keys[2].begin,
+            BeginSearch::Keyword {
+                keyword: "STORE",
+                startfrom: -2
+            }
+        ));
+        assert!(matches!(odd.keys[3].begin, BeginSearch::Unknown));
+        assert!(odd.getkeys.is_some());
+        assert_eq!(odd.acl, acl::KEYSPACE | acl::WRITE | acl::SLOW);
+    }
+
+    #[test]
+    fn implicit_categories_follow_redis() {
+        let c = implicit_acl(flags::WRITE | flags::ADMIN, 0);
+        assert_eq!(c, acl::WRITE | acl::ADMIN | acl::DANGEROUS | acl::SLOW);
+        // Read-only scripting commands are not @read.
+        assert_eq!(
+            implicit_acl(flags::READONLY, acl::SCRIPTING),
+            acl::SCRIPTING | acl::SLOW
+        );
+        assert_eq!(implicit_acl(flags::READONLY, 0), acl::READ | acl::SLOW);
+        // An explicit @fast is enough to leave out @slow, as in Redis.
+        assert_eq!(implicit_acl(0, acl::FAST), acl::FAST);
+        assert_eq!(
+            implicit_acl(flags::PUBSUB | flags::BLOCKING | flags::FAST, 0),
+            acl::PUBSUB | acl::BLOCKING | acl::FAST
+        );
+        // Deriving twice changes nothing (COMMAND and ACL read the derived value).
+        let once = implicit_acl(flags::WRITE, acl::HASH);
+        assert_eq!(implicit_acl(flags::WRITE, once), once);
     }
 }

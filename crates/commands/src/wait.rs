@@ -8,37 +8,17 @@
 use crate::args::{parse_i64, Args};
 use crate::blocking::{BlockSpec, TimeoutReply};
 use crate::ctx::Ctx;
-use crate::table::{acl, flags, CommandSpec};
+use crate::table::CommandSpec;
 use tern_resp::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-    name: "wait",
-    arity: 3,
-    flags: 0,
-    acl: acl::SLOW | acl::CONNECTION,
-    handler: Some(wait),
-    group: "generic",
-    since: "3.0.0",
-    complexity: "O(1)",
-    summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
-    tips: &["request_policy:all_shards", "response_policy:agg_min"],
-    ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "waitaof",
-        arity: 4,
-        flags: flags::NOSCRIPT,
-        acl: acl::SLOW | acl::CONNECTION,
-        handler: Some(waitaof),
-        group: "generic",
-        since: "7.2.0",
-        complexity: "O(1)",
-        summary: "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.",
-        tips: &["request_policy:all_shards", "response_policy:agg_min"],
-        ..CommandSpec::DEFAULT
-    },
-];
+pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "generic";
+    ("wait", 3, [], [CONNECTION], [], wait, "3.0.0",
+        "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+        tips: &["request_policy:all_shards", "response_policy:agg_min"]),
+    ("waitaof", 4, [NOSCRIPT], [CONNECTION], [], waitaof, "7.2.0",
+        "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.",
+        tips: &["request_policy:all_shards", "response_policy:agg_min"]),
+};
 
 /// Replicas that acknowledged the connection's writes: none can, there are no replicas.
 const ACKED_REPLICAS: i64 = 0;

@@ -179,11 +179,11 @@ impl Selector {
 
     fn set_category(&mut self, cx: &RuleCtx, flag: u64, allow: bool) {
         for e in cx.reg.iter() {
-            if crate::introspection::effective_acl(e.spec) & flag != 0 {
+            if e.spec.acl & flag != 0 {
                 self.change_perm(e, allow);
             }
             for s in e.subs.values() {
-                if crate::introspection::effective_acl(s.spec) & flag != 0 {
+                if s.spec.acl & flag != 0 {
                     self.change_perm(s, allow);
                 }
             }

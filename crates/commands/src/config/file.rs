@@ -86,7 +86,7 @@ impl Config {
                 }
                 "rename-command" if argc == 3 => {
                     let exists =
-                        crate::table::commands().any(|c| c.name.eq_ignore_ascii_case(&argv[1]));
+                        crate::table::all_commands().any(|c| c.name.eq_ignore_ascii_case(&argv[1]));
                     if !exists {
                         return Err(bad("No such command in rename-command"));
                     }
