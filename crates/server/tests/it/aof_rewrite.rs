@@ -4,6 +4,7 @@
 //! files go when auto gc is turned back on, and a failed first rewrite drops its temp file.
 
 use crate::common::*;
+use crate::persist_data::loaded;
 use redis::Value as V;
 use std::path::Path;
 use std::time::Duration;
@@ -217,7 +218,8 @@ fn ready_to_accept_is_logged_once_the_aof_is_loaded() {
     let dir = fresh_dir("aof_rewrite-ready");
     {
         let s = tern_in(&dir, &["--appendonly", "yes"]);
-        let mut c = s.conn();
+        // Reachable before it loaded: a command sent too early gets -LOADING.
+        let mut c = loaded(&s);
         q(&mut c, &["SET", "k", "v"]);
     }
     let _ = std::fs::remove_file(dir.join("log.txt"));

@@ -139,11 +139,13 @@ fn shard_channels_are_separate() {
 fn pubsub_introspection_and_client_fields() {
     let s = Server::tern(&[]);
     let mut a = Raw::<true>::new(s.port);
-    let mut b = Raw::<true>::new(s.port);
-    let mut c = s.conn();
     a.q("SUBSCRIBE news.1 news.2");
     a.read();
     a.q("PSUBSCRIBE news.*");
+    // b connects once a is served, so CLIENT LIST (in id order) lists a first: connections
+    // made back to back can be accepted in either order by the server's threads.
+    let mut b = Raw::<true>::new(s.port);
+    let mut c = s.conn();
     b.q("PSUBSCRIBE news.*");
     b.q("PSUBSCRIBE n?ws.*");
     b.q("SSUBSCRIBE sh");

@@ -13,6 +13,12 @@ struct Stream(BufReader<TcpStream>);
 
 impl Stream {
     fn sync(s: &Server) -> (Stream, Vec<u8>) {
+        // No keepalive PINGs in the stream the tests read (Redis's own suite does the same
+        // when it attaches to a replication stream).
+        q(
+            &mut s.conn(),
+            &["CONFIG", "SET", "repl-ping-replica-period", "3600"],
+        );
         let mut t = s.raw();
         t.write_all(b"SYNC\r\n").unwrap();
         let mut r = BufReader::new(t);
