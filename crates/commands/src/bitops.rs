@@ -6,8 +6,8 @@
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
+use crate::keyspace_access::{as_str, max_bulk_len, store_value};
 use crate::notify;
-use crate::strings::{as_str, max_bulk_len, store_value};
 use crate::table::CommandSpec;
 use tern_engine::{RString, ShardData, Value};
 
@@ -448,7 +448,7 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
         return ctx.error("ERR BITOP NOT must be called with a single source key.");
     }
     let dest = &args[2];
-    let (hashes, mut g) = crate::keys::lock_args(ctx, args, 2);
+    let (hashes, mut g) = crate::keyspace_access::lock_args(ctx, args, 2);
     let db = ctx.conn.db;
     let mut res: Vec<u8> = Vec::new();
     for (j, &h) in hashes.iter().enumerate().skip(1) {

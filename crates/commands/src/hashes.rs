@@ -7,9 +7,9 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFLOW, ERR_SYNTAX};
 use crate::ctx::Ctx;
 use crate::float::LongDouble;
-use crate::keys::{parse_scan_cursor, ScanOpts};
 use crate::keyspace_access::Typed;
 use crate::notify;
+use crate::scan::{parse_scan_cursor, ScanOpts};
 use crate::table::CommandSpec;
 use rand::Rng;
 use tern_engine::listpack::LpEntry;

@@ -163,7 +163,7 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
 
 /// PFCOUNT of several keys: the estimate of their union, computed without touching them.
 fn pfcount_union(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = crate::keys::lock_args(ctx, args, 1);
+    let (hashes, mut g) = crate::keyspace_access::lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut max = vec![0u8; fmt::REGISTERS];
@@ -192,7 +192,7 @@ fn pfcount_union(ctx: &mut Ctx, args: &Args) {
 
 fn pfmerge(ctx: &mut Ctx, args: &Args) {
     let max_bytes = sparse_max_bytes(ctx);
-    let (hashes, mut g) = crate::keys::lock_args(ctx, args, 1);
+    let (hashes, mut g) = crate::keyspace_access::lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut max = vec![0u8; fmt::REGISTERS];

@@ -8,11 +8,12 @@
 //! `#[inline]` and works on the entry the one hash-table lookup found: no second hash of the
 //! key, no second lookup, no allocation.
 
-use crate::args::ERR_WRONGTYPE;
+use crate::args::{Args, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
+use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::{
-    Entry, HashValue, ListValue, RString, SetValue, ShardData, ShardGuard, StreamValue, Value,
-    ZSetValue,
+    key_hash, Entry, HashValue, ListValue, RString, SetValue, ShardData, ShardGuard, StreamValue,
+    Value, ZSetValue,
 };
 
 /// A Redis value type a command can ask a key for: the `Value` variant that holds it.
@@ -164,6 +165,64 @@ impl<'a> Ctx<'a> {
                 self.hit(true, key);
                 self.error(ERR_WRONGTYPE);
             }
+        }
+    }
+}
+
+/// Lock the shards of `args[from..]` in the current db, atomically with respect to others.
+pub fn lock_args<'a>(
+    ctx: &Ctx<'a>,
+    args: &Args,
+    from: usize,
+) -> (Vec<u64>, tern_engine::MultiGuard<'a>) {
+    let hashes: Vec<u64> = args.iter().skip(from).map(key_hash).collect();
+    let db = ctx.conn.db;
+    let srv: &'a crate::Server = ctx.srv;
+    let g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
+    (hashes, g)
+}
+
+/// The string inside a value, or None for any other type (the caller replies WRONGTYPE).
+#[inline]
+#[allow(unreachable_patterns)]
+pub fn as_str(v: &Value) -> Option<&RString> {
+    match v {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// proto-max-bulk-len: the longest string a command may build.
+pub fn max_bulk_len(ctx: &Ctx) -> i64 {
+    ctx.srv.config.hot.proto_max_bulk_len.load(Relaxed)
+}
+
+/// Store `value` under `key` the way Redis's setKey does: an existing entry is touched and
+/// keeps its access clock (so LFU counters survive overwrites); its TTL goes unless `keep_ttl`.
+/// Always a change for WATCH, as setKey always signals the key.
+pub fn store_value(
+    ctx: &mut Ctx,
+    shard: &mut ShardData,
+    h: u64,
+    key: &[u8],
+    value: Value,
+    keep_ttl: bool,
+) {
+    let now = ctx.now_ms;
+    match shard.get_quiet(h, key, now) {
+        Some(e) => {
+            ctx.touch(e);
+            let old = std::mem::replace(&mut e.value, value);
+            let effort = old.free_effort();
+            crate::background::drop_later(old, effort);
+            let drop_ttl = !keep_ttl && e.expire_at() != 0;
+            shard.touch(key);
+            if drop_ttl {
+                shard.set_expire(h, key, 0, now);
+            }
+        }
+        None => {
+            shard.set(h, key, value, false, now);
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod replication;
 pub mod reply_buffer;
 pub mod save_child;
 pub mod save_progress;
+pub mod scan;
 pub mod server;
 pub mod shutdown_sequence;
 pub mod stats;

@@ -7,9 +7,9 @@
 
 use crate::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::ctx::Ctx;
-use crate::keys::{parse_scan_cursor, reply_scan, ScanOpts};
 use crate::keyspace_access::Typed;
 use crate::notify;
+use crate::scan::{parse_scan_cursor, reply_scan, ScanOpts};
 use crate::table::CommandSpec;
 use tern_engine::listpack::LpEntry;
 use tern_engine::types::set::Member;

@@ -7,11 +7,12 @@ use crate::args::{
 use crate::ctx::Ctx;
 use crate::float::{self, IncrError};
 use crate::keyspace_access::Typed;
+use crate::keyspace_access::{as_str, max_bulk_len, store_value};
 use crate::notify;
 use crate::table::CommandSpec;
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::EMBSTR_LIMIT;
-use tern_engine::{key_hash, RString, ShardData, Value};
+use tern_engine::{key_hash, RString, Value};
 
 pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "string";
     ("get", 2, [READONLY FAST], [STRING], [key(1, RO ACCESS)], get, "1.0.0",
@@ -73,25 +74,6 @@ pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "string";
 // Shared helpers
 // ---------------------------------------------------------------------------------------------
 
-/// The string inside a value, or None for any other type (the caller replies WRONGTYPE).
-#[inline]
-#[allow(unreachable_patterns)]
-pub fn as_str(v: &Value) -> Option<&RString> {
-    match v {
-        Value::Str(s) => Some(s),
-        _ => None,
-    }
-}
-
-#[inline]
-#[allow(unreachable_patterns)]
-pub fn as_str_mut(v: &mut Value) -> Option<&mut RString> {
-    match v {
-        Value::Str(s) => Some(s),
-        _ => None,
-    }
-}
-
 /// A string built from a computed buffer without trying the integer encoding (Redis's
 /// createStringObject: embstr when short, raw otherwise).
 fn plain_string(b: Vec<u8>) -> RString {
@@ -102,46 +84,11 @@ fn plain_string(b: Vec<u8>) -> RString {
     }
 }
 
-/// proto-max-bulk-len: the longest string a command may build.
-pub(crate) fn max_bulk_len(ctx: &Ctx) -> i64 {
-    ctx.srv.config.hot.proto_max_bulk_len.load(Relaxed)
-}
-
 /// Redis's checkStringLength: would `size + extra` bytes exceed proto-max-bulk-len?
 fn too_long_for(limit: i64, size: i64, extra: i64) -> bool {
     match size.checked_add(extra) {
         Some(total) => total > limit,
         None => true,
-    }
-}
-
-/// Store `value` under `key` the way Redis's setKey does: an existing entry is touched and
-/// keeps its access clock (so LFU counters survive overwrites); its TTL goes unless `keep_ttl`.
-/// Always a change for WATCH, as setKey always signals the key.
-pub(crate) fn store_value(
-    ctx: &mut Ctx,
-    shard: &mut ShardData,
-    h: u64,
-    key: &[u8],
-    value: Value,
-    keep_ttl: bool,
-) {
-    let now = ctx.now_ms;
-    match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            let old = std::mem::replace(&mut e.value, value);
-            let effort = old.free_effort();
-            crate::background::drop_later(old, effort);
-            let drop_ttl = !keep_ttl && e.expire_at() != 0;
-            shard.touch(key);
-            if drop_ttl {
-                shard.set_expire(h, key, 0, now);
-            }
-        }
-        None => {
-            shard.set(h, key, value, false, now);
-        }
     }
 }
 
@@ -471,7 +418,7 @@ fn getex(ctx: &mut Ctx, args: &Args) {
 }
 
 fn mget(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = crate::keys::lock_args(ctx, args, 1);
+    let (hashes, mut g) = crate::keyspace_access::lock_args(ctx, args, 1);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     ctx.out.array(hashes.len());

@@ -5,9 +5,9 @@ use crate::ctx::Ctx;
 use crate::double::{
     parse_range_double, parse_score, reply_double, ERR_MINMAX_FLOAT, ERR_NOT_FLOAT,
 };
-use crate::keys::{parse_scan_cursor, reply_scan, ScanOpts};
 use crate::keyspace_access::Typed;
 use crate::notify;
+use crate::scan::{parse_scan_cursor, reply_scan, ScanOpts};
 use crate::table::CommandSpec;
 use rand::Rng;
 use std::collections::HashMap;
