@@ -64,12 +64,7 @@ impl Param {
     }
 }
 
-pub(super) const fn b(
-    name: &'static str,
-    alias: Option<&'static str>,
-    flags: u32,
-    default: bool,
-) -> Param {
+const fn b(name: &'static str, alias: Option<&'static str>, flags: u32, default: bool) -> Param {
     Param {
         name,
         alias,
@@ -79,7 +74,7 @@ pub(super) const fn b(
     }
 }
 
-pub(super) const fn s(
+const fn s(
     name: &'static str,
     alias: Option<&'static str>,
     flags: u32,
@@ -99,7 +94,7 @@ pub(super) const fn s(
     }
 }
 
-pub(super) const fn e(
+const fn e(
     name: &'static str,
     flags: u32,
     names: &'static [(&'static str, i32)],
@@ -115,7 +110,7 @@ pub(super) const fn e(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) const fn n(
+const fn n(
     name: &'static str,
     alias: Option<&'static str>,
     flags: u32,
@@ -140,16 +135,10 @@ pub(super) const fn n(
 }
 
 /// Signed integer parameter.
-pub(super) const fn i(
-    name: &'static str,
-    flags: u32,
-    min: i128,
-    max: i128,
-    default: &'static str,
-) -> Param {
+const fn i(name: &'static str, flags: u32, min: i128, max: i128, default: &'static str) -> Param {
     n(name, None, flags, min, max, default, false, NumFmt::Int)
 }
-pub(super) const fn ia(
+const fn ia(
     name: &'static str,
     alias: &'static str,
     min: i128,
@@ -159,16 +148,10 @@ pub(super) const fn ia(
     n(name, Some(alias), 0, min, max, default, false, NumFmt::Int)
 }
 /// Unsigned integer parameter.
-pub(super) const fn u(
-    name: &'static str,
-    flags: u32,
-    min: i128,
-    max: i128,
-    default: &'static str,
-) -> Param {
+const fn u(name: &'static str, flags: u32, min: i128, max: i128, default: &'static str) -> Param {
     n(name, None, flags, min, max, default, true, NumFmt::Int)
 }
-pub(super) const fn x(
+const fn x(
     name: &'static str,
     alias: Option<&'static str>,
     flags: u32,
@@ -183,16 +166,16 @@ pub(super) const fn x(
     }
 }
 
-pub(super) const INT_MAX: i128 = i32::MAX as i128;
-pub(super) const INT_MIN: i128 = i32::MIN as i128;
-pub(super) const UINT_MAX: i128 = u32::MAX as i128;
-pub(super) const LONG_MAX: i128 = i64::MAX as i128;
-pub(super) const ULLONG_MAX: i128 = u64::MAX as i128;
-pub(super) const MB: i128 = 1 << 20;
-pub(super) const NULL: bool = true;
-pub(super) const EMPTY_OK: bool = false;
+const INT_MAX: i128 = i32::MAX as i128;
+const INT_MIN: i128 = i32::MIN as i128;
+const UINT_MAX: i128 = u32::MAX as i128;
+const LONG_MAX: i128 = i64::MAX as i128;
+const ULLONG_MAX: i128 = u64::MAX as i128;
+const MB: i128 = 1 << 20;
+const NULL: bool = true;
+const EMPTY_OK: bool = false;
 
-pub(super) const PROTECTED_ACTION: &[(&str, i32)] = &[("no", 0), ("yes", 1), ("local", 2)];
+const PROTECTED_ACTION: &[(&str, i32)] = &[("no", 0), ("yes", 1), ("local", 2)];
 pub const MAXMEMORY_POLICIES: &[(&str, i32)] = &[
     ("volatile-lru", 0),
     ("volatile-lfu", 1),
@@ -203,7 +186,7 @@ pub const MAXMEMORY_POLICIES: &[(&str, i32)] = &[
     ("allkeys-random", 6),
     ("noeviction", 7),
 ];
-pub(super) const SHUTDOWN_FLAGS: &[(&str, i32)] = &[
+const SHUTDOWN_FLAGS: &[(&str, i32)] = &[
     ("default", 0),
     ("save", 1),
     ("nosave", 2),
@@ -769,18 +752,18 @@ pub(super) const FILE_ONLY_DIRECTIVES: &[&str] = &[
 // ---------------------------------------------------------------------------------------------
 // Validators (Redis's is_valid functions and their texts)
 
-pub(super) fn is_basename(v: &str) -> bool {
+fn is_basename(v: &str) -> bool {
     !v.contains('/')
 }
 
-pub(super) fn valid_dbfilename(v: &str) -> Result<(), &'static str> {
+fn valid_dbfilename(v: &str) -> Result<(), &'static str> {
     if !is_basename(v) {
         return Err("dbfilename can't be a path, just a filename");
     }
     Ok(())
 }
 
-pub(super) fn valid_aof_filename(v: &str) -> Result<(), &'static str> {
+fn valid_aof_filename(v: &str) -> Result<(), &'static str> {
     if v.is_empty() {
         return Err("appendfilename can't be empty");
     }
@@ -790,7 +773,7 @@ pub(super) fn valid_aof_filename(v: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-pub(super) fn valid_aof_dirname(v: &str) -> Result<(), &'static str> {
+fn valid_aof_dirname(v: &str) -> Result<(), &'static str> {
     if v.is_empty() {
         return Err("appenddirname can't be empty");
     }
@@ -800,7 +783,7 @@ pub(super) fn valid_aof_dirname(v: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-pub(super) fn valid_hostname(v: &str) -> Result<(), &'static str> {
+fn valid_hostname(v: &str) -> Result<(), &'static str> {
     if v.len() >= 256 {
         return Err("Hostnames must be less than 256 characters");
     }
@@ -813,7 +796,7 @@ pub(super) fn valid_hostname(v: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-pub(super) fn valid_nodename(v: &str) -> Result<(), &'static str> {
+fn valid_nodename(v: &str) -> Result<(), &'static str> {
     if v.bytes()
         .any(|c| !c.is_ascii_alphanumeric() && b"!#$%&()*+:;<>?@[]^{|}~".contains(&c))
     {
@@ -823,7 +806,7 @@ pub(super) fn valid_nodename(v: &str) -> Result<(), &'static str> {
 }
 
 /// Variables known to proc-title-template; the template must expand to something non-blank.
-pub(super) fn valid_proc_title(v: &str) -> Result<(), &'static str> {
+fn valid_proc_title(v: &str) -> Result<(), &'static str> {
     const ERR: &str = "template format is invalid or contains unknown variables";
     const VARS: &[&str] = &[
         "title",

@@ -159,7 +159,7 @@ pub fn find(name: &str) -> Option<&'static Param> {
 
 /// Parse a numeric value as Redis's numericParseString; the result is the stored number
 /// (percentages negative).
-pub(super) fn parse_num(fmt: NumFmt, v: &str) -> Result<i64, &'static str> {
+fn parse_num(fmt: NumFmt, v: &str) -> Result<i64, &'static str> {
     match fmt {
         NumFmt::Mem | NumFmt::MemPct => {
             if let Some(m) = memtoull(v) {
@@ -294,7 +294,7 @@ pub(super) const NOTIFY_KEYEVENT: u32 = 1 << 1;
 pub(super) const NOTIFY_KEY_MISS: u32 = 1 << 11;
 pub(super) const NOTIFY_NEW: u32 = 1 << 14;
 /// Class flags in the order Redis prints them (`A` covers all but `m` and `n`).
-pub(super) const NOTIFY_CLASSES: &[(char, u32)] = &[
+const NOTIFY_CLASSES: &[(char, u32)] = &[
     ('g', 1 << 2),
     ('$', 1 << 3),
     ('l', 1 << 4),
