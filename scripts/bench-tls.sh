@@ -43,7 +43,11 @@ for r in $(seq "$ROUNDS"); do
     tpid=$(start tern "$TERN" $tp $tt); rpid=$(start redis "$RS/src/redis-server" $rp $rt); sleep 1
     run tern-tcp "$tpid" $tp 0; run redis-tcp "$rpid" $rp 0
     run tern-tls "$tpid" $tt 1; run redis-tls "$rpid" $rt 1
-    kill "$tpid" "$rpid"; wait "$tpid" "$rpid" 2>/dev/null || true
+    # The servers were started in a command substitution, so they are not this shell's
+    # children and `wait` cannot reap them: poll until both are gone before the next round
+    # binds the same ports.
+    kill "$tpid" "$rpid"
+    while [ -e /proc/"$tpid" ] || [ -e /proc/"$rpid" ]; do sleep 0.1; done
 done
 med() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf "%-10s %12s %16s   (-P %s, -c 50, SET+GET, %s rounds)\n" server "ops/s" "ops/CPU-s" "$P" "$ROUNDS"
