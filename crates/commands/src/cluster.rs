@@ -3,9 +3,9 @@
 //! table so COMMAND, ACL categories and the script/MULTI flag checks (CLUSTER RESET is
 //! `noscript`) see them as Redis does; cluster mode itself is a later piece of work.
 
-use crate::args::Args;
-use crate::ctx::Ctx;
-use crate::table::CommandSpec;
+use tern_runtime::args::Args;
+use tern_runtime::ctx::Ctx;
+use tern_runtime::table::CommandSpec;
 
 const DISABLED: &str = "ERR This instance has cluster support disabled";
 
@@ -13,7 +13,7 @@ fn disabled(ctx: &mut Ctx, _args: &Args) {
     ctx.error(DISABLED);
 }
 
-pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "cluster";
+pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "cluster";
     ("cluster", -2, [], [], [], _, "3.0.0", "A container for Redis Cluster commands.",
         complexity: "Depends on subcommand.", subcommands: CLUSTER_SUBCOMMANDS),
     ("asking", 1, [FAST], [CONNECTION], [], disabled, "3.0.0",
@@ -24,7 +24,7 @@ pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "cluster";
         "Enables read-write queries for a connection to a Reids Cluster replica node."),
 };
 
-static CLUSTER_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "cluster";
+static CLUSTER_SUBCOMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "cluster";
     ("addslots", -3, [ADMIN STALE NO_ASYNC_LOADING], [], [], disabled, "3.0.0",
         "Assigns new hash slots to a node.",
         complexity: "O(N) where N is the total number of hash slot arguments"),

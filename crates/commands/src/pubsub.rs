@@ -1,14 +1,14 @@
 //! Pub/Sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE
-//! SUNSUBSCRIBE SPUBLISH. The registry and delivery are the runtime's (`crate::subscriptions`).
+//! SUNSUBSCRIBE SPUBLISH. The registry and delivery are the runtime's (`tern_runtime::subscriptions`).
 
-use crate::args::Args;
-use crate::ctx::Ctx;
-use crate::subscriptions::{
+use tern_runtime::args::Args;
+use tern_runtime::ctx::Ctx;
+use tern_runtime::subscriptions::{
     subscribe as subscribe_generic, unsubscribe as unsubscribe_generic, Kind,
 };
-use crate::table::CommandSpec;
+use tern_runtime::table::CommandSpec;
 
-pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "pubsub";
+pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "pubsub";
     ("subscribe", -2, [PUBSUB NOSCRIPT LOADING STALE SENTINEL], [], [], subscribe, "2.0.0",
         "Listens for messages published to channels.",
         complexity: "O(N) where N is the number of channels to subscribe to."),
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "pubsub";
         complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel."),
 };
 
-static PUBSUB_SUBCOMMANDS: &[CommandSpec] = crate::table::commands! { group "pubsub";
+static PUBSUB_SUBCOMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "pubsub";
     ("channels", -2, [PUBSUB LOADING STALE], [], [], pubsub_channels, "2.8.0",
         "Returns the active channels.",
         complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)"),
@@ -82,13 +82,13 @@ fn sunsubscribe(ctx: &mut Ctx, args: &Args) {
 
 fn publish(ctx: &mut Ctx, args: &Args) {
     let n = ctx.srv.pubsub.publish(ctx.srv, false, &args[1], &args[2]);
-    crate::propagate::propagate_publish(ctx.conn.db, args);
+    tern_runtime::propagate::propagate_publish(ctx.conn.db, args);
     ctx.out.int(n as i64);
 }
 
 fn spublish(ctx: &mut Ctx, args: &Args) {
     let n = ctx.srv.pubsub.publish(ctx.srv, true, &args[1], &args[2]);
-    crate::propagate::propagate_publish(ctx.conn.db, args);
+    tern_runtime::propagate::propagate_publish(ctx.conn.db, args);
     ctx.out.int(n as i64);
 }
 
@@ -147,7 +147,7 @@ fn syntax_error(ctx: &mut Ctx, args: &Args) {
 }
 
 fn pubsub_help(ctx: &mut Ctx, _args: &Args) {
-    crate::ctx::reply_help(
+    tern_runtime::ctx::reply_help(
         ctx,
         "PUBSUB",
         &[

@@ -8,12 +8,12 @@ use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::Poll;
-use tern_commands::args::OwnedArgs;
-use tern_commands::blocking::{self, Outcome, Waiter};
-use tern_commands::clients::ClientHandle;
-use tern_commands::dispatch;
-use tern_commands::{Args, Conn, Server};
 use tern_resp::{Limits, Reply, RequestParser};
+use tern_runtime::args::OwnedArgs;
+use tern_runtime::blocking::{self, Outcome, Waiter};
+use tern_runtime::clients::ClientHandle;
+use tern_runtime::dispatch;
+use tern_runtime::{Args, Conn, Server};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -38,7 +38,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
 pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
     let mut conn = Conn::new(handle.clone(), false, stats.clone());
-    tern_commands::acl::set_default_auth(&srv, &mut conn);
+    tern_runtime::acl::set_default_auth(&srv, &mut conn);
     let mut parser = RequestParser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Reply::new();
@@ -112,7 +112,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 // What arrived so far counts at once (client eviction), as after each of
                 // Redis's reads.
                 record_input(&handle, &inbuf, &parser);
-                tern_commands::client_eviction::check(&srv, &handle);
+                tern_runtime::client_eviction::check(&srv, &handle);
                 if handle.is_killed() {
                     break;
                 }
@@ -141,7 +141,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         conn.start_batch();
         // Replies still waiting count against the output limit with the batch's.
         out.set_limit(
-            tern_commands::clients::reply_cap(&srv, &handle).saturating_sub(outbox.bytes()),
+            tern_runtime::clients::reply_cap(&srv, &handle).saturating_sub(outbox.bytes()),
         );
         handle.last_interaction.store(conn.now_ms, Relaxed);
         let limits = Limits {
@@ -169,7 +169,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                     if big {
                         // Redis evicts clients before running a command; a big one may be
                         // what takes this client over the limit.
-                        tern_commands::client_eviction::check(&srv, &handle);
+                        tern_runtime::client_eviction::check(&srv, &handle);
                         if handle.is_killed() {
                             fatal = true;
                             break;
@@ -252,7 +252,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
                 break;
             }
-            handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
+            handle.set_flag(tern_runtime::clients::cflags::BLOCKED, true);
             loop {
                 srv.pause.changed().await;
                 if handle.is_killed() {
@@ -275,7 +275,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 }
                 break;
             }
-            handle.set_flag(tern_commands::clients::cflags::BLOCKED, false);
+            handle.set_flag(tern_runtime::clients::cflags::BLOCKED, false);
             if handle.is_killed() {
                 break;
             }
@@ -342,9 +342,9 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
     if conn.is_monitor() {
         srv.remove_monitor(handle.id);
     }
-    tern_commands::txn::reset(&srv, &mut conn);
-    tern_commands::subscriptions::forget_client(&srv, &mut conn);
-    tern_commands::tracking::forget_client(&srv, &conn);
+    tern_runtime::txn::reset(&srv, &mut conn);
+    tern_runtime::subscriptions::forget_client(&srv, &mut conn);
+    tern_runtime::tracking::forget_client(&srv, &conn);
     handle.push.lock().take();
     handle.detach_socket();
     srv.clients.unregister(handle.id);
@@ -402,7 +402,7 @@ async fn wait_io<S: ClientStream>(
     stream: &mut S,
     inbuf: &mut BytesMut,
     outbox: &mut Outbox,
-    push: Option<&tern_commands::push::PushRx>,
+    push: Option<&tern_runtime::push::PushRx>,
 ) -> Io {
     let mut ready = push.map(|rx| rx.ready());
     std::future::poll_fn(|cx| {
@@ -435,9 +435,9 @@ async fn wait_io<S: ClientStream>(
 fn output_written(srv: &Server, handle: &ClientHandle, outbox: &Outbox) {
     handle.reply_pending.store(outbox.bytes(), Relaxed);
     if outbox.bytes() == 0 {
-        tern_commands::output_limits::under_soft_limit(handle);
+        tern_runtime::output_limits::under_soft_limit(handle);
     }
-    tern_commands::client_eviction::check(srv, handle);
+    tern_runtime::client_eviction::check(srv, handle);
 }
 
 /// Hand the replies gathered so far to the socket (false: the client is gone or closed): at
@@ -450,7 +450,7 @@ async fn send_replies<S: ClientStream>(
     out: &mut Reply,
     outbox: &mut Outbox,
     stream: &mut S,
-    stats: &tern_commands::stats::ThreadStats,
+    stats: &tern_runtime::stats::ThreadStats,
 ) -> bool {
     if out.overflowed() {
         close_over_limit(srv, &conn.handle);
@@ -460,14 +460,14 @@ async fn send_replies<S: ClientStream>(
         return true;
     }
     let lsn = conn.take_observed();
-    if tern_commands::aof::must_wait() && tern_commands::propagate::LOG.durable() < lsn {
-        tern_commands::aof::wait_durable(lsn).await;
+    if tern_runtime::aof::must_wait() && tern_runtime::propagate::LOG.durable() < lsn {
+        tern_runtime::aof::wait_durable(lsn).await;
     }
     let handle = &*conn.handle;
     stats.net_output_bytes.add(out.buf.len() as u64);
     handle.reply_buffer.used(out.buf.len());
     // Keep the buffer near the size its recent use earned (see `reply_buffer`).
-    let cap = tern_commands::reply_buffer::capacity_for(handle);
+    let cap = tern_runtime::reply_buffer::capacity_for(handle);
     let mut sent = 0;
     if outbox.bytes() == 0 {
         // Usually the socket takes it all at once.
@@ -491,11 +491,11 @@ async fn send_replies<S: ClientStream>(
     let rest = std::mem::replace(&mut out.buf, Vec::with_capacity(cap));
     outbox.push(rest, sent);
     handle.reply_pending.store(outbox.bytes(), Relaxed);
-    if tern_commands::output_limits::reached(srv, handle) {
+    if tern_runtime::output_limits::reached(srv, handle) {
         close_over_limit(srv, handle);
         return false;
     }
-    tern_commands::client_eviction::check(srv, handle);
+    tern_runtime::client_eviction::check(srv, handle);
     !handle.is_killed()
 }
 
@@ -507,7 +507,7 @@ async fn flush_replies<S: ClientStream>(
     out: &mut Reply,
     outbox: &mut Outbox,
     stream: &mut S,
-    stats: &tern_commands::stats::ThreadStats,
+    stats: &tern_runtime::stats::ThreadStats,
 ) -> bool {
     if !send_replies(srv, conn, out, outbox, stream, stats).await {
         return false;
@@ -516,20 +516,16 @@ async fn flush_replies<S: ClientStream>(
     let drained = outbox
         .drain(stream, |left| {
             handle.reply_pending.store(left, Relaxed);
-            tern_commands::client_eviction::check(srv, &handle);
+            tern_runtime::client_eviction::check(srv, &handle);
         })
         .await;
-    tern_commands::output_limits::under_soft_limit(&handle);
+    tern_runtime::output_limits::under_soft_limit(&handle);
     drained.is_ok() && !handle.is_killed()
 }
 
 /// Redis's hard (or soft) output-buffer limit: the client goes without what was not written.
 fn close_over_limit(srv: &Server, handle: &ClientHandle) {
-    tern_commands::output_limits::close(
-        srv,
-        handle,
-        tern_commands::output_limits::Close::Scheduled,
-    );
+    tern_runtime::output_limits::close(srv, handle, tern_runtime::output_limits::Close::Scheduled);
 }
 
 /// Wait until a writer serves the blocked command, its deadline passes, CLIENT UNBLOCK ends
@@ -578,7 +574,7 @@ async fn wait_blocked<S: ClientStream>(
             }
             synced = async {
                 match fsync_target {
-                    Some(lsn) => tern_commands::aof::wait_fsynced(lsn).await,
+                    Some(lsn) => tern_runtime::aof::wait_fsynced(lsn).await,
                     None => std::future::pending().await,
                 }
             } => {
@@ -586,7 +582,7 @@ async fn wait_blocked<S: ClientStream>(
                     // [1 local fsync, 0 replicas]: the same bytes in RESP2 and RESP3.
                     Outcome::Reply(b"*2\r\n:1\r\n:0\r\n".to_vec())
                 } else {
-                    Outcome::Error(tern_commands::wait::waitaof_aof_off())
+                    Outcome::Error(tern_runtime::wait::waitaof_aof_off())
                 };
                 return blocking::end_wait(srv, w, o);
             }
@@ -620,7 +616,7 @@ async fn run_offloaded(
 ) -> (Conn, Reply) {
     let srv = srv.clone();
     let pool = conn.offload_pool;
-    tern_commands::background::run(pool, move || {
+    tern_runtime::background::run(pool, move || {
         // Count on the background thread's own statistics, not the worker's.
         let worker_stats = std::mem::replace(&mut conn.stats, srv.stats.local());
         conn.offloaded = true;

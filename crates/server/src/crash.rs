@@ -59,7 +59,7 @@ extern "C" fn on_fatal_signal(
         &format!(
             "tern {} (Redis {} compatible) crashed by signal: {sig}, si_code: {code}",
             env!("CARGO_PKG_VERSION"),
-            tern_commands::REDIS_VERSION
+            tern_runtime::REDIS_VERSION
         ),
     );
     if sig == libc::SIGSEGV || sig == libc::SIGBUS {

@@ -8,8 +8,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
-use tern_commands::clients::{cflags, ClientHandle};
-use tern_commands::Server;
+use tern_runtime::clients::{cflags, ClientHandle};
+use tern_runtime::Server;
 use tokio::io::AsyncWriteExt;
 
 /// An accepted connection handed to a worker thread, by the listener it came from.
@@ -49,7 +49,7 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
             // The handshake runs first: every reply, refusals included, goes over TLS.
             match tokio_rustls::TlsAcceptor::from(config).accept(stream).await {
                 Ok(tls) => admit(srv, tls, peer, local, fd, false, denied).await,
-                Err(e) => tern_commands::log::write(
+                Err(e) => tern_runtime::log::write(
                     1,
                     &format!(
                         "Error accepting a client connection: {e} (addr={peer} laddr={local})"
@@ -448,7 +448,7 @@ fn set_port_hook(srv: &Arc<Server>, listeners: &Arc<Listeners>, kind: Kind) {
             if kind == Kind::Tls && port != 0 && !srv.tls.is_configured() {
                 srv.tls.configure(&srv.config).map_err(|e| {
                     warning!("{e}");
-                    tern_commands::tls::APPLY_ERR.to_string()
+                    tern_runtime::tls::APPLY_ERR.to_string()
                 })?;
             }
             let binds = srv.config.get("bind").unwrap_or_default();
@@ -462,13 +462,13 @@ fn set_port_hook(srv: &Arc<Server>, listeners: &Arc<Listeners>, kind: Kind) {
 
 pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String> {
     let binds = srv.config.get("bind").unwrap_or_default();
-    if tern_commands::tls::wanted(&srv.config) {
+    if tern_runtime::tls::wanted(&srv.config) {
         if let Err(e) = srv.tls.configure(&srv.config) {
             warning!("{e}");
             return Err("Failed to configure TLS. Check logs for more info.".into());
         }
     }
-    tern_commands::tls::register_hooks(srv);
+    tern_runtime::tls::register_hooks(srv);
     let port = srv.config.get_i64("port") as u16;
     listeners.rebind(srv, Kind::Tcp, &binds, port)?;
     let tls_port = srv.config.get_i64("tls-port") as u16;

@@ -52,7 +52,7 @@ pub fn log(level: u8, msg: &str) {
 
 /// The role in the line prefix, as Redis: `M` master, `S` replica.
 fn role_char() -> char {
-    if tern_commands::master_link::is_replica() {
+    if tern_runtime::master_link::is_replica() {
         'S'
     } else {
         'M'

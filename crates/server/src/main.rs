@@ -12,7 +12,7 @@ use listeners::{Accepted, Listeners, Worker};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use tern_commands::Server;
+use tern_runtime::Server;
 use tokio::sync::mpsc::unbounded_channel;
 
 /// Set once the dataset read at start-up is in (and its log lines written): only then is
@@ -26,8 +26,8 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, template] = args.as_slice() {
-        if flag == tern_commands::save_child::CHILD_FLAG {
-            tern_commands::save_child::child_main(template);
+        if flag == tern_runtime::save_child::CHILD_FLAG {
+            tern_runtime::save_child::child_main(template);
         }
     }
     tern_commands::install_command_table();
@@ -42,11 +42,11 @@ fn main() {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }
-    tern_commands::log::set_logger(log::log);
+    tern_runtime::log::set_logger(log::log);
     crash::install();
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
-    tern_engine::events::set_expire_hook(tern_commands::propagate::on_expired);
-    tern_commands::digest::maybe_enable_watch_check();
+    tern_engine::events::set_expire_hook(tern_runtime::propagate::on_expired);
+    tern_commands::server::debug::digest::maybe_enable_watch_check();
     let threads = match config.get_i64("threads") {
         n if n > 0 => n as usize,
         _ => std::thread::available_parallelism()
@@ -56,7 +56,7 @@ fn main() {
     let has_config_file = config.file.read().is_some();
     let srv = Arc::new(Server::new(config, threads));
     log_startup(&srv, has_config_file, threads);
-    if let Err(e) = tern_commands::acl::load_at_startup(&srv) {
+    if let Err(e) = tern_runtime::acl::load_at_startup(&srv) {
         warning!("{e}");
         std::process::exit(1);
     }
@@ -69,22 +69,22 @@ fn main() {
 
     // Load the RDB file while already accepting connections: until it is in, commands
     // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
-    tern_commands::aof::set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
+    tern_runtime::aof::set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
     register_client_eviction_hooks(&srv);
-    tern_commands::client_eviction::apply_limit(&srv);
-    let rdb = tern_commands::persistence::rdb_path(&srv);
+    tern_runtime::client_eviction::apply_limit(&srv);
+    let rdb = tern_runtime::persistence::rdb_path(&srv);
     if srv.config.get_bool("appendonly") {
         // With the AOF on, the AOF alone is the dataset (as in Redis): load it, then open it
         // for appending. Refused or corrupt files stop the server and are left as they are.
-        tern_commands::persistence::RDB.loading.store(true, Relaxed);
+        tern_runtime::persistence::RDB.loading.store(true, Relaxed);
         let srv2 = srv.clone();
         std::thread::Builder::new()
             .name("aof-load".into())
             .spawn(move || {
                 let t0 = std::time::Instant::now();
-                match tern_commands::aof::load(&srv2) {
-                    Ok(tern_commands::aof::Loaded::Ok | tern_commands::aof::Loaded::Truncated) => {
+                match tern_runtime::aof::load(&srv2) {
+                    Ok(tern_runtime::aof::Loaded::Ok | tern_runtime::aof::Loaded::Truncated) => {
                         notice!(
                             "DB loaded from append only file: {:.3} seconds",
                             t0.elapsed().as_secs_f64()
@@ -97,25 +97,23 @@ fn main() {
                         std::process::exit(1);
                     }
                 }
-                if let Err(e) = tern_commands::aof::open_on_start(&srv2) {
+                if let Err(e) = tern_runtime::aof::open_on_start(&srv2) {
                     log::wait_initialized(Duration::from_secs(5));
                     warning!("{e}");
                     std::process::exit(1);
                 }
-                tern_commands::persistence::RDB
-                    .loading
-                    .store(false, Relaxed);
+                tern_runtime::persistence::RDB.loading.store(false, Relaxed);
                 STARTUP_LOAD_DONE.store(true, Relaxed);
             })
             .expect("spawn loader thread");
     } else if rdb.exists() {
-        tern_commands::persistence::RDB.loading.store(true, Relaxed);
+        tern_runtime::persistence::RDB.loading.store(true, Relaxed);
         let srv2 = srv.clone();
         std::thread::Builder::new()
             .name("rdb-load".into())
             .spawn(move || {
                 let t0 = std::time::Instant::now();
-                match tern_commands::persistence::rdb_load(&srv2, &rdb, false) {
+                match tern_runtime::persistence::rdb_load(&srv2, &rdb, false) {
                     Ok(_) => notice!(
                         "DB loaded from disk: {:.3} seconds",
                         t0.elapsed().as_secs_f64()
@@ -140,7 +138,7 @@ fn main() {
         v.split_once(' ')
             .map(|(h, p)| (h.to_string(), p.parse::<u16>()))
     }) {
-        tern_commands::master_link::start(srv.clone(), host, port);
+        tern_runtime::master_link::start(srv.clone(), host, port);
     }
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -162,7 +160,7 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
     warning!("oO0OoO0OoO0Oo tern is starting oO0OoO0OoO0Oo");
     warning!(
         "Redis version={}, bits=64, commit=00000000, modified=0, pid={pid}, just started",
-        tern_commands::REDIS_VERSION
+        tern_runtime::REDIS_VERSION
     );
     if has_config_file {
         warning!("Configuration loaded");
@@ -177,7 +175,7 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
         log::raw(&format!(
             "\n    tern {} (Redis {} compatible), 64 bit\n    Running in standalone mode with {threads} threads\n    Port: {port}\n    PID: {pid}\n\n",
             env!("CARGO_PKG_VERSION"),
-            tern_commands::REDIS_VERSION,
+            tern_runtime::REDIS_VERSION,
         ));
     } else {
         notice!("Running mode=standalone, port={port}.");
@@ -191,17 +189,17 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
     std::thread::Builder::new()
         .name(format!("tern-worker-{i}"))
         .spawn(move || {
-            tern_commands::propagate::LOG.defer_wakes_on_this_thread();
+            tern_runtime::propagate::LOG.defer_wakes_on_this_thread();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .on_thread_park(|| {
-                    tern_commands::aof::on_worker_park();
+                    tern_runtime::aof::on_worker_park();
                     connection::on_worker_park();
                 })
                 .build()
                 .expect("worker runtime");
             rt.block_on(async move {
-                tern_commands::aof::start_durable_relay();
+                tern_runtime::aof::start_durable_relay();
                 while let Some(accepted) = rx.recv().await {
                     let srv = srv.clone();
                     let load = load2.clone();
@@ -241,7 +239,7 @@ async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
             _ = term.recv() => libc::SIGTERM,
             _ = int.recv() => libc::SIGINT,
         };
-        tern_commands::shutdown_sequence::on_signal(&srv, sig);
+        tern_runtime::shutdown_sequence::on_signal(&srv, sig);
     }
 }
 
@@ -274,16 +272,16 @@ fn spawn_cron(srv: Arc<Server>) {
                     // expired value, say) is an `expire-cycle` event.
                     srv.latency_event("expire-cycle", started.elapsed().as_millis() as u64);
                     // Keyspace events for the keys this cycle expired.
-                    tern_commands::notify::flush_engine_events(&srv);
+                    tern_runtime::notify::flush_engine_events(&srv);
                 }
-                tern_commands::tracking::cron(&srv);
-                tern_commands::clients_cron::run(&srv);
+                tern_runtime::tracking::cron(&srv);
+                tern_runtime::clients_cron::run(&srv);
                 // Over maxmemory: go on evicting between commands (a quarter of the period).
-                tern_commands::evict::cron(&srv, period / 4);
-                tern_commands::persistence::cron(&srv);
-                tern_commands::aof::cron(&srv);
-                tern_commands::replication::cron(&srv);
-                tern_commands::shutdown_sequence::cron(&srv);
+                tern_runtime::evict::cron(&srv, period / 4);
+                tern_runtime::persistence::cron(&srv);
+                tern_runtime::aof::cron(&srv);
+                tern_runtime::replication::cron(&srv);
+                tern_runtime::shutdown_sequence::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();
                     close_idle_clients(&srv);
@@ -301,7 +299,7 @@ fn register_client_eviction_hooks(srv: &Arc<Server>) {
             name,
             Box::new(move |_| {
                 let srv = s.upgrade().ok_or("shutting down")?;
-                tern_commands::client_eviction::apply_limit(&srv);
+                tern_runtime::client_eviction::apply_limit(&srv);
                 Ok(())
             }),
         );
@@ -315,7 +313,7 @@ fn register_aof_hooks(srv: &Arc<Server>) {
         "appendonly",
         Box::new(move |v| {
             let srv = s.upgrade().ok_or("shutting down")?;
-            tern_commands::aof::config_changed(&srv, v == "yes")
+            tern_runtime::aof::config_changed(&srv, v == "yes")
         }),
     );
     let s = Arc::downgrade(srv);
@@ -323,20 +321,20 @@ fn register_aof_hooks(srv: &Arc<Server>) {
         "aof-disable-auto-gc",
         Box::new(move |v| {
             let srv = s.upgrade().ok_or("shutting down")?;
-            tern_commands::aof::auto_gc_changed(&srv, v == "yes")
+            tern_runtime::aof::auto_gc_changed(&srv, v == "yes")
         }),
     );
     srv.config.set_apply_hook(
         "appendfsync",
         Box::new(|v| {
-            tern_commands::aof::set_fsync_policy(v);
+            tern_runtime::aof::set_fsync_policy(v);
             Ok(())
         }),
     );
 }
 
 fn close_idle_clients(srv: &Server) {
-    use tern_commands::clients::cflags;
+    use tern_runtime::clients::cflags;
     let timeout = srv.config.hot.timeout.load(Relaxed);
     if timeout == 0 {
         return;

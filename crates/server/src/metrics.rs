@@ -1,10 +1,10 @@
 //! `metrics-port`: a minimal HTTP/1.1 responder serving `GET /metrics` (the Prometheus text
-//! exposition rendered by tern_commands::metrics) on the `bind` addresses. One request per
+//! exposition rendered by tern_runtime::metrics) on the `bind` addresses. One request per
 //! connection; anything else gets 404 or 405. CONFIG SET metrics-port rebinds (0 stops it).
 
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
-use tern_commands::Server;
+use tern_runtime::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The running listeners' tasks, aborted when the port changes.
@@ -104,8 +104,8 @@ async fn serve(mut stream: tokio::net::TcpStream, srv: Arc<Server>) {
     let (status, body, ctype) = match (method, path) {
         (b"GET" | b"HEAD", b"/metrics") => (
             "200 OK",
-            tern_commands::metrics::render(&srv),
-            tern_commands::metrics::CONTENT_TYPE,
+            tern_runtime::metrics::render(&srv),
+            tern_runtime::metrics::CONTENT_TYPE,
         ),
         (_, b"/metrics") => (
             "405 Method Not Allowed",

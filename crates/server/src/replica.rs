@@ -4,9 +4,9 @@
 use crate::connection::ClientStream;
 use bytes::BytesMut;
 use std::sync::Arc;
-use tern_commands::clients::ClientHandle;
-use tern_commands::replication::{self, SyncKind};
-use tern_commands::Server;
+use tern_runtime::clients::ClientHandle;
+use tern_runtime::replication::{self, SyncKind};
+use tern_runtime::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
@@ -56,7 +56,7 @@ pub async fn serve<S: ClientStream>(
     let (path, offset) = match made {
         Ok(v) => v,
         Err(e) => {
-            tern_commands::log::warning(&e);
+            tern_runtime::log::warning(&e);
             return;
         }
     };
@@ -65,7 +65,7 @@ pub async fn serve<S: ClientStream>(
         return;
     }
     rep.set_state("online");
-    tern_commands::log::notice(&format!(
+    tern_runtime::log::notice(&format!(
         "Synchronization with replica {} succeeded",
         handle.addr
     ));
@@ -84,7 +84,7 @@ async fn send_rdb<S: ClientStream>(
     if kind == SyncKind::Psync {
         head.push_str(&format!(
             "+FULLRESYNC {} {offset}\r\n",
-            tern_commands::info_sections::master_replid()
+            tern_runtime::info_sections::master_replid()
         ));
     }
     head.push_str(&format!("${len}\r\n"));
@@ -110,7 +110,7 @@ async fn stream_to_replica<S: ClientStream>(
     let mut inbuf = BytesMut::with_capacity(1024);
     let mut spare = Vec::new();
     let overflowed = || {
-        tern_commands::log::warning(&format!(
+        tern_runtime::log::warning(&format!(
             "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
             handle.id, handle.addr
         ));
@@ -121,7 +121,7 @@ async fn stream_to_replica<S: ClientStream>(
         }
         // With an AOF, only what it already holds (written; fsynced under `always`).
         let durable =
-            tern_commands::aof::must_wait().then(|| tern_commands::propagate::LOG.durable());
+            tern_runtime::aof::must_wait().then(|| tern_runtime::propagate::LOG.durable());
         let Some(bytes) = sub.take(spare, durable) else {
             if sub.overflowed() {
                 overflowed();
@@ -162,7 +162,7 @@ async fn stream_to_replica<S: ClientStream>(
             _ = ready.notified() => {}
             r = stream.read_buf(&mut inbuf) => {
                 if matches!(r, Ok(0) | Err(_)) {
-                    tern_commands::log::notice(&format!("Connection with replica {} lost.", handle.addr));
+                    tern_runtime::log::notice(&format!("Connection with replica {} lost.", handle.addr));
                     return;
                 }
                 replication::replica_input(handle, &mut inbuf);

@@ -1,7 +1,7 @@
 //! Command-line handling, redis-server style: `tern-server [config-file] [--name value ...]`.
 
 use std::path::Path;
-use tern_commands::config::Config;
+use tern_runtime::config::Config;
 
 pub enum Startup {
     Run(Box<Config>),
@@ -17,7 +17,7 @@ pub fn parse_args(args: &[String]) -> Startup {
                 println!(
                     "tern-server v={} (Redis {} compatible)",
                     env!("CARGO_PKG_VERSION"),
-                    tern_commands::REDIS_VERSION
+                    tern_runtime::REDIS_VERSION
                 );
                 return Startup::Exit(0);
             }
@@ -55,7 +55,7 @@ pub fn parse_args(args: &[String]) -> Startup {
         }
     }
     // `--name v1 v2 --other v` becomes config lines, with redis-server's exact rules.
-    let text = tern_commands::config::options_from_args(rest);
+    let text = tern_runtime::config::options_from_args(rest);
     if let Err(e) = config.load_text(&text, Path::new("(command line)"), 0) {
         eprintln!("{e}");
         return Startup::Exit(1);

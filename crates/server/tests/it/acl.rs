@@ -5,7 +5,7 @@
 //! requirepass as the default user's password, and users from the config file and aclfile.
 use crate::common::{fresh_dir, wait_for, Raw, Server};
 use std::time::Duration;
-use tern_commands::acl::rules::hash_password;
+use tern_runtime::acl::rules::hash_password;
 
 /// A connection authenticated as `user` (any password: the users below are nopass unless set).
 fn login(port: u16, user: &str, pass: &str) -> Raw<false> {

@@ -1,0 +1,3 @@
+//! The connection group: the session (PING, HELLO, AUTH, SELECT…) and CLIENT.
+pub mod client;
+pub mod session;

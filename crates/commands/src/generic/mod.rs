@@ -1,0 +1,4 @@
+//! The generic group: commands on keys of any type.
+pub mod keys;
+pub mod migrate;
+pub mod sort;

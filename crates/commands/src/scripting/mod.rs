@@ -1,0 +1,4 @@
+//! The scripting group: EVAL/EVALSHA/SCRIPT and FUNCTION/FCALL (the Lua runtime is
+//! `tern_runtime::lua`).
+pub mod eval;
+pub mod functions;

@@ -1,0 +1,9 @@
+//! The server group: configuration, INFO, introspection, DEBUG, MEMORY, SHUTDOWN, MODULE, LOLWUT.
+pub mod config;
+pub mod debug;
+pub mod info;
+pub mod introspection;
+pub mod lolwut;
+pub mod memory;
+pub mod module;
+pub mod shutdown;
