@@ -23,10 +23,10 @@ use tern_runtime::table::CommandSpec;
 
 /// Every family's table; the registry is built from exactly this list.
 pub static FAMILIES: &[&[CommandSpec]] = &[
-    tern_runtime::acl::COMMANDS,
+    server::acl::COMMANDS,
     cluster::COMMANDS,
     server::module::COMMANDS,
-    tern_runtime::aof::COMMANDS,
+    server::persistence::COMMANDS,
     connection::session::COMMANDS,
     string::COMMANDS,
     generic::keys::COMMANDS,
@@ -50,11 +50,10 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     generic::sort::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,
-    tern_runtime::wait::COMMANDS,
-    tern_runtime::persistence::COMMANDS,
+    generic::wait::COMMANDS,
+    generic::dump::COMMANDS,
     generic::migrate::COMMANDS,
-    tern_runtime::replication::COMMANDS,
-    tern_runtime::master_link::COMMANDS,
+    server::replication::COMMANDS,
     server::lolwut::COMMANDS,
 ];
 

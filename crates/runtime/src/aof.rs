@@ -12,12 +12,11 @@
 //! - At start-up the files the manifest lists are loaded: an RDB base through the RDB loader,
 //!   commands through the normal command path on a pseudo-client.
 
-use crate::args::{Args, OwnedArgs};
+use crate::args::OwnedArgs;
 use crate::clients::ClientHandle;
 use crate::ctx::{Conn, Ctx};
 use crate::propagate::LOG;
 use crate::server::Server;
-use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -27,11 +26,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tern_engine::clock;
 use tern_persist::aof::{CommandReader, Manifest, ReadError};
-
-pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
-    ("bgrewriteaof", 1, [ADMIN NOSCRIPT NO_ASYNC_LOADING], [], [], bgrewriteaof, "1.0.0",
-        "Asynchronously rewrites the append-only file to disk."),
-};
 
 /// The id of the pseudo-client that replays the AOF at start-up (Redis's CLIENT_ID_AOF).
 pub const CLIENT_ID: u64 = u64::MAX;
@@ -1036,26 +1030,6 @@ fn finish_rewrite(
         *files = None;
     }
     Ok(())
-}
-
-fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) {
-    if AOF.rewrite_in_progress.load(Relaxed) {
-        return ctx.error("ERR Background append only file rewriting already in progress");
-    }
-    if crate::persistence::RDB.bgsave_in_progress.load(Relaxed)
-        || tern_engine::Store::in_atomic_unit()
-    {
-        AOF.rewrite_scheduled.store(true, Relaxed);
-        return ctx
-            .out
-            .simple(b"Background append only file rewriting scheduled");
-    }
-    if start_rewrite(ctx.srv.clone()) {
-        ctx.out
-            .simple(b"Background append only file rewriting started");
-    } else {
-        ctx.error("ERR Can't execute an AOF background rewriting. Please check the server logs for more information.");
-    }
 }
 
 /// The cron's part: a scheduled rewrite, or the automatic one on growth.

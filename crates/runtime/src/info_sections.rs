@@ -588,7 +588,7 @@ fn stats_section(srv: &Server, out: &mut String) {
     let evicted_clients = srv.clients.evicted_clients.load(Relaxed);
     let rb_shrinks = srv.clients.reply_buffers.shrinks.load(Relaxed);
     let rb_expands = srv.clients.reply_buffers.expands.load(Relaxed);
-    let sync_full = crate::replication::SYNC_FULL.load(Relaxed);
+    let sync_full = srv.replicas.sync_full.load(Relaxed);
     let input = st.sum(|t| t.net_input_bytes.get());
     let output = st.sum(|t| t.net_output_bytes.get());
     let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
@@ -698,7 +698,7 @@ pub fn master_replid() -> &'static str {
 fn replication_section(srv: &Server, out: &mut String) {
     let cfg = &srv.config;
     let mut lines = String::new();
-    let n = crate::replication::info_replicas(&mut lines);
+    let n = crate::replication::info_replicas(srv, &mut lines);
     let as_replica = crate::master_link::info_lines(srv);
     let (replid, offset) = match &as_replica {
         Some((head, id, off)) => {

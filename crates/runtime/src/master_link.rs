@@ -1,4 +1,5 @@
-//! The replica side of replication: REPLICAOF / SLAVEOF, ROLE, and the link to the master.
+//! The replica side of replication: the link to the master (REPLICAOF / SLAVEOF and ROLE, the
+//! commands, are the server family's).
 //!
 //! The link runs on its own thread with blocking I/O: handshake (PING, AUTH with
 //! `masteruser`/`masterauth`, REPLCONF listening-port and capa, PSYNC), the full
@@ -9,10 +10,9 @@
 //! It acknowledges its offset every second and on REPLCONF GETACK, and reconnects after a
 //! failure. Not yet: partial resynchronization (every reconnection is a full sync).
 
-use crate::args::{eq_ic, parse_i64, Args};
-use crate::ctx::{Conn, Ctx};
+use crate::args::{eq_ic, Args};
+use crate::ctx::Conn;
 use crate::server::Server;
-use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -20,15 +20,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tern_engine::clock;
-
-pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
-    ("replicaof", 3, [ADMIN NOSCRIPT STALE NO_ASYNC_LOADING], [], [], replicaof, "5.0.0",
-        "Configures a server as replica of another, or promotes it to a master."),
-    ("slaveof", 3, [ADMIN NOSCRIPT STALE NO_ASYNC_LOADING], [], [], replicaof, "1.0.0",
-        "Sets a Redis server as a replica of another, or promotes it to being a master."),
-    ("role", 1, [NOSCRIPT LOADING STALE FAST], [ADMIN DANGEROUS], [], role, "2.8.12",
-        "Returns the replication role."),
-};
 
 /// The pseudo-client that runs the master's stream (Redis's CLIENT_MASTER).
 pub const MASTER_CLIENT_ID: u64 = u64::MAX - 1;
@@ -78,15 +69,21 @@ struct Link {
     transfer_last_io_ms: u64,
 }
 
-static LINK: Mutex<Option<Link>> = parking_lot::const_mutex(None);
-/// Fast checks for every command: this server is a replica, and its link is up.
-static IS_REPLICA: AtomicBool = AtomicBool::new(false);
-static LINK_UP: AtomicBool = AtomicBool::new(false);
-/// Bumped by every REPLICAOF: a link thread of an older generation stops.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The replica side's state, owned by the server (`Server::master_link`).
+#[derive(Default)]
+pub struct MasterLink {
+    link: Mutex<Option<Link>>,
+    /// Fast checks for every command: this server is a replica, and its link is up.
+    is_replica: AtomicBool,
+    link_up: AtomicBool,
+    /// Bumped by every REPLICAOF: a link thread of an older generation stops.
+    generation: AtomicU64,
+}
 
-pub fn is_replica() -> bool {
-    IS_REPLICA.load(Relaxed)
+impl MasterLink {
+    pub fn is_replica(&self) -> bool {
+        self.is_replica.load(Relaxed)
+    }
 }
 
 const ERR_READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -97,10 +94,13 @@ const ERR_MASTERDOWN: &str =
 /// `write`: the command (or a transaction's queued commands) writes; `stale_ok`: all of them
 /// may run while the link is down.
 pub fn deny_reason(srv: &Server, write: bool, stale_ok: bool) -> Option<&'static str> {
-    if !IS_REPLICA.load(Relaxed) {
+    if !srv.master_link.is_replica.load(Relaxed) {
         return None;
     }
-    if !LINK_UP.load(Relaxed) && !stale_ok && !srv.config.get_bool("replica-serve-stale-data") {
+    if !srv.master_link.link_up.load(Relaxed)
+        && !stale_ok
+        && !srv.config.get_bool("replica-serve-stale-data")
+    {
         return Some(ERR_MASTERDOWN);
     }
     if write && srv.config.hot.replica_read_only.load(Relaxed) {
@@ -109,50 +109,45 @@ pub fn deny_reason(srv: &Server, write: bool, stale_ok: bool) -> Option<&'static
     None
 }
 
-fn replicaof(ctx: &mut Ctx, args: &Args) {
-    if eq_ic(&args[1], "no") && eq_ic(&args[2], "one") {
-        if IS_REPLICA.swap(false, Relaxed) {
-            GENERATION.fetch_add(1, Relaxed);
-            LINK_UP.store(false, Relaxed);
-            *LINK.lock() = None;
-            crate::log::notice(&format!(
-                "MASTER MODE enabled (user request from 'id={} addr={}')",
-                ctx.conn.handle.id, ctx.conn.handle.addr
-            ));
-        }
-        return ctx.out.ok();
+/// REPLICAOF NO ONE: stop following the master, keeping the data. False if this server was
+/// not a replica.
+pub fn become_master(srv: &Server) -> bool {
+    if !srv.master_link.is_replica.swap(false, Relaxed) {
+        return false;
     }
-    if ctx.conn.handle.has_flag(crate::clients::cflags::REPLICA) {
-        return ctx.error("ERR Command is not valid when client is a replica.");
-    }
-    let Some(port) = parse_i64(&args[2]).filter(|p| (0..=65535).contains(p)) else {
-        return ctx.error("ERR Invalid master port");
+    srv.master_link.generation.fetch_add(1, Relaxed);
+    srv.master_link.link_up.store(false, Relaxed);
+    *srv.master_link.link.lock() = None;
+    true
+}
+
+/// Whether the link already follows host:port (REPLICAOF to the same master is a no-op).
+pub fn follows(srv: &Server, host: &str, port: u16) -> bool {
+    srv.master_link
+        .link
+        .lock()
+        .as_ref()
+        .is_some_and(|l| l.host.eq_ignore_ascii_case(host) && l.port == port)
+}
+
+/// ROLE's view of the link: master host and port, link state, and the processed offset
+/// (-1 until connected). None on a master.
+pub fn link_role(srv: &Server) -> Option<(String, u16, &'static str, i64)> {
+    let link = srv.master_link.link.lock();
+    let l = link.as_ref()?;
+    let offset = if l.state == State::Connected {
+        l.offset as i64
+    } else {
+        -1
     };
-    let host = args.str(1);
-    {
-        let link = LINK.lock();
-        if let Some(l) = link.as_ref() {
-            if l.host.eq_ignore_ascii_case(&host) && l.port == port as u16 {
-                crate::log::notice(
-                    "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.",
-                );
-                return ctx.out.simple(b"OK Already connected to specified master");
-            }
-        }
-    }
-    start(ctx.srv.clone(), host.clone(), port as u16);
-    crate::log::notice(&format!(
-        "REPLICAOF {host}:{port} enabled (user request from 'id={} addr={}')",
-        ctx.conn.handle.id, ctx.conn.handle.addr
-    ));
-    ctx.out.ok();
+    Some((l.host.clone(), l.port, l.state.name(), offset))
 }
 
 /// Become a replica of host:port (also from the `replicaof` config at start-up).
 pub fn start(srv: Arc<Server>, host: String, port: u16) {
-    let gen = GENERATION.fetch_add(1, Relaxed) + 1;
-    LINK_UP.store(false, Relaxed);
-    *LINK.lock() = Some(Link {
+    let gen = srv.master_link.generation.fetch_add(1, Relaxed) + 1;
+    srv.master_link.link_up.store(false, Relaxed);
+    *srv.master_link.link.lock() = Some(Link {
         host: host.clone(),
         port,
         state: State::Connect,
@@ -164,7 +159,7 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         transfer_read: 0,
         transfer_last_io_ms: 0,
     });
-    IS_REPLICA.store(true, Relaxed);
+    srv.master_link.is_replica.store(true, Relaxed);
     // Our own replicas were following another history: they must resync.
     crate::propagate::LOG.close_subs();
     let _ = std::thread::Builder::new()
@@ -172,15 +167,15 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         .spawn(move || link_main(&srv, &host, port, gen));
 }
 
-fn current(gen: u64) -> bool {
-    GENERATION.load(Relaxed) == gen
+fn current(srv: &Server, gen: u64) -> bool {
+    srv.master_link.generation.load(Relaxed) == gen
 }
 
-fn set_state(gen: u64, f: impl FnOnce(&mut Link)) {
-    if !current(gen) {
+fn set_state(srv: &Server, gen: u64, f: impl FnOnce(&mut Link)) {
+    if !current(srv, gen) {
         return;
     }
-    if let Some(l) = LINK.lock().as_mut() {
+    if let Some(l) = srv.master_link.link.lock().as_mut() {
         f(l);
     }
 }
@@ -191,17 +186,17 @@ fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
         std::thread::sleep(Duration::from_millis(50));
     }
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
-    while current(gen) {
-        set_state(gen, |l| l.state = State::Connecting);
+    while current(srv, gen) {
+        set_state(srv, gen, |l| l.state = State::Connecting);
         if let Err(e) = sync_and_follow(srv, host, port, gen) {
             crate::log::warning(&e);
         }
         // Down since now only if it was up (a failed attempt leaves the time as it was).
-        let was_up = LINK_UP.load(Relaxed) && current(gen);
+        let was_up = srv.master_link.link_up.load(Relaxed) && current(srv, gen);
         if was_up {
-            LINK_UP.store(false, Relaxed);
+            srv.master_link.link_up.store(false, Relaxed);
         }
-        set_state(gen, |l| {
+        set_state(srv, gen, |l| {
             l.state = State::Connect;
             if was_up {
                 l.down_since_ms = clock::now_ms();
@@ -228,7 +223,7 @@ impl Wire {
     }
 
     /// One reply line (empty keepalive lines skipped), waiting up to `timeout` in all.
-    fn line(&mut self, timeout: Duration, gen: u64) -> Result<String, String> {
+    fn line(&mut self, srv: &Server, timeout: Duration, gen: u64) -> Result<String, String> {
         let start = Instant::now();
         let mut l = String::new();
         loop {
@@ -248,15 +243,21 @@ impl Wire {
             if start.elapsed() > timeout {
                 return Err("Timeout connecting to the MASTER...".into());
             }
-            if !current(gen) {
+            if !current(srv, gen) {
                 return Err("REPLICAOF changed".into());
             }
         }
     }
 
-    fn command(&mut self, argv: &[&[u8]], timeout: Duration, gen: u64) -> Result<String, String> {
+    fn command(
+        &mut self,
+        srv: &Server,
+        argv: &[&[u8]],
+        timeout: Duration,
+        gen: u64,
+    ) -> Result<String, String> {
         self.send(argv)?;
-        self.line(timeout, gen)
+        self.line(srv, timeout, gen)
     }
 }
 
@@ -310,7 +311,7 @@ fn connect(srv: &Server, host: &str, port: u16) -> Result<Wire, String> {
 fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), String> {
     let t = repl_timeout(srv);
     crate::log::notice("MASTER <-> REPLICA sync started");
-    let pong = wire.command(&[b"PING"], t, gen)?;
+    let pong = wire.command(srv, &[b"PING"], t, gen)?;
     // As Redis: an auth error to PING is fine here, AUTH follows.
     if pong.starts_with('-')
         && !pong.starts_with("-NOAUTH")
@@ -324,9 +325,9 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), S
     if !pass.is_empty() {
         let user = srv.config.get("masteruser").unwrap_or_default();
         let r = if user.is_empty() {
-            wire.command(&[b"AUTH", pass.as_bytes()], t, gen)?
+            wire.command(srv, &[b"AUTH", pass.as_bytes()], t, gen)?
         } else {
-            wire.command(&[b"AUTH", user.as_bytes(), pass.as_bytes()], t, gen)?
+            wire.command(srv, &[b"AUTH", user.as_bytes(), pass.as_bytes()], t, gen)?
         };
         if r.starts_with('-') {
             return Err(format!("Unable to AUTH to MASTER: {r}"));
@@ -344,6 +345,7 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), S
     };
     // Errors to REPLCONF are not fatal (an old master), as in Redis.
     let _ = wire.command(
+        srv,
         &[b"REPLCONF", b"listening-port", announced.as_bytes()],
         t,
         gen,
@@ -353,11 +355,16 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), S
         .get("replica-announce-ip")
         .filter(|s| !s.is_empty())
     {
-        let _ = wire.command(&[b"REPLCONF", b"ip-address", ip.as_bytes()], t, gen)?;
+        let _ = wire.command(srv, &[b"REPLCONF", b"ip-address", ip.as_bytes()], t, gen)?;
     }
-    let _ = wire.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"], t, gen)?;
+    let _ = wire.command(
+        srv,
+        &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
+        t,
+        gen,
+    )?;
     // No backlog of our own to continue from: always ask for a full resynchronization.
-    let r = wire.command(&[b"PSYNC", b"?", b"-1"], t, gen)?;
+    let r = wire.command(srv, &[b"PSYNC", b"?", b"-1"], t, gen)?;
     let mut parts = r.split(' ');
     match parts.next() {
         Some("+FULLRESYNC") => {
@@ -377,7 +384,7 @@ fn receive_payload(
     path: &std::path::Path,
     gen: u64,
 ) -> Result<u64, String> {
-    let head = wire.line(repl_timeout(srv), gen)?;
+    let head = wire.line(srv, repl_timeout(srv), gen)?;
     if head.starts_with('-') {
         return Err(format!("MASTER aborted replication with an error: {head}"));
     }
@@ -398,7 +405,7 @@ fn receive_payload(
                 Ok(0) => return Err("I/O error trying to sync with MASTER: connection lost".into()),
                 Ok(n) => {
                     last_io = Instant::now();
-                    set_state(gen, |l| {
+                    set_state(srv, gen, |l| {
                         l.transfer_read += n as u64;
                         l.transfer_last_io_ms = clock::now_ms();
                     });
@@ -408,7 +415,7 @@ fn receive_payload(
                     if last_io.elapsed() > repl_timeout(srv) {
                         return Err("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.".into());
                     }
-                    if !current(gen) {
+                    if !current(srv, gen) {
                         return Err("REPLICAOF changed".into());
                     }
                 }
@@ -422,7 +429,7 @@ fn receive_payload(
     } else {
         spec.parse::<i64>().unwrap_or(-1)
     };
-    set_state(gen, |l| l.transfer_size = size);
+    set_state(srv, gen, |l| l.transfer_size = size);
     if let Some(mark) = spec.strip_prefix("EOF:") {
         // Diskless: the payload ends with the 40-byte mark.
         let mark = mark.as_bytes().to_vec();
@@ -462,7 +469,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     let mut wire = connect(srv, host, port)?;
     crate::log::notice("Non blocking connect for SYNC fired the event.");
     let (replid, offset) = handshake(srv, &mut wire, gen)?;
-    set_state(gen, |l| {
+    set_state(srv, gen, |l| {
         l.state = State::Sync;
         l.transfer_size = -1;
         l.transfer_read = 0;
@@ -474,7 +481,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         crate::log::notice(&format!(
             "MASTER <-> REPLICA sync: receiving {bytes} bytes from master to disk"
         ));
-        if !current(gen) {
+        if !current(srv, gen) {
             return Err("REPLICAOF changed".into());
         }
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
@@ -491,16 +498,16 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         // The AOF must restart from the new dataset, as Redis does after a sync.
         crate::aof::start_rewrite(srv.clone());
     }
-    set_state(gen, |l| {
+    set_state(srv, gen, |l| {
         l.state = State::Connected;
         l.master_replid = replid;
         l.offset = offset;
         l.last_io_ms = clock::now_ms();
     });
-    if !current(gen) {
+    if !current(srv, gen) {
         return Ok(());
     }
-    LINK_UP.store(true, Relaxed);
+    srv.master_link.link_up.store(true, Relaxed);
     crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
     follow(srv, &mut wire, offset, gen)
 }
@@ -529,7 +536,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
     let mut last_io = Instant::now();
     let timeout = repl_timeout(srv);
     let result = loop {
-        if !current(gen) {
+        if !current(srv, gen) {
             break Ok(());
         }
         if last_ack.elapsed() >= Duration::from_secs(1) {
@@ -583,7 +590,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
         }
         buf.drain(..pos);
         let now = clock::now_ms();
-        set_state(gen, |l| {
+        set_state(srv, gen, |l| {
             l.offset = offset;
             l.last_io_ms = now;
         });
@@ -595,42 +602,10 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
     result
 }
 
-fn role(ctx: &mut Ctx, _args: &Args) {
-    let link = LINK.lock();
-    match link.as_ref() {
-        Some(l) => {
-            ctx.out.array(5);
-            ctx.out.bulk(b"slave");
-            ctx.out.bulk(l.host.as_bytes());
-            ctx.out.int(l.port as i64);
-            ctx.out.bulk(l.state.name().as_bytes());
-            ctx.out.int(if l.state == State::Connected {
-                l.offset as i64
-            } else {
-                -1
-            });
-        }
-        None => {
-            drop(link);
-            let replicas = crate::replication::replica_offsets();
-            ctx.out.array(3);
-            ctx.out.bulk(b"master");
-            ctx.out.int(crate::propagate::LOG.repl_offset() as i64);
-            ctx.out.array(replicas.len());
-            for (ip, port, off) in replicas {
-                ctx.out.array(3);
-                ctx.out.bulk(ip.as_bytes());
-                ctx.out.bulk(port.to_string().as_bytes());
-                ctx.out.bulk(off.to_string().as_bytes());
-            }
-        }
-    }
-}
-
 /// INFO replication's lines for a replica (None on a master).
 pub fn info_lines(srv: &Server) -> Option<(String, String, u64)> {
     use std::fmt::Write;
-    let link = LINK.lock();
+    let link = srv.master_link.link.lock();
     let l = link.as_ref()?;
     let now = clock::now_ms();
     let up = l.state == State::Connected;

@@ -315,7 +315,7 @@ fn stats(srv: &Server, o: &mut Out) {
             (
                 "redis_sync_full_total",
                 "sync_full",
-                crate::replication::SYNC_FULL.load(Relaxed) as f64,
+                srv.replicas.sync_full.load(Relaxed) as f64,
             ),
         ],
     );
@@ -337,7 +337,7 @@ fn stats(srv: &Server, o: &mut Out) {
 }
 
 fn replication(srv: &Server, o: &mut Out, role: &str) {
-    let rows = crate::replication::replica_rows();
+    let rows = crate::replication::replica_rows(srv);
     o.one(
         "redis_connected_slaves",
         "gauge",

@@ -1,5 +1,6 @@
-//! The master side of replication: SYNC / PSYNC (always a full resynchronization), REPLCONF,
-//! and the registry of attached replicas.
+//! The master side of replication: the registry of attached replicas, what SYNC / PSYNC start
+//! (always a full resynchronization) and what REPLCONF records (the commands are the server
+//! family's).
 //!
 //! A full sync sends an RDB snapshot, then the replication stream from the snapshot's cut on:
 //! the replica subscribes to the write log (`tern_persist::wlog::Sub`), the forkless snapshot
@@ -12,22 +13,12 @@ use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::Ctx;
 use crate::propagate::LOG;
 use crate::server::Server;
-use crate::table::CommandSpec;
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use tern_engine::clock;
 pub use tern_persist::wlog::Sub;
-
-pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
-    ("sync", 1, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], sync, "1.0.0",
-        "An internal command used in replication.", complexity: ""),
-    ("psync", -3, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], psync, "2.8.0",
-        "An internal command used in replication.", complexity: ""),
-    ("replconf", -1, [ADMIN NOSCRIPT LOADING STALE ALLOW_BUSY], [], [], replconf, "3.0.0",
-        "An internal command for configuring the replication stream."),
-};
 
 /// What a replica asked for; the connection takes over once the reply so far is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,16 +29,8 @@ pub enum SyncKind {
     Psync,
 }
 
-fn sync(ctx: &mut Ctx, _args: &Args) {
-    start_sync(ctx, SyncKind::Sync);
-}
-
-fn psync(ctx: &mut Ctx, _args: &Args) {
-    // No backlog: every PSYNC (any replid, any offset) gets a full resynchronization.
-    start_sync(ctx, SyncKind::Psync);
-}
-
-fn start_sync(ctx: &mut Ctx, kind: SyncKind) {
+/// SYNC / PSYNC: the connection turns into a replica once the reply so far is written.
+pub fn start_sync(ctx: &mut Ctx, kind: SyncKind) {
     if ctx.conn.handle.has_flag(crate::clients::cflags::REPLICA) {
         // Redis ignores SYNC from a client that already is a replica.
         return;
@@ -55,48 +38,9 @@ fn start_sync(ctx: &mut Ctx, kind: SyncKind) {
     ctx.conn.pending_sync = Some(kind);
 }
 
-/// REPLCONF option value pairs. A replica's own announcements are recorded for INFO;
-/// ACK offsets update its entry.
-fn replconf(ctx: &mut Ctx, args: &Args) {
-    if args.len().is_multiple_of(2) {
-        return ctx.error("ERR syntax error");
-    }
-    let id = ctx.conn.handle.id;
-    let mut i = 1;
-    while i < args.len() {
-        let (opt, val) = (&args[i], &args[i + 1]);
-        if eq_ic(opt, "listening-port") {
-            let Some(port) = parse_i64(val).filter(|p| (0..=65535).contains(p)) else {
-                return ctx.error("ERR value is not an integer or out of range");
-            };
-            announce(id).listening_port = port as u16;
-        } else if eq_ic(opt, "ip-address") {
-            announce(id).ip = Some(String::from_utf8_lossy(val).into_owned());
-        } else if eq_ic(opt, "ack") || eq_ic(opt, "fack") {
-            // Sent by replicas on the stream itself (read there): never answered.
-            if let Some(off) = parse_i64(val) {
-                record_ack(id, off);
-            }
-            return;
-        } else if eq_ic(opt, "capa")
-            || eq_ic(opt, "getack")
-            || eq_ic(opt, "rdb-only")
-            || eq_ic(opt, "rdb-filter-only")
-        {
-            // Accepted: the sync is always disk-based and full; there is no stream to ack.
-        } else {
-            return ctx.error(&format!(
-                "ERR Unrecognized REPLCONF option: {}",
-                String::from_utf8_lossy(opt)
-            ));
-        }
-        i += 2;
-    }
-    ctx.out.ok();
-}
-
-fn record_ack(id: u64, offset: i64) {
-    if let Some(r) = REPLICAS.lock().iter_mut().find(|r| r.id == id) {
+/// REPLCONF ACK / FACK: the replica's processed offset.
+pub fn record_ack(srv: &Server, id: u64, offset: i64) {
+    if let Some(r) = srv.replicas.list.lock().iter_mut().find(|r| r.id == id) {
         r.ack_offset = offset.max(0) as u64;
         r.ack_ms = clock::now_ms();
     }
@@ -109,10 +53,18 @@ struct Announced {
     ip: Option<String>,
 }
 
-static ANNOUNCED: Mutex<Vec<(u64, Announced)>> = parking_lot::const_mutex(Vec::new());
+/// REPLCONF listening-port: the port INFO shows for this (future) replica.
+pub fn announce_listening_port(srv: &Server, id: u64, port: u16) {
+    announce(srv, id).listening_port = port;
+}
 
-fn announce(id: u64) -> parking_lot::MappedMutexGuard<'static, Announced> {
-    parking_lot::MutexGuard::map(ANNOUNCED.lock(), |v| {
+/// REPLCONF ip-address: the address INFO shows for this (future) replica.
+pub fn announce_ip(srv: &Server, id: u64, ip: String) {
+    announce(srv, id).ip = Some(ip);
+}
+
+fn announce(srv: &Server, id: u64) -> parking_lot::MappedMutexGuard<'_, Announced> {
+    parking_lot::MutexGuard::map(srv.replicas.announced.lock(), |v| {
         let i = match v.iter().position(|(c, _)| *c == id) {
             Some(i) => i,
             None => {
@@ -135,14 +87,22 @@ struct Replica {
     ack_ms: u64,
 }
 
-static REPLICAS: Mutex<Vec<Replica>> = parking_lot::const_mutex(Vec::new());
-
-/// Full syncs served since start (INFO stats sync_full).
-pub static SYNC_FULL: AtomicU64 = AtomicU64::new(0);
+/// The master side's state, owned by the server (`Server::replicas`).
+#[derive(Default)]
+pub struct Replicas {
+    /// What clients announced before they became replicas, by client id.
+    announced: Mutex<Vec<(u64, Announced)>>,
+    list: Mutex<Vec<Replica>>,
+    /// Full syncs served since start (INFO stats sync_full).
+    pub sync_full: AtomicU64,
+    /// When the cron last sent a PING down the stream.
+    last_ping_ms: AtomicU64,
+}
 
 /// A replica attached to the write log; dropping it detaches it.
 pub struct Attached {
     pub sub: Arc<Sub>,
+    srv: Arc<Server>,
     id: u64,
     rdb: Option<PathBuf>,
 }
@@ -150,8 +110,9 @@ pub struct Attached {
 impl Drop for Attached {
     fn drop(&mut self) {
         LOG.unsubscribe(&self.sub);
-        REPLICAS.lock().retain(|r| r.id != self.id);
-        ANNOUNCED.lock().retain(|(c, _)| *c != self.id);
+        let replicas = &self.srv.replicas;
+        replicas.list.lock().retain(|r| r.id != self.id);
+        replicas.announced.lock().retain(|(c, _)| *c != self.id);
         if let Some(p) = self.rdb.take() {
             let _ = std::fs::remove_file(p);
         }
@@ -160,7 +121,8 @@ impl Drop for Attached {
 
 impl Attached {
     pub fn set_state(&self, state: &'static str) {
-        if let Some(r) = REPLICAS.lock().iter_mut().find(|r| r.id == self.id) {
+        let mut list = self.srv.replicas.list.lock();
+        if let Some(r) = list.iter_mut().find(|r| r.id == self.id) {
             r.state = state;
         }
     }
@@ -178,11 +140,13 @@ fn output_limit(srv: &Server) -> usize {
 /// Register the client as a replica and subscribe it to the write log (not started yet).
 /// `wake` is called whenever stream bytes are there to take.
 pub fn attach(
-    srv: &Server,
+    srv: &Arc<Server>,
     handle: &crate::clients::ClientHandle,
     wake: Box<dyn Fn() + Send + Sync>,
 ) -> Attached {
-    let announced = ANNOUNCED
+    let announced = srv
+        .replicas
+        .announced
         .lock()
         .iter()
         .find(|(c, _)| *c == handle.id)
@@ -196,7 +160,7 @@ pub fn attach(
             .unwrap_or_default()
     });
     handle.set_flag(crate::clients::cflags::REPLICA, true);
-    REPLICAS.lock().push(Replica {
+    srv.replicas.list.lock().push(Replica {
         id: handle.id,
         ip,
         port: announced.listening_port,
@@ -209,6 +173,7 @@ pub fn attach(
     LOG.subscribe(sub.clone());
     Attached {
         sub,
+        srv: srv.clone(),
         id: handle.id,
         rdb: None,
     }
@@ -252,30 +217,30 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
         .finish()
         .and_then(|bw| bw.into_inner().map_err(|e| e.into_error()))
         .map_err(|e| format!("Write error saving the RDB for the replica sync: {e}"))?;
-    SYNC_FULL.fetch_add(1, Relaxed);
+    srv.replicas.sync_full.fetch_add(1, Relaxed);
     Ok((path, offset.load(Relaxed)))
 }
 
 /// The replication cron: PING down the stream every `repl-ping-replica-period` seconds.
 pub fn cron(srv: &Server) {
-    static LAST_PING_MS: AtomicU64 = AtomicU64::new(0);
     if LOG.subscribers() == 0 {
         // The first PING comes a full period after a replica attaches.
-        LAST_PING_MS.store(clock::now_ms(), Relaxed);
+        srv.replicas.last_ping_ms.store(clock::now_ms(), Relaxed);
         return;
     }
     let period_ms = (srv.config.get_i64("repl-ping-replica-period").max(1) as u64) * 1000;
     let now = clock::now_ms();
-    if now.saturating_sub(LAST_PING_MS.load(Relaxed)) >= period_ms {
-        LAST_PING_MS.store(now, Relaxed);
+    if now.saturating_sub(srv.replicas.last_ping_ms.load(Relaxed)) >= period_ms {
+        srv.replicas.last_ping_ms.store(now, Relaxed);
         LOG.ping_subs();
     }
 }
 
 /// Replicas online that acknowledged within `max_lag` seconds.
-fn good_replicas(max_lag: u64) -> usize {
+fn good_replicas(srv: &Server, max_lag: u64) -> usize {
     let now = clock::now_ms();
-    REPLICAS
+    srv.replicas
+        .list
         .lock()
         .iter()
         .filter(|r| r.state == "online" && now.saturating_sub(r.ack_ms) / 1000 <= max_lag)
@@ -290,7 +255,7 @@ pub fn deny_write(srv: &Server) -> Option<&'static str> {
     let h = &srv.config.hot;
     let want = h.min_replicas_to_write.load(Relaxed);
     let lag = h.min_replicas_max_lag.load(Relaxed);
-    if want == 0 || lag == 0 || good_replicas(lag) >= want as usize {
+    if want == 0 || lag == 0 || good_replicas(srv, lag) >= want as usize {
         return None;
     }
     Some(ERR_NOREPLICAS)
@@ -298,12 +263,13 @@ pub fn deny_write(srv: &Server) -> Option<&'static str> {
 
 /// INFO's min_slaves_good_slaves.
 pub fn good_replicas_now(srv: &Server) -> usize {
-    good_replicas(srv.config.hot.min_replicas_max_lag.load(Relaxed))
+    good_replicas(srv, srv.config.hot.min_replicas_max_lag.load(Relaxed))
 }
 
 /// (ip, listening port, acknowledged offset) of each replica, for ROLE.
-pub fn replica_offsets() -> Vec<(String, u16, u64)> {
-    REPLICAS
+pub fn replica_offsets(srv: &Server) -> Vec<(String, u16, u64)> {
+    srv.replicas
+        .list
         .lock()
         .iter()
         .map(|r| (r.ip.clone(), r.port, r.ack_offset))
@@ -321,9 +287,10 @@ pub struct ReplicaRow {
     pub lag: u64,
 }
 
-pub fn replica_rows() -> Vec<ReplicaRow> {
+pub fn replica_rows(srv: &Server) -> Vec<ReplicaRow> {
     let now = clock::now_ms();
-    REPLICAS
+    srv.replicas
+        .list
         .lock()
         .iter()
         .map(|r| ReplicaRow {
@@ -336,10 +303,10 @@ pub fn replica_rows() -> Vec<ReplicaRow> {
         .collect()
 }
 
-pub fn info_replicas(out: &mut String) -> usize {
+pub fn info_replicas(srv: &Server, out: &mut String) -> usize {
     use std::fmt::Write;
     let now = clock::now_ms();
-    let reps = REPLICAS.lock();
+    let reps = srv.replicas.list.lock();
     for (i, r) in reps.iter().enumerate() {
         let _ = write!(
             out,
@@ -356,7 +323,11 @@ pub fn info_replicas(out: &mut String) -> usize {
 
 /// What a replica sends on its stream: REPLCONF ACK <offset> (recorded), anything else is
 /// ignored. Consumes the complete commands in `inbuf`.
-pub fn replica_input(handle: &crate::clients::ClientHandle, inbuf: &mut bytes::BytesMut) {
+pub fn replica_input(
+    srv: &Server,
+    handle: &crate::clients::ClientHandle,
+    inbuf: &mut bytes::BytesMut,
+) {
     use bytes::Buf;
     use tern_resp::{Limits, RequestParser};
     let mut parser = RequestParser::new();
@@ -371,7 +342,7 @@ pub fn replica_input(handle: &crate::clients::ClientHandle, inbuf: &mut bytes::B
                 let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
                 if args.len() >= 3 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "ack") {
                     if let Some(off) = parse_i64(&args[2]) {
-                        record_ack(handle.id, off);
+                        record_ack(srv, handle.id, off);
                     }
                 }
                 pos += used;

@@ -74,6 +74,10 @@ pub struct Server {
     pub acl: std::sync::Arc<crate::acl::Acl>,
     /// The TLS configurations (tls-port listener, outgoing TLS links).
     pub tls: crate::tls::Tls,
+    /// The replica side: the link to our master (REPLICAOF).
+    pub master_link: crate::master_link::MasterLink,
+    /// The master side: attached replicas.
+    pub replicas: crate::replication::Replicas,
 }
 
 impl Server {
@@ -139,6 +143,8 @@ impl Server {
             tracking: Default::default(),
             acl,
             tls: Default::default(),
+            master_link: Default::default(),
+            replicas: Default::default(),
         }
     }
 

@@ -91,7 +91,7 @@ pub fn prepare(srv: &Arc<Server>, mut flags: u32) -> Prepared {
     st.flags.store(flags, Relaxed);
     log::notice("User requested shutdown...");
     let timeout_secs = srv.config.get_i64("shutdown-timeout").max(0) as u64;
-    if flags & NOW == 0 && timeout_secs != 0 && !replicas_in_sync() {
+    if flags & NOW == 0 && timeout_secs != 0 && !replicas_in_sync(srv) {
         st.deadline_ms
             .store(clock::now_ms() + timeout_secs * 1000, Relaxed);
         crate::propagate::LOG.getack_subs();
@@ -103,9 +103,9 @@ pub fn prepare(srv: &Arc<Server>, mut flags: u32) -> Prepared {
 }
 
 /// Every replica acknowledged the master's offset (Redis's isReadyToShutdown).
-fn replicas_in_sync() -> bool {
+fn replicas_in_sync(srv: &Server) -> bool {
     let offset = crate::propagate::LOG.repl_offset();
-    crate::replication::replica_rows()
+    crate::replication::replica_rows(srv)
         .iter()
         .all(|r| r.offset == offset)
 }
@@ -119,7 +119,7 @@ fn finish(srv: &Arc<Server>) -> Prepared {
     // No write may be acknowledged after the final save: they wait (and die with the process,
     // or go on if the shutdown fails).
     srv.pause.start_shutdown_hold();
-    log_replicas();
+    log_replicas(srv);
     // A first AOF rewrite in progress is the only copy of the dataset the AOF will have.
     let aof = &crate::aof::AOF;
     if aof.rewrite_in_progress.load(Relaxed) && aof.wait_rewrite.load(Relaxed) {
@@ -170,9 +170,9 @@ fn finish(srv: &Arc<Server>) -> Prepared {
 }
 
 /// The lagging replicas, then how many are in sync (only with replicas).
-fn log_replicas() {
+fn log_replicas(srv: &Server) {
     let offset = crate::propagate::LOG.repl_offset();
-    let rows = crate::replication::replica_rows();
+    let rows = crate::replication::replica_rows(srv);
     let mut lagging = 0;
     for r in &rows {
         if r.offset != offset {
@@ -278,7 +278,8 @@ pub fn cron(srv: &Arc<Server>) {
         prepare(srv, flags);
     } else if st.initiated() {
         let _one = st.steps.lock();
-        if st.initiated() && (clock::now_ms() >= st.deadline_ms.load(Relaxed) || replicas_in_sync())
+        if st.initiated()
+            && (clock::now_ms() >= st.deadline_ms.load(Relaxed) || replicas_in_sync(srv))
         {
             finish(srv);
         }

@@ -5,6 +5,15 @@ use std::io::Write;
 
 static SINK: Mutex<Option<std::fs::File>> = Mutex::new(None);
 static LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
+/// The server whose role the line prefix shows. The log file belongs to the process (one
+/// binary, one server), so it is process state; lines written before the server exists say `M`.
+static SERVER: std::sync::OnceLock<std::sync::Weak<tern_runtime::Server>> =
+    std::sync::OnceLock::new();
+
+/// Name the server whose role (`M`/`S`) log lines show.
+pub fn set_server(srv: &std::sync::Arc<tern_runtime::Server>) {
+    let _ = SERVER.set(std::sync::Arc::downgrade(srv));
+}
 
 pub const DEBUG: u8 = 0;
 pub const VERBOSE: u8 = 1;
@@ -52,7 +61,11 @@ pub fn log(level: u8, msg: &str) {
 
 /// The role in the line prefix, as Redis: `M` master, `S` replica.
 fn role_char() -> char {
-    if tern_runtime::master_link::is_replica() {
+    let replica = SERVER
+        .get()
+        .and_then(|w| w.upgrade())
+        .is_some_and(|srv| srv.master_link.is_replica());
+    if replica {
         'S'
     } else {
         'M'

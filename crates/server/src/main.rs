@@ -55,6 +55,7 @@ fn main() {
     };
     let has_config_file = config.file.read().is_some();
     let srv = Arc::new(Server::new(config, threads));
+    log::set_server(&srv);
     log_startup(&srv, has_config_file, threads);
     if let Err(e) = tern_runtime::acl::load_at_startup(&srv) {
         warning!("{e}");

@@ -69,7 +69,7 @@ pub async fn serve<S: ClientStream>(
         "Synchronization with replica {} succeeded",
         handle.addr
     ));
-    stream_to_replica(stream, handle, &rep.sub, &ready).await;
+    stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
 }
 
 async fn send_rdb<S: ClientStream>(
@@ -102,6 +102,7 @@ async fn send_rdb<S: ClientStream>(
 /// Drain the subscription into the socket; what the replica sends (REPLCONF ACK) is read and
 /// recorded.
 async fn stream_to_replica<S: ClientStream>(
+    srv: &Server,
     stream: &mut S,
     handle: &Arc<ClientHandle>,
     sub: &Arc<replication::Sub>,
@@ -165,7 +166,7 @@ async fn stream_to_replica<S: ClientStream>(
                     tern_runtime::log::notice(&format!("Connection with replica {} lost.", handle.addr));
                     return;
                 }
-                replication::replica_input(handle, &mut inbuf);
+                replication::replica_input(srv, handle, &mut inbuf);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! CLIENT: the connection-introspection container (ID, SETNAME, GETNAME, LIST, INFO, KILL,
 //! REPLY, NO-EVICT, NO-TOUCH, SETINFO, HELP, and TRACKING, CACHING, GETREDIR, TRACKINGINFO whose
-//! handlers live in `tracking`), PAUSE and UNPAUSE (the pause itself lives in `pause`).
+//! handlers are in `tracking.rs` beside this file), PAUSE and UNPAUSE (the pause itself lives in `pause`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -20,17 +20,17 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = tern_runtime::table::commands! { gro
     ("help", 2, [LOADING STALE SENTINEL], [CONNECTION], [], help, "5.0.0",
         "Returns helpful text about the different subcommands."),
     ("tracking", -3, [NOSCRIPT LOADING STALE SENTINEL], [CONNECTION], [],
-        tern_runtime::tracking::client_tracking, "6.0.0",
+        super::tracking::client_tracking, "6.0.0",
         "Controls server-assisted client-side caching for the connection.",
         complexity: "O(1). Some options may introduce additional complexity."),
     ("caching", 3, [NOSCRIPT LOADING STALE SENTINEL], [CONNECTION], [],
-        tern_runtime::tracking::client_caching, "6.0.0",
+        super::tracking::client_caching, "6.0.0",
         "Instructs the server whether to track the keys in the next request."),
     ("getredir", 2, [NOSCRIPT LOADING STALE SENTINEL], [CONNECTION], [],
-        tern_runtime::tracking::client_getredir, "6.0.0",
+        super::tracking::client_getredir, "6.0.0",
         "Returns the client ID to which the connection's tracking notifications are redirected."),
     ("trackinginfo", 2, [NOSCRIPT LOADING STALE SENTINEL], [CONNECTION], [],
-        tern_runtime::tracking::client_trackinginfo, "6.2.0",
+        super::tracking::client_trackinginfo, "6.2.0",
         "Returns information about server-assisted client-side caching for the connection."),
     ("id", 2, [NOSCRIPT LOADING STALE SENTINEL], [CONNECTION], [], id, "5.0.0",
         "Returns the unique client ID of the connection."),

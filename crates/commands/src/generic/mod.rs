@@ -1,4 +1,6 @@
 //! The generic group: commands on keys of any type.
+pub mod dump;
 pub mod keys;
 pub mod migrate;
 pub mod sort;
+pub mod wait;

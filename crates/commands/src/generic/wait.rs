@@ -1,0 +1,79 @@
+//! WAIT and WAITAOF: block until the connection's earlier writes reached `numreplicas` replicas
+//! (and, for WAITAOF, the local AOF's disk). What counts as acknowledged is the runtime's
+//! (`tern_runtime::wait`).
+
+use tern_runtime::args::{parse_i64, Args};
+use tern_runtime::blocking::{BlockSpec, TimeoutReply};
+use tern_runtime::ctx::Ctx;
+use tern_runtime::table::CommandSpec;
+use tern_runtime::wait::{waitaof_reply, ACKED_REPLICAS, ERR_WAITAOF_NO_AOF};
+
+pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "generic";
+    ("wait", 3, [], [CONNECTION], [], wait, "3.0.0",
+        "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+        tips: &["request_policy:all_shards", "response_policy:agg_min"]),
+    ("waitaof", 4, [NOSCRIPT], [CONNECTION], [], waitaof, "7.2.0",
+        "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.",
+        tips: &["request_policy:all_shards", "response_policy:agg_min"]),
+};
+
+fn wait(ctx: &mut Ctx, args: &Args) {
+    let Some(numreplicas) = parse_i64(&args[1]) else {
+        return ctx.error(tern_runtime::args::ERR_NOT_INT);
+    };
+    let deadline_ms = match tern_runtime::blocking::parse_timeout_ms(&args[2], ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    if ACKED_REPLICAS >= numreplicas || ctx.conn.deny_blocking {
+        return ctx.out.int(ACKED_REPLICAS);
+    }
+    ctx.block(BlockSpec {
+        keys: Vec::new(),
+        deadline_ms,
+        timeout_reply: TimeoutReply::Int(ACKED_REPLICAS),
+        rewritten_args: None,
+        unblock_on_nokey: false,
+    });
+}
+
+fn waitaof(ctx: &mut Ctx, args: &Args) {
+    let numlocal = match parse_i64(&args[1]) {
+        None => return ctx.error(tern_runtime::args::ERR_NOT_INT),
+        Some(n) if !(0..=1).contains(&n) => {
+            return ctx.error("ERR value is out of range, value must between 0 and 1")
+        }
+        Some(n) => n,
+    };
+    let numreplicas = match parse_i64(&args[2]) {
+        None => return ctx.error(tern_runtime::args::ERR_NOT_INT),
+        Some(n) if n < 0 => return ctx.error("ERR value is out of range, must be positive"),
+        Some(n) => n,
+    };
+    let deadline_ms = match tern_runtime::blocking::parse_timeout_ms(&args[3], ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    if numlocal == 1
+        && !tern_runtime::aof::AOF
+            .enabled
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return ctx.error(ERR_WAITAOF_NO_AOF);
+    }
+    let woff = ctx.conn.woff;
+    let acklocal = tern_runtime::aof::fsynced_to(woff) as i64;
+    if (ACKED_REPLICAS >= numreplicas && acklocal >= numlocal) || ctx.conn.deny_blocking {
+        return waitaof_reply(ctx.out, woff);
+    }
+    ctx.block(BlockSpec {
+        keys: Vec::new(),
+        deadline_ms,
+        timeout_reply: TimeoutReply::WaitAof {
+            woff,
+            ends_on_fsync: ACKED_REPLICAS >= numreplicas,
+        },
+        rewritten_args: None,
+        unblock_on_nokey: false,
+    });
+}

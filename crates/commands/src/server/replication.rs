@@ -1,0 +1,132 @@
+//! Replication commands: the master side (SYNC, PSYNC, REPLCONF) and the replica side
+//! (REPLICAOF/SLAVEOF, ROLE). The machinery is the runtime's: `tern_runtime::replication`
+//! (attached replicas) and `tern_runtime::master_link` (the link to our master).
+
+use tern_runtime::args::{eq_ic, parse_i64, Args};
+use tern_runtime::ctx::Ctx;
+use tern_runtime::master_link;
+use tern_runtime::replication::{self, SyncKind};
+use tern_runtime::table::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "server";
+    ("sync", 1, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], sync, "1.0.0",
+        "An internal command used in replication.", complexity: ""),
+    ("psync", -3, [ADMIN NOSCRIPT NO_ASYNC_LOADING NO_MULTI], [], [], psync, "2.8.0",
+        "An internal command used in replication.", complexity: ""),
+    ("replconf", -1, [ADMIN NOSCRIPT LOADING STALE ALLOW_BUSY], [], [], replconf, "3.0.0",
+        "An internal command for configuring the replication stream."),
+    ("replicaof", 3, [ADMIN NOSCRIPT STALE NO_ASYNC_LOADING], [], [], replicaof, "5.0.0",
+        "Configures a server as replica of another, or promotes it to a master."),
+    ("slaveof", 3, [ADMIN NOSCRIPT STALE NO_ASYNC_LOADING], [], [], replicaof, "1.0.0",
+        "Sets a Redis server as a replica of another, or promotes it to being a master."),
+    ("role", 1, [NOSCRIPT LOADING STALE FAST], [ADMIN DANGEROUS], [], role, "2.8.12",
+        "Returns the replication role."),
+};
+
+fn sync(ctx: &mut Ctx, _args: &Args) {
+    replication::start_sync(ctx, SyncKind::Sync);
+}
+
+fn psync(ctx: &mut Ctx, _args: &Args) {
+    // No backlog: every PSYNC (any replid, any offset) gets a full resynchronization.
+    replication::start_sync(ctx, SyncKind::Psync);
+}
+
+/// REPLCONF option value pairs. A replica's own announcements are recorded for INFO;
+/// ACK offsets update its entry.
+fn replconf(ctx: &mut Ctx, args: &Args) {
+    if args.len().is_multiple_of(2) {
+        return ctx.error("ERR syntax error");
+    }
+    let id = ctx.conn.handle.id;
+    let mut i = 1;
+    while i < args.len() {
+        let (opt, val) = (&args[i], &args[i + 1]);
+        if eq_ic(opt, "listening-port") {
+            let Some(port) = parse_i64(val).filter(|p| (0..=65535).contains(p)) else {
+                return ctx.error("ERR value is not an integer or out of range");
+            };
+            replication::announce_listening_port(ctx.srv, id, port as u16);
+        } else if eq_ic(opt, "ip-address") {
+            replication::announce_ip(ctx.srv, id, String::from_utf8_lossy(val).into_owned());
+        } else if eq_ic(opt, "ack") || eq_ic(opt, "fack") {
+            // Sent by replicas on the stream itself (read there): never answered.
+            if let Some(off) = parse_i64(val) {
+                replication::record_ack(ctx.srv, id, off);
+            }
+            return;
+        } else if eq_ic(opt, "capa")
+            || eq_ic(opt, "getack")
+            || eq_ic(opt, "rdb-only")
+            || eq_ic(opt, "rdb-filter-only")
+        {
+            // Accepted: the sync is always disk-based and full; there is no stream to ack.
+        } else {
+            return ctx.error(&format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(opt)
+            ));
+        }
+        i += 2;
+    }
+    ctx.out.ok();
+}
+
+fn replicaof(ctx: &mut Ctx, args: &Args) {
+    if eq_ic(&args[1], "no") && eq_ic(&args[2], "one") {
+        if master_link::become_master(ctx.srv) {
+            tern_runtime::log::notice(&format!(
+                "MASTER MODE enabled (user request from 'id={} addr={}')",
+                ctx.conn.handle.id, ctx.conn.handle.addr
+            ));
+        }
+        return ctx.out.ok();
+    }
+    if ctx
+        .conn
+        .handle
+        .has_flag(tern_runtime::clients::cflags::REPLICA)
+    {
+        return ctx.error("ERR Command is not valid when client is a replica.");
+    }
+    let Some(port) = parse_i64(&args[2]).filter(|p| (0..=65535).contains(p)) else {
+        return ctx.error("ERR Invalid master port");
+    };
+    let host = args.str(1);
+    if master_link::follows(ctx.srv, &host, port as u16) {
+        tern_runtime::log::notice(
+            "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.",
+        );
+        return ctx.out.simple(b"OK Already connected to specified master");
+    }
+    master_link::start(ctx.srv.clone(), host.clone(), port as u16);
+    tern_runtime::log::notice(&format!(
+        "REPLICAOF {host}:{port} enabled (user request from 'id={} addr={}')",
+        ctx.conn.handle.id, ctx.conn.handle.addr
+    ));
+    ctx.out.ok();
+}
+
+fn role(ctx: &mut Ctx, _args: &Args) {
+    if let Some((host, port, state, offset)) = master_link::link_role(ctx.srv) {
+        ctx.out.array(5);
+        ctx.out.bulk(b"slave");
+        ctx.out.bulk(host.as_bytes());
+        ctx.out.int(port as i64);
+        ctx.out.bulk(state.as_bytes());
+        ctx.out.int(offset);
+        return;
+    }
+    let replicas = replication::replica_offsets(ctx.srv);
+    ctx.out.array(3);
+    ctx.out.bulk(b"master");
+    ctx.out
+        .int(tern_runtime::propagate::LOG.repl_offset() as i64);
+    ctx.out.array(replicas.len());
+    for (ip, port, off) in replicas {
+        ctx.out.array(3);
+        ctx.out.bulk(ip.as_bytes());
+        ctx.out.bulk(port.to_string().as_bytes());
+        ctx.out.bulk(off.to_string().as_bytes());
+    }
+}
