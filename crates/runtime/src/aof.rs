@@ -682,7 +682,7 @@ fn write_base(
         snapshot_into_abortable(srv, at_cut, abort, || {
             crate::save_progress::Counted::new(tern_persist::aof::rewrite::CommandWriter::new(
                 out,
-                &crate::lua::libraries::library_codes(),
+                &crate::lua::libraries::library_codes(srv),
                 now,
             ))
         })

@@ -62,7 +62,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             if srv
                 .pause
                 .active()
-                .is_some_and(|all| crate::pause::holds(conn, entry.spec, args, all)) =>
+                .is_some_and(|all| crate::pause::holds(srv, conn, entry.spec, args, all)) =>
         {
             conn.pending_pause = true;
         }

@@ -317,7 +317,7 @@ fn evict_one(
 
 /// While over the limit, is this command refused? `denyoom` commands (scripts and functions by
 /// their flags, EXEC by what it queued), and inside MULTI everything but what ends it.
-pub fn refuses(_srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
+pub fn refuses(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
     if conn.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset") {
         return true;
     }
@@ -325,9 +325,9 @@ pub fn refuses(_srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> b
         return true;
     }
     match spec.name {
-        "eval" | "eval_ro" => crate::lua::scripts::eval_denies_oom(false, args),
-        "evalsha" | "evalsha_ro" => crate::lua::scripts::eval_denies_oom(true, args),
-        "fcall" | "fcall_ro" => crate::lua::libraries::fcall_denies_oom(args),
+        "eval" | "eval_ro" => crate::lua::scripts::eval_denies_oom(srv, false, args),
+        "evalsha" | "evalsha_ro" => crate::lua::scripts::eval_denies_oom(srv, true, args),
+        "fcall" | "fcall_ro" => crate::lua::libraries::fcall_denies_oom(srv, args),
         "exec" => conn.multi.as_ref().is_some_and(|m| {
             m.commands()
                 .any(|(_, e)| e.spec.flags & flags::DENYOOM != 0)

@@ -382,14 +382,14 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     let (vm_eval, vm_functions) = crate::lua::vm_memory(
-        crate::lua::scripts::generation(),
-        crate::lua::libraries::generation(),
+        crate::lua::scripts::generation(srv),
+        crate::lua::libraries::generation(srv),
     );
     let vm_total = vm_eval + vm_functions;
-    let (cached_scripts, scripts_eval) = crate::lua::scripts::cache_stats();
+    let (cached_scripts, scripts_eval) = crate::lua::scripts::cache_stats(srv);
     let scripts_eval = scripts_eval as u64;
-    let (libraries, functions) = crate::lua::libraries::counts();
-    let mem_functions = crate::lua::libraries::memory_overhead();
+    let (libraries, functions) = crate::lua::libraries::counts(srv);
+    let mem_functions = crate::lua::libraries::memory_overhead(srv);
     let mem_scripts = scripts_eval + mem_functions;
     let lazy_pending = crate::background::LAZYFREE_PENDING.load(Relaxed);
     let lazyfreed = crate::background::LAZYFREED.load(Relaxed);
@@ -668,7 +668,7 @@ fn stats_section(srv: &Server, out: &mut String) {
         ps_channels,
         ps_patterns,
         ps_shard,
-        crate::migrate_link::cached_sockets(),
+        crate::migrate_link::cached_sockets(srv),
         tr_keys,
         tr_items,
         tr_prefixes,

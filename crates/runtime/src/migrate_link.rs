@@ -1,6 +1,7 @@
 //! Outgoing connections to MIGRATE targets, cached per "host:port" (closed after 10 s unused,
 //! at most 64; INFO's migrate_cached_sockets), over TLS under tls-cluster.
 
+use crate::server::Server;
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -16,18 +17,29 @@ pub struct Cached {
     pub last_use: Instant,
 }
 
-/// Cached connections by "host:port" as the client spelled them. A MIGRATE takes its entry
-/// out while it uses it and puts it back when the connection is still good.
-static CACHE: Mutex<Vec<(Vec<u8>, Cached)>> = Mutex::new(Vec::new());
-static REAPER: std::sync::Once = std::sync::Once::new();
-
-/// INFO's `migrate_cached_sockets`.
-pub fn cached_sockets() -> usize {
-    CACHE.lock().len()
+/// Cached connections by "host:port" as the client spelled them, owned by the server
+/// (`Server::migrate_links`). A MIGRATE takes its entry out while it uses it and puts it back
+/// when the connection is still good.
+#[derive(Default)]
+pub struct MigrateLinks {
+    cache: Mutex<Vec<(Vec<u8>, Cached)>>,
 }
 
-pub fn put_back(name: Vec<u8>, c: Cached) {
-    let mut cache = CACHE.lock();
+/// INFO's `migrate_cached_sockets`.
+pub fn cached_sockets(srv: &Server) -> usize {
+    srv.migrate_links.cache.lock().len()
+}
+
+/// Close connections nobody used for 10 seconds (from the server cron, as Redis's).
+pub fn cron(srv: &Server) {
+    srv.migrate_links
+        .cache
+        .lock()
+        .retain(|(_, c)| c.last_use.elapsed() <= CACHE_TTL);
+}
+
+pub fn put_back(srv: &Server, name: Vec<u8>, c: Cached) {
+    let mut cache = srv.migrate_links.cache.lock();
     if cache.iter().any(|(n, _)| *n == name) {
         return; // another MIGRATE cached one meanwhile: this one closes
     }
@@ -37,18 +49,6 @@ pub fn put_back(name: Vec<u8>, c: Cached) {
         cache.swap_remove(victim);
     }
     cache.push((name, c));
-    drop(cache);
-    // Close connections nobody used for 10 seconds, checking once a second (Redis's cron).
-    REAPER.call_once(|| {
-        let _ = std::thread::Builder::new()
-            .name("migrate-cache".into())
-            .spawn(|| loop {
-                std::thread::sleep(Duration::from_secs(1));
-                CACHE
-                    .lock()
-                    .retain(|(_, c)| c.last_use.elapsed() <= CACHE_TTL);
-            });
-    });
 }
 
 /// C's atoi (leading digits after an optional sign; 0 when there are none).
@@ -120,7 +120,7 @@ pub fn get_socket(
     name.push(b':');
     name.extend_from_slice(port);
     {
-        let mut cache = CACHE.lock();
+        let mut cache = srv.migrate_links.cache.lock();
         if let Some(i) = cache.iter().position(|(n, _)| *n == name) {
             let (name, mut c) = cache.swap_remove(i);
             c.last_use = Instant::now();

@@ -14,6 +14,7 @@
 use crate::args::Args;
 use crate::clients::cflags;
 use crate::ctx::Conn;
+use crate::server::Server;
 use crate::table::{flags, CommandSpec};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
@@ -95,25 +96,27 @@ impl Pause {
 }
 
 /// Is this command held by the pause in force (`all`: every command)?
-pub fn holds(conn: &Conn, spec: &CommandSpec, args: &Args, all: bool) -> bool {
+pub fn holds(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args, all: bool) -> bool {
     let h = &conn.handle;
     if h.id == crate::aof::CLIENT_ID || h.has_flag(cflags::MASTER) || h.has_flag(cflags::REPLICA) {
         return false;
     }
-    all || may_replicate(conn, spec, args)
+    all || may_replicate(srv, conn, spec, args)
 }
 
 /// Redis's is_may_replicate_command with the flags scripts declare (scriptFlagsToCmdFlags):
 /// writes, may-replicate commands, EXEC of a transaction holding one, scripts and functions
 /// that do not declare `no-writes` (or are unknown).
-fn may_replicate(conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
+fn may_replicate(srv: &Server, conn: &Conn, spec: &CommandSpec, args: &Args) -> bool {
     match spec.name {
-        "eval" | "evalsha" => crate::lua::scripts::eval_may_write(spec.name == "evalsha", args),
-        "fcall" => crate::lua::libraries::fcall_may_write(args),
-        "exec" => conn
-            .multi
-            .as_ref()
-            .is_some_and(|m| m.commands().any(|(a, e)| may_replicate(conn, e.spec, &a))),
+        "eval" | "evalsha" => {
+            crate::lua::scripts::eval_may_write(srv, spec.name == "evalsha", args)
+        }
+        "fcall" => crate::lua::libraries::fcall_may_write(srv, args),
+        "exec" => conn.multi.as_ref().is_some_and(|m| {
+            m.commands()
+                .any(|(a, e)| may_replicate(srv, conn, e.spec, &a))
+        }),
         _ => spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0,
     }
 }

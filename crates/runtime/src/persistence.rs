@@ -98,7 +98,7 @@ pub(crate) fn rdb_writer<W: std::io::Write + Send>(
         srv.config.get_bool("rdbcompression"),
         srv.config.get_bool("rdbchecksum"),
         aux,
-        &crate::lua::libraries::library_codes(),
+        &crate::lua::libraries::library_codes(srv),
         now_ms,
     )
 }
@@ -344,7 +344,7 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<boo
 /// (before a dataset is loaded in its place, as Redis's emptyData). The old data is freed
 /// after the locks are released.
 pub(crate) fn empty_keyspace(srv: &Server) {
-    crate::lua::libraries::clear_libraries();
+    crate::lua::libraries::clear_libraries(srv);
     let dbs: Vec<usize> = (0..srv.store.databases()).collect();
     let mut g = srv.store.lock_dbs(&dbs);
     let old: Vec<_> = g.guards_mut().map(|sh| sh.clear()).collect();
@@ -473,7 +473,7 @@ pub(crate) fn load_rdb_into(
         return Err(RdbLoadError::TooManyDbs { dbs, db });
     }
     if !loaded.functions.is_empty() {
-        crate::lua::libraries::load_libraries(&loaded.functions, merge)
+        crate::lua::libraries::load_libraries(srv, &loaded.functions, merge)
             .map_err(RdbLoadError::Functions)?;
     }
     Ok(loaded)

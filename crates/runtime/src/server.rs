@@ -78,6 +78,12 @@ pub struct Server {
     pub master_link: crate::master_link::MasterLink,
     /// The master side: attached replicas.
     pub replicas: crate::replication::Replicas,
+    /// The EVAL script cache (SCRIPT LOAD, EVAL, SCRIPT FLUSH).
+    pub scripts: crate::lua::scripts::ScriptCache,
+    /// MIGRATE's cached connections to its targets.
+    pub migrate_links: crate::migrate_link::MigrateLinks,
+    /// The FUNCTION libraries.
+    pub functions: crate::lua::libraries::FunctionLibraries,
 }
 
 impl Server {
@@ -145,6 +151,9 @@ impl Server {
             tls: Default::default(),
             master_link: Default::default(),
             replicas: Default::default(),
+            scripts: Default::default(),
+            migrate_links: Default::default(),
+            functions: Default::default(),
         }
     }
 

@@ -282,6 +282,7 @@ fn spawn_cron(srv: Arc<Server>) {
                 tern_runtime::persistence::cron(&srv);
                 tern_runtime::aof::cron(&srv);
                 tern_runtime::replication::cron(&srv);
+                tern_runtime::migrate_link::cron(&srv);
                 tern_runtime::shutdown_sequence::cron(&srv);
                 if last_timeout_check.elapsed() >= Duration::from_secs(1) {
                     last_timeout_check = std::time::Instant::now();

@@ -308,7 +308,7 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
             cs.last_db = dbid;
             ctx.out.ok();
         }
-        put_back(name, cs);
+        put_back(srv, name, cs);
         return;
     }
 }

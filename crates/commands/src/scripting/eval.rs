@@ -71,12 +71,12 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
         return;
     };
     let script = if by_sha {
-        match scripts::lookup(&args[1]) {
+        match scripts::lookup(ctx.srv, &args[1]) {
             Some(s) => s,
             None => return ctx.error("NOSCRIPT No matching script. Please use EVAL."),
         }
     } else {
-        match scripts::create(&args[1]) {
+        match scripts::create(ctx.srv, &args[1]) {
             Ok(x) => Rc::new(x),
             Err(e) => return ctx.error(&e),
         }
@@ -89,7 +89,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
     }
     let read_only =
         ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
-    let gen = scripts::generation();
+    let gen = scripts::generation(ctx.srv);
     let r = lua::with_vm(
         true,
         gen,
@@ -115,7 +115,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
 }
 
 fn script_load(ctx: &mut Ctx, args: &Args) {
-    match scripts::create(&args[2]) {
+    match scripts::create(ctx.srv, &args[2]) {
         Ok(s) => ctx.out.bulk(s.sha.as_bytes()),
         Err(e) => ctx.error(&e),
     }
@@ -124,7 +124,7 @@ fn script_load(ctx: &mut Ctx, args: &Args) {
 fn script_exists(ctx: &mut Ctx, args: &Args) {
     ctx.out.array(args.len() - 2);
     for i in 2..args.len() {
-        ctx.out.int(scripts::exists(&args[i]) as i64);
+        ctx.out.int(scripts::exists(ctx.srv, &args[i]) as i64);
     }
 }
 
@@ -133,7 +133,7 @@ fn script_flush(ctx: &mut Ctx, args: &Args) {
     {
         return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
     }
-    scripts::flush();
+    scripts::flush(ctx.srv);
     ctx.out.ok();
 }
 

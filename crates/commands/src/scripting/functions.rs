@@ -69,7 +69,7 @@ fn fcall_ro(ctx: &mut Ctx, args: &Args) {
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
     // Function names are case-insensitive for FCALL, as Redis's function dict.
-    let Some((name, fl, history)) = libraries::function(&args[1]) else {
+    let Some((name, fl, history)) = libraries::function(ctx.srv, &args[1]) else {
         return ctx.error("ERR Function not found");
     };
     let Some(nk) =
@@ -84,7 +84,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
         return;
     }
     let read_only = ro || fl & sflags::NO_WRITES != 0;
-    let r = libraries::with_functions(|vm| -> Result<(), String> {
+    let r = libraries::with_functions(ctx.srv, |vm| -> Result<(), String> {
         let Some(&cb) = vm.compiled.get(&name) else {
             return Err("ERR Function not found".into());
         };
@@ -119,7 +119,7 @@ fn load(ctx: &mut Ctx, args: &Args) {
     if i >= args.len() {
         return ctx.error("ERR Function code is missing");
     }
-    let name = match libraries::load(&args[i], replace, LOAD_TIMEOUT_MS) {
+    let name = match libraries::load(ctx.srv, &args[i], replace, LOAD_TIMEOUT_MS) {
         Ok(name) => name,
         Err(e) => return ctx.error(&e),
     };
@@ -128,7 +128,7 @@ fn load(ctx: &mut Ctx, args: &Args) {
 }
 
 fn delete(ctx: &mut Ctx, args: &Args) {
-    if !libraries::delete(&args.str(2)) {
+    if !libraries::delete(ctx.srv, &args.str(2)) {
         return ctx.error("ERR Library not found");
     }
     ctx.dirty(1);
@@ -149,7 +149,7 @@ fn flush(ctx: &mut Ctx, args: &Args) {
     if args.len() == 3 && !eq_ic(&args[2], "ASYNC") && !eq_ic(&args[2], "SYNC") {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    libraries::clear_libraries();
+    libraries::clear_libraries(ctx.srv);
     ctx.dirty(1);
     ctx.out.ok();
 }
@@ -179,7 +179,7 @@ fn list(ctx: &mut Ctx, args: &Args) {
         }
         i += 1;
     }
-    let all = libraries::libraries();
+    let all = libraries::libraries(ctx.srv);
     let libs: Vec<&Library> = all
         .iter()
         .filter(|lib| {
@@ -225,7 +225,7 @@ fn stats(ctx: &mut Ctx, _args: &Args) {
         Ok(r) => r,
         Err(e) => return ctx.error(e),
     };
-    let (nlib, nfunc) = libraries::counts();
+    let (nlib, nfunc) = libraries::counts(ctx.srv);
     let out = &mut *ctx.out;
     out.map(2);
     out.bulk(b"running_script");
@@ -314,7 +314,7 @@ use tern_persist::rdb::Reader;
 
 fn dump(ctx: &mut Ctx, _args: &Args) {
     let mut p = Vec::new();
-    for code in libraries::library_codes() {
+    for code in libraries::library_codes(ctx.srv) {
         p.push(OPCODE_FUNCTION2);
         put_len(&mut p, code.len() as u64);
         p.extend_from_slice(&code);
@@ -370,7 +370,7 @@ fn restore(ctx: &mut Ctx, args: &Args) {
             Err(_) => return ctx.error("ERR can not read data type"),
         }
     }
-    if let Err(e) = libraries::restore_libraries(&codes, policy) {
+    if let Err(e) = libraries::restore_libraries(ctx.srv, &codes, policy) {
         return ctx.error(&e);
     }
     ctx.dirty(1);

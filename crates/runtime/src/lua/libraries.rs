@@ -1,12 +1,13 @@
-//! Redis 7 function libraries as the runtime keeps them: the process-wide library set (the
+//! Redis 7 function libraries as the runtime keeps them: the server's library set (the
 //! code and what each library registered), and each worker thread's function Lua state, built
 //! from that set the first time the thread needs it after a change, so FCALLs on different
 //! threads run at the same time.
 
 use crate::args::Args;
 use crate::lua::{self, sflags, NewFunction};
+use crate::server::Server;
 use parking_lot::RwLock;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 #[derive(Clone)]
 pub struct FuncMeta {
@@ -25,11 +26,26 @@ pub struct Library {
     pub functions: Vec<FuncMeta>,
 }
 
-#[derive(Default, Clone)]
+#[derive(Clone)]
 struct Libs {
     libs: Vec<Library>,
-    /// Bumped on every change; thread VMs built for an older one are rebuilt.
+    /// Replaced on every change; thread VMs built for an older one are rebuilt.
     gen: u64,
+}
+
+impl Default for Libs {
+    fn default() -> Libs {
+        Libs {
+            libs: Vec::new(),
+            gen: lua::fresh_generation(),
+        }
+    }
+}
+
+/// The function libraries, owned by the server (`Server::functions`).
+#[derive(Default)]
+pub struct FunctionLibraries {
+    libs: RwLock<Libs>,
 }
 
 impl Libs {
@@ -70,28 +86,26 @@ impl Libs {
             }
             next.libs.push(l.clone());
         }
-        next.gen += 1;
+        next.gen = lua::fresh_generation();
         *self = next;
         Ok(())
     }
 }
 
-static LIBS: LazyLock<RwLock<Libs>> = LazyLock::new(Default::default);
-
 /// (libraries, functions) for INFO and FUNCTION STATS.
-pub fn counts() -> (usize, usize) {
-    let l = LIBS.read();
+pub fn counts(srv: &Server) -> (usize, usize) {
+    let l = srv.functions.libs.read();
     (l.libs.len(), l.function_count())
 }
 
 /// The library set's generation (every change bumps it).
-pub fn generation() -> u64 {
-    LIBS.read().gen
+pub fn generation(srv: &Server) -> u64 {
+    srv.functions.libs.read().gen
 }
 
 /// Bytes the library set keeps outside the Lua states (code, names, descriptions).
-pub fn memory_overhead() -> u64 {
-    let l = LIBS.read();
+pub fn memory_overhead(srv: &Server) -> u64 {
+    let l = srv.functions.libs.read();
     l.libs
         .iter()
         .map(|lib| {
@@ -209,15 +223,15 @@ fn fill(vm: &mut lua::Vm, libs: &[Library]) -> Result<(), String> {
 }
 
 /// Run `f` on this thread's function VM, built for the current library set.
-pub fn with_functions<R>(f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String> {
-    let gen = LIBS.read().gen;
+pub fn with_functions<R>(srv: &Server, f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String> {
+    let gen = srv.functions.libs.read().gen;
     // The libraries are copied only when this thread's VM is (re)built; one newer than `gen`
     // makes the VM be rebuilt once more on its next use, which is harmless.
     lua::with_vm(
         false,
         gen,
         |vm| {
-            let libs = LIBS.read().libs.clone();
+            let libs = srv.functions.libs.read().libs.clone();
             fill(vm, &libs)
         },
         f,
@@ -225,26 +239,36 @@ pub fn with_functions<R>(f: impl FnOnce(&mut lua::Vm) -> R) -> Result<R, String>
 }
 
 /// Is this FCALL/FCALL_RO refused while memory is over `maxmemory`?
-pub fn fcall_denies_oom(args: &Args) -> bool {
+pub fn fcall_denies_oom(srv: &Server, args: &Args) -> bool {
     args.len() >= 2
-        && LIBS
+        && srv
+            .functions
+            .libs
             .read()
             .function(&args[1])
             .is_some_and(|(_, f)| crate::lua::scripts::flags_deny_oom(f.flags))
 }
 
 /// May this FCALL write (CLIENT PAUSE WRITE holds it)? Unless its function says `no-writes`.
-pub fn fcall_may_write(args: &Args) -> bool {
+pub fn fcall_may_write(srv: &Server, args: &Args) -> bool {
     args.len() < 2
-        || LIBS
+        || srv
+            .functions
+            .libs
             .read()
             .function(&args[1])
             .is_none_or(|(_, f)| f.flags & sflags::NO_WRITES == 0)
 }
 
 /// The code of every loaded library (what an RDB file's FUNCTION2 records hold).
-pub fn library_codes() -> Vec<Vec<u8>> {
-    LIBS.read().libs.iter().map(|l| l.code.clone()).collect()
+pub fn library_codes(srv: &Server) -> Vec<Vec<u8>> {
+    srv.functions
+        .libs
+        .read()
+        .libs
+        .iter()
+        .map(|l| l.code.clone())
+        .collect()
 }
 
 /// How restored libraries meet the loaded ones (FUNCTION RESTORE's policy).
@@ -260,8 +284,12 @@ pub enum RestorePolicy {
 
 /// Add libraries from their codes (FUNCTION RESTORE, a loaded dataset): all of them or,
 /// on any error, none.
-pub fn restore_libraries(codes: &[Vec<u8>], policy: RestorePolicy) -> Result<(), String> {
-    let new = with_functions(|vm| -> Result<Vec<Library>, String> {
+pub fn restore_libraries(
+    srv: &Server,
+    codes: &[Vec<u8>],
+    policy: RestorePolicy,
+) -> Result<(), String> {
+    let new = with_functions(srv, |vm| -> Result<Vec<Library>, String> {
         let mut libs: Vec<Library> = Vec::new();
         for code in codes {
             let lib = build(vm, code, 0)?;
@@ -272,7 +300,7 @@ pub fn restore_libraries(codes: &[Vec<u8>], policy: RestorePolicy) -> Result<(),
         }
         Ok(libs)
     })??;
-    let mut l = LIBS.write();
+    let mut l = srv.functions.libs.write();
     if policy == RestorePolicy::Flush {
         let mut fresh = Libs {
             libs: Vec::new(),
@@ -288,32 +316,32 @@ pub fn restore_libraries(codes: &[Vec<u8>], policy: RestorePolicy) -> Result<(),
 
 /// Add the libraries of a loaded dataset to the current ones; `replace` lets one replace a
 /// library of the same name (otherwise that fails the load and nothing changes).
-pub fn load_libraries(codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
+pub fn load_libraries(srv: &Server, codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
     let policy = if replace {
         RestorePolicy::Replace
     } else {
         RestorePolicy::Append
     };
-    restore_libraries(codes, policy)
+    restore_libraries(srv, codes, policy)
 }
 /// Forget every library (FUNCTION FLUSH, and before a dataset is loaded in its place).
-pub fn clear_libraries() {
-    let mut l = LIBS.write();
+pub fn clear_libraries(srv: &Server) {
+    let mut l = srv.functions.libs.write();
     l.libs.clear();
-    l.gen += 1;
+    l.gen = lua::fresh_generation();
 }
 
 /// FUNCTION LOAD: build the library `code` (its top level may run `timeout_ms`) and add it;
 /// its name, or Redis's error.
-pub fn load(code: &[u8], replace: bool, timeout_ms: u64) -> Result<String, String> {
+pub fn load(srv: &Server, code: &[u8], replace: bool, timeout_ms: u64) -> Result<String, String> {
     if let Ok((name, _)) = check_library(code) {
-        if !replace && LIBS.read().lib(&name).is_some() {
+        if !replace && srv.functions.libs.read().lib(&name).is_some() {
             return Err(format!("ERR Library '{name}' already exists"));
         }
     }
-    let lib = with_functions(|vm| build(vm, code, timeout_ms))??;
+    let lib = with_functions(srv, |vm| build(vm, code, timeout_ms))??;
     let name = lib.name.clone();
-    let mut libs = LIBS.write();
+    let mut libs = srv.functions.libs.write();
     if !replace && libs.lib(&name).is_some() {
         return Err(format!("ERR Library '{name}' already exists"));
     }
@@ -322,24 +350,26 @@ pub fn load(code: &[u8], replace: bool, timeout_ms: u64) -> Result<String, Strin
 }
 
 /// FUNCTION DELETE: false when there is no such library.
-pub fn delete(name: &str) -> bool {
-    let mut l = LIBS.write();
+pub fn delete(srv: &Server, name: &str) -> bool {
+    let mut l = srv.functions.libs.write();
     if l.lib(name).is_none() {
         return false;
     }
     l.libs.retain(|x| x.name != name);
-    l.gen += 1;
+    l.gen = lua::fresh_generation();
     true
 }
 
 /// The loaded libraries (FUNCTION LIST), in load order.
-pub fn libraries() -> Vec<Library> {
-    LIBS.read().libs.clone()
+pub fn libraries(srv: &Server) -> Vec<Library> {
+    srv.functions.libs.read().libs.clone()
 }
 
 /// The function FCALL names (case-insensitive): its name as registered, flags and history.
-pub fn function(name: &[u8]) -> Option<(String, u32, Arc<lua::RunHistory>)> {
-    LIBS.read()
+pub fn function(srv: &Server, name: &[u8]) -> Option<(String, u32, Arc<lua::RunHistory>)> {
+    srv.functions
+        .libs
+        .read()
         .function(name)
         .map(|(_, f)| (f.name.clone(), f.flags, f.history.clone()))
 }

@@ -161,6 +161,16 @@ pub struct RunInfo {
     pub timed_out: AtomicBool,
 }
 
+/// Generations of the script cache and the function libraries are unique in the process, not
+/// per server, so per-thread copies and Lua states keyed by a generation never mix two
+/// servers' scripts (a process-wide id allocator).
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// A generation no script cache or library set has had.
+pub fn fresh_generation() -> u64 {
+    NEXT_GENERATION.fetch_add(1, Relaxed)
+}
+
 /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands (tests use it).
 pub static DISABLE_DENY_SCRIPTS: AtomicBool = AtomicBool::new(false);
 

@@ -6,12 +6,13 @@
 use crate::args::{parse_i64, Args};
 use crate::ctx::Ctx;
 use crate::lua::{self, sflags};
+use crate::server::Server;
 use crate::txn::LockPlan;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 /// One cached script.
 pub struct Script {
@@ -34,7 +35,21 @@ struct Cache {
     bytes: usize,
 }
 
-static CACHE: LazyLock<RwLock<Cache>> = LazyLock::new(Default::default);
+/// The EVAL script cache, owned by the server (`Server::scripts`).
+pub struct ScriptCache {
+    cache: RwLock<Cache>,
+    /// Replaced by SCRIPT FLUSH: every thread then starts a fresh Lua state.
+    gen: AtomicU64,
+}
+
+impl Default for ScriptCache {
+    fn default() -> ScriptCache {
+        ScriptCache {
+            cache: RwLock::default(),
+            gen: AtomicU64::new(lua::fresh_generation()),
+        }
+    }
+}
 
 /// A SHA1 digest, the key of the per-thread lookups.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,9 +134,9 @@ thread_local! {
 }
 
 /// The cached script with digest `hex` (40 hex digits, either case).
-pub fn lookup(hex: &[u8]) -> Option<ScriptRef> {
+pub fn lookup(srv: &Server, hex: &[u8]) -> Option<ScriptRef> {
     let key = HexKey(hex.try_into().ok()?);
-    let gen = GEN.load(Relaxed);
+    let gen = srv.scripts.gen.load(Relaxed);
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         if l.0 != gen {
@@ -134,23 +149,27 @@ pub fn lookup(hex: &[u8]) -> Option<ScriptRef> {
         // Read after `gen`: a SCRIPT FLUSH in between empties the cache first (NOSCRIPT), or
         // bumps the generation after, which clears this copy on the next lookup.
         let lower = std::str::from_utf8(hex).ok()?.to_ascii_lowercase();
-        let s = Rc::new(CACHE.read().scripts.get(lower.as_str()).cloned()?);
+        let s = Rc::new(
+            srv.scripts
+                .cache
+                .read()
+                .scripts
+                .get(lower.as_str())
+                .cloned()?,
+        );
         l.1.insert(key, s.clone());
         Some(s)
     })
 }
 
-/// Bumped by SCRIPT FLUSH: every thread then starts a fresh Lua state.
-static GEN: AtomicU64 = AtomicU64::new(0);
-
 /// The script cache's generation (SCRIPT FLUSH bumps it).
-pub fn generation() -> u64 {
-    GEN.load(Relaxed)
+pub fn generation(srv: &Server) -> u64 {
+    srv.scripts.gen.load(Relaxed)
 }
 
 /// (number of cached scripts, bytes of their bodies) for INFO.
-pub fn cache_stats() -> (usize, usize) {
-    let c = CACHE.read();
+pub fn cache_stats(srv: &Server) -> (usize, usize) {
+    let c = srv.scripts.cache.read();
     (c.scripts.len(), c.bytes)
 }
 
@@ -162,13 +181,13 @@ pub fn flags_deny_oom(fl: u32) -> bool {
 
 /// May this EVAL/EVALSHA write (CLIENT PAUSE WRITE holds it)? A script without a shebang, or
 /// not in the cache, may; one with a shebang may unless it declares `no-writes`.
-pub fn eval_may_write(by_sha: bool, args: &Args) -> bool {
+pub fn eval_may_write(srv: &Server, by_sha: bool, args: &Args) -> bool {
     if args.len() < 2 {
         return true;
     }
     let fl = if by_sha {
         let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        match CACHE.read().scripts.get(&sha) {
+        match srv.scripts.cache.read().scripts.get(&sha) {
             Some(s) => s.flags,
             None => return true,
         }
@@ -182,12 +201,12 @@ pub fn eval_may_write(by_sha: bool, args: &Args) -> bool {
 }
 
 /// Is this EVAL/EVALSHA (and _RO) refused while memory is over `maxmemory`?
-pub fn eval_denies_oom(by_sha: bool, args: &Args) -> bool {
+pub fn eval_denies_oom(srv: &Server, by_sha: bool, args: &Args) -> bool {
     if args.len() < 2 {
         return false;
     }
     let fl = if by_sha {
-        match lookup(&args[1]) {
+        match lookup(srv, &args[1]) {
             Some(s) => s.flags,
             None => return false,
         }
@@ -260,9 +279,9 @@ pub fn ensure_compiled(vm: &mut lua::Vm, script: &Script) -> Result<lua::Compile
 }
 
 /// Add a script to the cache after compiling it here (SCRIPT LOAD, first EVAL).
-pub fn create(body: &[u8]) -> Result<Arc<Script>, String> {
+pub fn create(srv: &Server, body: &[u8]) -> Result<Arc<Script>, String> {
     let sha = lua::sha1_hex(body);
-    if let Some(s) = CACHE.read().scripts.get(&sha) {
+    if let Some(s) = srv.scripts.cache.read().scripts.get(&sha) {
         return Ok(s.clone());
     }
     let (flags, shebang_len) = shebang_flags(body).map_err(|e| format!("ERR {e}"))?;
@@ -274,14 +293,14 @@ pub fn create(body: &[u8]) -> Result<Arc<Script>, String> {
         shebang_len,
         history: Default::default(),
     });
-    let gen = GEN.load(Relaxed);
+    let gen = srv.scripts.gen.load(Relaxed);
     lua::with_vm(
         true,
         gen,
         |_| Ok(()),
         |vm| ensure_compiled(vm, &script).map(|_| ()),
     )??;
-    let mut c = CACHE.write();
+    let mut c = srv.scripts.cache.write();
     if !c.scripts.contains_key(&sha) {
         c.bytes += body.len() + 40;
         c.scripts.insert(sha, script.clone());
@@ -349,17 +368,17 @@ pub fn plan<'a>(db: usize, keys: impl Iterator<Item = &'a [u8]>) -> LockPlan {
 }
 
 /// SCRIPT EXISTS: is a script with this digest (hex, either case) cached?
-pub fn exists(sha: &[u8]) -> bool {
+pub fn exists(srv: &Server, sha: &[u8]) -> bool {
     let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-    CACHE.read().scripts.contains_key(&sha)
+    srv.scripts.cache.read().scripts.contains_key(&sha)
 }
 
 /// SCRIPT FLUSH: forget every script; each thread then starts a fresh Lua state.
-pub fn flush() {
+pub fn flush(srv: &Server) {
     {
-        let mut c = CACHE.write();
+        let mut c = srv.scripts.cache.write();
         c.scripts.clear();
         c.bytes = 0;
     }
-    GEN.fetch_add(1, Relaxed);
+    srv.scripts.gen.store(lua::fresh_generation(), Relaxed);
 }
