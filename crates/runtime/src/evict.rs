@@ -30,6 +30,8 @@ pub const OOM_SCRIPT_ERROR: &str = "-OOM command not allowed when used memory > 
 /// A refresh is forced once this thread allocated this much since the last one.
 const THREAD_ALLOC_SLACK: u64 = 2 * 1024;
 
+// Used memory is the allocator's figure, and the allocator belongs to the process; read on
+// every write command's OOM check, it stays a lock-free process static.
 static USED: AtomicU64 = AtomicU64::new(0);
 static REFRESHED_MS: AtomicU64 = AtomicU64::new(0);
 

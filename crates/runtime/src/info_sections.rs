@@ -318,6 +318,8 @@ fn total_system_memory() -> u64 {
     })
 }
 
+// The memory figures are the allocator's, and the allocator belongs to the process: these two
+// stay process statics.
 /// Highest used_memory seen (updated whenever INFO or MEMORY reads memory).
 static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
 /// used_memory when INFO first ran, an approximation of Redis's used_memory_startup.
@@ -547,10 +549,14 @@ struct RateSample {
     rates: (u64, f64, f64),
 }
 
-static RATES: Mutex<Option<RateSample>> = Mutex::new(None);
+/// INFO's instantaneous rates, owned by the server (`Server::rates`).
+#[derive(Default)]
+pub struct Rates {
+    last: Mutex<Option<RateSample>>,
+}
 
-fn rates(cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
-    let mut g = RATES.lock();
+fn rates(srv: &Server, cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
+    let mut g = srv.rates.last.lock();
     let now = Instant::now();
     match g.as_mut() {
         None => {
@@ -591,7 +597,7 @@ fn stats_section(srv: &Server, out: &mut String) {
     let sync_full = srv.replicas.sync_full.load(Relaxed);
     let input = st.sum(|t| t.net_input_bytes.get());
     let output = st.sum(|t| t.net_output_bytes.get());
-    let (ops, in_kbps, out_kbps) = rates(cmds, input, output);
+    let (ops, in_kbps, out_kbps) = rates(srv, cmds, input, output);
     let (ps_channels, ps_patterns, ps_shard) = srv.pubsub.counts();
     let (tr_keys, tr_items, tr_prefixes) = srv.tracking.totals();
     let forks = crate::save_child::FORKS.load(Relaxed);

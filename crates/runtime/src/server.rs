@@ -84,6 +84,8 @@ pub struct Server {
     pub migrate_links: crate::migrate_link::MigrateLinks,
     /// The FUNCTION libraries.
     pub functions: crate::lua::libraries::FunctionLibraries,
+    /// INFO's instantaneous_* rates between samples.
+    pub rates: crate::info_sections::Rates,
 }
 
 impl Server {
@@ -154,6 +156,7 @@ impl Server {
             scripts: Default::default(),
             migrate_links: Default::default(),
             functions: Default::default(),
+            rates: Default::default(),
         }
     }
 
