@@ -1,4 +1,4 @@
-//! INFO, TIME and LASTSAVE (the sections themselves are the runtime's: `tern_runtime::info_sections`).
+//! INFO and TIME (the sections themselves are the runtime's: `tern_runtime::info_sections`).
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,8 +11,6 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "se
     ("info", -1, [LOADING STALE SENTINEL], [DANGEROUS], [], info, "1.0.0",
         "Returns information and statistics about the server."),
     ("time", 1, [LOADING STALE FAST], [], [], time, "2.6.0", "Returns the server time."),
-    ("lastsave", 1, [LOADING STALE FAST], [ADMIN DANGEROUS], [], lastsave, "1.0.0",
-        "Returns the Unix timestamp of the last successful save to disk."),
 };
 
 fn time(ctx: &mut Ctx, _args: &Args) {
@@ -20,10 +18,6 @@ fn time(ctx: &mut Ctx, _args: &Args) {
     ctx.out.array(2);
     ctx.out.bulk_int((us / 1_000_000) as i64);
     ctx.out.bulk_int((us % 1_000_000) as i64);
-}
-
-fn lastsave(ctx: &mut Ctx, _args: &Args) {
-    ctx.out.int(ctx.srv.lastsave.load(Relaxed) as i64);
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
