@@ -66,6 +66,16 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         {
             conn.pending_pause = true;
         }
+        // Not run yet: the connection drains the other threads, then dispatches it again.
+        Ok(entry)
+            if entry.spec.flags & flags::OBSERVES_CLIENTS != 0
+                && conn.drain_first
+                && !conn.offloaded
+                && conn.multi.is_none() =>
+        {
+            conn.pending_pause = true;
+            conn.pending_drain = true;
+        }
         Ok(entry) if conn.multi.is_some() && !crate::txn::runs_inside_multi(entry.spec.name) => {
             crate::txn::queue(conn, out, args, entry);
             if out.errors > 0 {

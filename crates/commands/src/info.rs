@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 
 pub static COMMANDS: &[CommandSpec] = crate::table::commands! { group "server";
-    ("info", -1, [LOADING STALE SENTINEL], [DANGEROUS], [], info, "1.0.0",
+    ("info", -1, [LOADING STALE SENTINEL OBSERVES_CLIENTS], [DANGEROUS], [], info, "1.0.0",
         "Returns information and statistics about the server."),
     ("time", 1, [LOADING STALE FAST], [], [], time, "2.6.0", "Returns the server time."),
     ("lastsave", 1, [LOADING STALE FAST], [ADMIN DANGEROUS], [], lastsave, "1.0.0",

@@ -38,6 +38,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
 pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
     let mut conn = Conn::new(handle.clone(), false, stats.clone());
+    conn.drain_first = true;
     tern_commands::acl::set_default_auth(&srv, &mut conn);
     let mut parser = RequestParser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -247,20 +248,44 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             break;
         }
         if let Some(args) = paused {
-            // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
-            // as Redis counts it) and is dispatched again until the pause lets it through.
-            if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
-                break;
-            }
-            handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
+            // Held back: an observing command waits for the other threads to take in what
+            // was already sent (see `drain`), then runs; under CLIENT PAUSE a command is
+            // dispatched again each time the pause changes, until it is let through.
+            let mut drain = std::mem::take(&mut conn.pending_drain);
+            let mut held_by_pause = false;
             loop {
-                srv.pause.changed().await;
-                if handle.is_killed() {
-                    break;
+                if drain {
+                    drain = false;
+                    crate::drain::before_observing().await;
+                } else {
+                    if !held_by_pause {
+                        // CLIENT PAUSE: earlier replies go out, then the command waits (a
+                        // blocked client, as Redis counts it).
+                        if !flush_replies(
+                            &srv,
+                            &mut conn,
+                            &mut out,
+                            &mut outbox,
+                            &mut stream,
+                            &stats,
+                        )
+                        .await
+                        {
+                            break 'conn;
+                        }
+                        handle.set_flag(tern_commands::clients::cflags::BLOCKED, true);
+                        held_by_pause = true;
+                    }
+                    srv.pause.changed().await;
+                    if handle.is_killed() {
+                        break;
+                    }
                 }
                 conn.start_batch();
                 let a = args.args();
+                conn.drain_first = false;
                 dispatch::execute(&srv, &mut conn, &mut out, &a);
+                conn.drain_first = true;
                 if std::mem::take(&mut conn.pending_pause) {
                     continue;
                 }
@@ -275,7 +300,9 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 }
                 break;
             }
-            handle.set_flag(tern_commands::clients::cflags::BLOCKED, false);
+            if held_by_pause {
+                handle.set_flag(tern_commands::clients::cflags::BLOCKED, false);
+            }
             if handle.is_killed() {
                 break;
             }

@@ -1,6 +1,7 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
 mod crash;
+mod drain;
 mod listeners;
 mod log;
 mod metrics;
@@ -133,6 +134,7 @@ fn main() {
     } else {
         STARTUP_LOAD_DONE.store(true, Relaxed);
     }
+    drain::init(threads);
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());
     // `replicaof host port` in the configuration: follow that master from the start.
@@ -202,6 +204,7 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
                 .expect("worker runtime");
             rt.block_on(async move {
                 tern_commands::aof::start_durable_relay();
+                tokio::spawn(drain::respond(Some(i)));
                 while let Some(accepted) = rx.recv().await {
                     let srv = srv.clone();
                     let load = load2.clone();
@@ -218,7 +221,8 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
 }
 
 async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
-    let listeners = Listeners::new(workers);
+    tokio::spawn(drain::respond(None));
+    let listeners = Listeners::new(&srv, workers);
     if let Err(e) = listeners::start(&srv, &listeners) {
         warning!("{e}");
         listeners.remove_unix();
