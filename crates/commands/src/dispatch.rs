@@ -71,7 +71,8 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             if entry.spec.flags & flags::OBSERVES_CLIENTS != 0
                 && conn.drain_first
                 && !conn.offloaded
-                && conn.multi.is_none() =>
+                && conn.multi.is_none()
+                && observes_now(entry, args) =>
         {
             conn.pending_pause = true;
             conn.pending_drain = true;
@@ -142,6 +143,16 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         }
         _ => {}
     }
+}
+
+/// SHUTDOWN observes the callers already waiting only when it aborts them: one that starts a
+/// shutdown runs at once, so an INFO or ABORT sent after it on another connection sees it.
+fn observes_now(entry: &CmdEntry, args: &Args) -> bool {
+    entry.spec.name != "shutdown"
+        || args
+            .iter()
+            .skip(1)
+            .any(|a| a.eq_ignore_ascii_case(b"abort"))
 }
 
 /// Run one command of a transaction inside EXEC (the shards are held already): the checks and

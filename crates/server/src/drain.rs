@@ -1,4 +1,4 @@
-//! A command that observes other connections (INFO, CLIENT LIST, CLIENT KILL/UNBLOCK, SHUTDOWN)
+//! A command that observes other connections (INFO, CLIENT LIST/KILL/UNBLOCK, SHUTDOWN ABORT)
 //! first lets every thread take in what clients have already sent.
 //!
 //! Redis serves every client from one event loop: a request that reached the server before
@@ -82,9 +82,11 @@ pub async fn respond(worker: Option<usize>) {
         passes.wake.notified().await;
         // Every pass asked until now starts no earlier than here.
         let upto = passes.asked.load(Ordering::Acquire);
-        // A yielded task runs again only after the runtime has polled its I/O driver and run
-        // every task that was ready then (the connections with input, the hand-over of new
-        // ones): when it resumes, what was already sent to this thread's sockets is read.
+        // A yielded task runs again only after the runtime has run every task that was ready
+        // (the hand-over of new connections among them), polled its I/O driver and run the
+        // tasks that woke: the connections with input. Twice, because a connection started in
+        // the first round has its socket's readiness reported only by the next poll.
+        tokio::task::yield_now().await;
         tokio::task::yield_now().await;
         passes.done.fetch_max(upto, Ordering::AcqRel);
         passes.finished.notify_waiters();

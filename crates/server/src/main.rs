@@ -205,15 +205,21 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
             rt.block_on(async move {
                 tern_commands::aof::start_durable_relay();
                 tokio::spawn(drain::respond(Some(i)));
-                while let Some(accepted) = rx.recv().await {
-                    let srv = srv.clone();
-                    let load = load2.clone();
-                    load.fetch_add(1, Relaxed);
-                    tokio::spawn(async move {
-                        listeners::start_connection(srv, accepted).await;
-                        load.fetch_sub(1, Relaxed);
-                    });
-                }
+                // A task of its own, not block_on's future (which the runtime polls only
+                // between rounds of tasks): a connection handed over is started in the same
+                // round as the tasks woken with it (see `drain`).
+                let hand_over = tokio::spawn(async move {
+                    while let Some(accepted) = rx.recv().await {
+                        let srv = srv.clone();
+                        let load = load2.clone();
+                        load.fetch_add(1, Relaxed);
+                        tokio::spawn(async move {
+                            listeners::start_connection(srv, accepted).await;
+                            load.fetch_sub(1, Relaxed);
+                        });
+                    }
+                });
+                let _ = hand_over.await;
             });
         })
         .expect("spawn worker thread");
