@@ -154,6 +154,8 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         let mut blocked = None;
         let mut offload = None;
         let mut paused = None;
+        // A held command's input figures as CLIENT LIST showed them when it was parsed.
+        let mut held_input = (0, 0);
         loop {
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
@@ -190,6 +192,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                     pos += used;
                     if std::mem::take(&mut conn.pending_pause) {
                         paused = Some(OwnedArgs::new(args.iter()));
+                        held_input = (handle.qbuf.load(Relaxed), handle.argv_mem.load(Relaxed));
                         break;
                     }
                     if let Some(spec) = conn.pending_block.take() {
@@ -257,6 +260,9 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 if drain {
                     drain = false;
                     crate::drain::before_observing().await;
+                    // It runs as if straight from the input (CLIENT LIST shows itself so).
+                    handle.qbuf.store(held_input.0, Relaxed);
+                    handle.argv_mem.store(held_input.1, Relaxed);
                 } else {
                     if !held_by_pause {
                         // CLIENT PAUSE: earlier replies go out, then the command waits (a
