@@ -78,6 +78,11 @@ pub struct Conn {
     /// Set when CLIENT PAUSE holds the command being dispatched: the connection waits for the
     /// pause to end, then dispatches it again.
     pub pending_pause: bool,
+    /// A network client's connection loop: a command that observes other connections waits
+    /// until every thread took in what was already sent, as one event loop would have.
+    pub drain_first: bool,
+    /// With `pending_pause`: the command waits for that drain, not for a pause.
+    pub pending_drain: bool,
     /// FLUSHALL with save points: save the (empty) dataset once the command's atomic unit is
     /// over, before its reply goes out (Redis's flushAllDataAndResetRDB).
     pub save_after: bool,
@@ -138,6 +143,8 @@ impl Conn {
             woff: 0,
             save_after: false,
             pending_pause: false,
+            drain_first: false,
+            pending_drain: false,
             obs: 0,
             multi: None,
             spare_multi: None,

@@ -66,6 +66,17 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         {
             conn.pending_pause = true;
         }
+        // Not run yet: the connection drains the other threads, then dispatches it again.
+        Ok(entry)
+            if entry.spec.flags & flags::OBSERVES_CLIENTS != 0
+                && conn.drain_first
+                && !conn.offloaded
+                && conn.multi.is_none()
+                && observes_now(entry, args) =>
+        {
+            conn.pending_pause = true;
+            conn.pending_drain = true;
+        }
         Ok(entry) if conn.multi.is_some() && !crate::txn::runs_inside_multi(entry.spec.name) => {
             crate::txn::queue(conn, out, args, entry);
             if out.errors > 0 {
@@ -132,6 +143,16 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         }
         _ => {}
     }
+}
+
+/// SHUTDOWN observes the callers already waiting only when it aborts them: one that starts a
+/// shutdown runs at once, so an INFO or ABORT sent after it on another connection sees it.
+fn observes_now(entry: &CmdEntry, args: &Args) -> bool {
+    entry.spec.name != "shutdown"
+        || args
+            .iter()
+            .skip(1)
+            .any(|a| a.eq_ignore_ascii_case(b"abort"))
 }
 
 /// Run one command of a transaction inside EXEC (the shards are held already): the checks and

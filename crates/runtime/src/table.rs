@@ -61,6 +61,10 @@ pub mod flags {
     /// Internal, not shown by COMMAND: runs a script (EVAL*, FCALL*), which MONITOR shows
     /// before the commands it calls.
     pub const SCRIPT_CALLER: u32 = 1 << 23;
+    /// Internal, not shown by COMMAND: observes other connections (their state, or their
+    /// position in the order requests arrived), so it runs after every thread took in the
+    /// requests already sent (see the server's `drain`).
+    pub const OBSERVES_CLIENTS: u32 = 1 << 24;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

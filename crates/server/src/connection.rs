@@ -38,6 +38,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
 pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc<ClientHandle>) {
     let stats = srv.stats.local();
     let mut conn = Conn::new(handle.clone(), false, stats.clone());
+    conn.drain_first = true;
     tern_runtime::acl::set_default_auth(&srv, &mut conn);
     let mut parser = RequestParser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -153,6 +154,8 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
         let mut blocked = None;
         let mut offload = None;
         let mut paused = None;
+        // A held command's input figures as CLIENT LIST showed them when it was parsed.
+        let mut held_input = (0, 0);
         loop {
             match parser.parse(&inbuf[pos..], &limits) {
                 Ok(Some(used)) => {
@@ -189,6 +192,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                     pos += used;
                     if std::mem::take(&mut conn.pending_pause) {
                         paused = Some(OwnedArgs::new(args.iter()));
+                        held_input = (handle.qbuf.load(Relaxed), handle.argv_mem.load(Relaxed));
                         break;
                     }
                     if let Some(spec) = conn.pending_block.take() {
@@ -247,20 +251,47 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             break;
         }
         if let Some(args) = paused {
-            // CLIENT PAUSE: earlier replies go out, then the command waits (a blocked client,
-            // as Redis counts it) and is dispatched again until the pause lets it through.
-            if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
-                break;
-            }
-            handle.set_flag(tern_runtime::clients::cflags::BLOCKED, true);
+            // Held back: an observing command waits for the other threads to take in what
+            // was already sent (see `drain`), then runs; under CLIENT PAUSE a command is
+            // dispatched again each time the pause changes, until it is let through.
+            let mut drain = std::mem::take(&mut conn.pending_drain);
+            let mut held_by_pause = false;
             loop {
-                srv.pause.changed().await;
-                if handle.is_killed() {
-                    break;
+                if drain {
+                    drain = false;
+                    crate::drain::before_observing().await;
+                    // It runs as if straight from the input (CLIENT LIST shows itself so).
+                    handle.qbuf.store(held_input.0, Relaxed);
+                    handle.argv_mem.store(held_input.1, Relaxed);
+                } else {
+                    if !held_by_pause {
+                        // CLIENT PAUSE: earlier replies go out, then the command waits (a
+                        // blocked client, as Redis counts it).
+                        if !flush_replies(
+                            &srv,
+                            &mut conn,
+                            &mut out,
+                            &mut outbox,
+                            &mut stream,
+                            &stats,
+                        )
+                        .await
+                        {
+                            break 'conn;
+                        }
+                        handle.set_flag(tern_runtime::clients::cflags::BLOCKED, true);
+                        held_by_pause = true;
+                    }
+                    srv.pause.changed().await;
+                    if handle.is_killed() {
+                        break;
+                    }
                 }
                 conn.start_batch();
                 let a = args.args();
+                conn.drain_first = false;
                 dispatch::execute(&srv, &mut conn, &mut out, &a);
+                conn.drain_first = true;
                 if std::mem::take(&mut conn.pending_pause) {
                     continue;
                 }
@@ -275,7 +306,9 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 }
                 break;
             }
-            handle.set_flag(tern_runtime::clients::cflags::BLOCKED, false);
+            if held_by_pause {
+                handle.set_flag(tern_runtime::clients::cflags::BLOCKED, false);
+            }
             if handle.is_killed() {
                 break;
             }

@@ -12,8 +12,16 @@ use tern_runtime::clients::{cflags, ClientHandle};
 use tern_runtime::Server;
 use tokio::io::AsyncWriteExt;
 
-/// An accepted connection handed to a worker thread, by the listener it came from.
-pub enum Accepted {
+/// An accepted connection handed to a worker thread, with the client id the acceptor gave it.
+pub struct Accepted {
+    /// Given in accept order, as Redis numbers its clients (0: over `maxclients` already,
+    /// refused by the worker).
+    pub id: u64,
+    pub socket: Socket,
+}
+
+/// An accepted socket, by the listener it came from.
+pub enum Socket {
     Tcp(std::net::TcpStream),
     Tls(std::net::TcpStream),
     Unix(std::os::unix::net::UnixStream),
@@ -30,15 +38,16 @@ const PROTECTED_MODE_MSG: &str = "-DENIED Redis is running in protected mode bec
 
 /// Serve one accepted connection on this worker until it ends.
 pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
-    match accepted {
-        Accepted::Tcp(s) => {
+    let id = accepted.id;
+    match accepted.socket {
+        Socket::Tcp(s) => {
             let Some((stream, peer, local, denied)) = tcp_setup(&srv, s) else {
                 return;
             };
             let fd = stream.as_raw_fd();
-            admit(srv, stream, peer, local, fd, false, denied).await;
+            admit(srv, stream, id, peer, local, fd, false, denied).await;
         }
-        Accepted::Tls(s) => {
+        Socket::Tls(s) => {
             let Some((stream, peer, local, denied)) = tcp_setup(&srv, s) else {
                 return;
             };
@@ -48,7 +57,7 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
             let fd = stream.as_raw_fd();
             // The handshake runs first: every reply, refusals included, goes over TLS.
             match tokio_rustls::TlsAcceptor::from(config).accept(stream).await {
-                Ok(tls) => admit(srv, tls, peer, local, fd, false, denied).await,
+                Ok(tls) => admit(srv, tls, id, peer, local, fd, false, denied).await,
                 Err(e) => tern_runtime::log::write(
                     1,
                     &format!(
@@ -57,7 +66,7 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
                 ),
             }
         }
-        Accepted::Unix(s) => {
+        Socket::Unix(s) => {
             let _ = s.set_nonblocking(true);
             let Ok(stream) = tokio::net::UnixStream::from_std(s) else {
                 return;
@@ -65,7 +74,7 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
             // As Redis: the socket's path stands for both ends, port 0.
             let path = format!("{}:0", srv.config.get("unixsocket").unwrap_or_default());
             let fd = stream.as_raw_fd();
-            admit(srv, stream, path.clone(), path, fd, true, false).await;
+            admit(srv, stream, id, path.clone(), path, fd, true, false).await;
         }
     }
 }
@@ -99,9 +108,11 @@ fn tcp_setup(
 }
 
 /// Protected mode's refusal, the client limit, then registration and the connection loop.
+#[allow(clippy::too_many_arguments)]
 async fn admit<S: connection::ClientStream>(
     srv: Arc<Server>,
     mut stream: S,
+    id: u64,
     peer: String,
     local: String,
     fd: i32,
@@ -113,7 +124,7 @@ async fn admit<S: connection::ClientStream>(
         let _ = stream.flush().await;
         return;
     }
-    if srv.clients.count() as u64 >= srv.config.hot.maxclients.load(Relaxed) {
+    if id == 0 || srv.clients.count() as u64 >= srv.config.hot.maxclients.load(Relaxed) {
         srv.clients.rejected_connections.fetch_add(1, Relaxed);
         let _ = stream
             .write_all(b"-ERR max number of clients reached\r\n")
@@ -121,7 +132,6 @@ async fn admit<S: connection::ClientStream>(
         let _ = stream.flush().await;
         return;
     }
-    let id = srv.clients.next_id();
     let handle = Arc::new(ClientHandle::new(id, peer, local, fd));
     if unix {
         handle.set_flag(cflags::UNIX_SOCKET, true);
@@ -232,17 +242,20 @@ struct ListenSet {
 /// The listening sockets and their accept tasks.
 pub struct Listeners {
     runtime: tokio::runtime::Handle,
-    workers: Arc<Vec<Worker>>,
+    workers: Arc<Workers>,
     tcp: parking_lot::Mutex<ListenSet>,
     tls: parking_lot::Mutex<ListenSet>,
     unix: parking_lot::Mutex<Option<(tokio::task::JoinHandle<()>, String)>>,
 }
 
 impl Listeners {
-    pub fn new(workers: Vec<Worker>) -> Arc<Listeners> {
+    pub fn new(srv: &Arc<Server>, workers: Vec<Worker>) -> Arc<Listeners> {
         Arc::new(Listeners {
             runtime: tokio::runtime::Handle::current(),
-            workers: Arc::new(workers),
+            workers: Arc::new(Workers {
+                srv: Arc::downgrade(srv),
+                list: workers,
+            }),
             tcp: Default::default(),
             tls: Default::default(),
             unix: Default::default(),
@@ -368,14 +381,32 @@ impl Listeners {
             || !self.tls.lock().tasks.is_empty()
             || self.unix.lock().is_some()
     }
+}
 
-    /// The least-loaded worker: a connection stays on the thread that gets it.
-    fn hand_over(workers: &[Worker], a: Accepted) {
-        let w = workers
+/// The worker threads, as the accept tasks see them.
+pub struct Workers {
+    /// Weak: the server's CONFIG SET hooks hold the listeners.
+    srv: std::sync::Weak<Server>,
+    list: Vec<Worker>,
+}
+
+impl Workers {
+    /// Number the client (here, in accept order, as Redis does: two clients connecting
+    /// together keep their order whatever worker serves them) and give it to the least-loaded
+    /// worker: a connection stays on the thread that gets it.
+    fn hand_over(&self, socket: Socket) {
+        let Some(srv) = self.srv.upgrade() else {
+            return;
+        };
+        // As Redis, a client refused for `maxclients` uses no id.
+        let full = srv.clients.count() as u64 >= srv.config.hot.maxclients.load(Relaxed);
+        let id = if full { 0 } else { srv.clients.next_id() };
+        let w = self
+            .list
             .iter()
             .min_by_key(|w| w.load.load(Relaxed))
             .expect("at least one worker");
-        let _ = w.tx.send(a);
+        let _ = w.tx.send(Accepted { id, socket });
     }
 }
 
@@ -390,17 +421,16 @@ async fn wait_startup_load() {
     }
 }
 
-async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Vec<Worker>>) {
+async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Workers>) {
     wait_startup_load().await;
     loop {
         match l.accept().await {
             Ok((s, _)) => {
                 let Ok(std) = s.into_std() else { continue };
-                let a = match kind {
-                    Kind::Tcp => Accepted::Tcp(std),
-                    Kind::Tls => Accepted::Tls(std),
-                };
-                Listeners::hand_over(&workers, a);
+                workers.hand_over(match kind {
+                    Kind::Tcp => Socket::Tcp(std),
+                    Kind::Tls => Socket::Tls(std),
+                });
             }
             // No longer listening (shut down by `close_before_exit`).
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
@@ -412,13 +442,13 @@ async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Vec<Wor
     }
 }
 
-async fn accept_unix(l: tokio::net::UnixListener, workers: Arc<Vec<Worker>>) {
+async fn accept_unix(l: tokio::net::UnixListener, workers: Arc<Workers>) {
     wait_startup_load().await;
     loop {
         match l.accept().await {
             Ok((s, _)) => {
                 let Ok(std) = s.into_std() else { continue };
-                Listeners::hand_over(&workers, Accepted::Unix(std));
+                workers.hand_over(Socket::Unix(std));
             }
             Err(e) => {
                 warning!("Accepting client connection: {e}");

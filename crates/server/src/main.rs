@@ -1,6 +1,7 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
 mod connection;
 mod crash;
+mod drain;
 mod listeners;
 mod log;
 mod metrics;
@@ -132,6 +133,7 @@ fn main() {
     } else {
         STARTUP_LOAD_DONE.store(true, Relaxed);
     }
+    drain::init(threads);
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
     spawn_cron(srv.clone());
     // `replicaof host port` in the configuration: follow that master from the start.
@@ -201,15 +203,22 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
                 .expect("worker runtime");
             rt.block_on(async move {
                 tern_runtime::aof::start_durable_relay();
-                while let Some(accepted) = rx.recv().await {
-                    let srv = srv.clone();
-                    let load = load2.clone();
-                    load.fetch_add(1, Relaxed);
-                    tokio::spawn(async move {
-                        listeners::start_connection(srv, accepted).await;
-                        load.fetch_sub(1, Relaxed);
-                    });
-                }
+                tokio::spawn(drain::respond(Some(i)));
+                // A task of its own, not block_on's future (which the runtime polls only
+                // between rounds of tasks): a connection handed over is started in the same
+                // round as the tasks woken with it (see `drain`).
+                let hand_over = tokio::spawn(async move {
+                    while let Some(accepted) = rx.recv().await {
+                        let srv = srv.clone();
+                        let load = load2.clone();
+                        load.fetch_add(1, Relaxed);
+                        tokio::spawn(async move {
+                            listeners::start_connection(srv, accepted).await;
+                            load.fetch_sub(1, Relaxed);
+                        });
+                    }
+                });
+                let _ = hand_over.await;
             });
         })
         .expect("spawn worker thread");
@@ -217,7 +226,8 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
 }
 
 async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
-    let listeners = Listeners::new(workers);
+    tokio::spawn(drain::respond(None));
+    let listeners = Listeners::new(&srv, workers);
     if let Err(e) = listeners::start(&srv, &listeners) {
         warning!("{e}");
         listeners.remove_unix();

@@ -1,14 +1,13 @@
 //! INFO and TIME (the sections themselves are the runtime's: `tern_runtime::info_sections`).
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering::Relaxed;
 use tern_runtime::args::Args;
 use tern_runtime::ctx::Ctx;
 use tern_runtime::info_sections::gen_info;
 use tern_runtime::table::CommandSpec;
 
 pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "server";
-    ("info", -1, [LOADING STALE SENTINEL], [DANGEROUS], [], info, "1.0.0",
+    ("info", -1, [LOADING STALE SENTINEL OBSERVES_CLIENTS], [DANGEROUS], [], info, "1.0.0",
         "Returns information and statistics about the server."),
     ("time", 1, [LOADING STALE FAST], [], [], time, "2.6.0", "Returns the server time."),
 };

@@ -10,7 +10,7 @@ use tern_runtime::shutdown_sequence::{
 use tern_runtime::table::CommandSpec;
 
 pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "server";
-    ("shutdown", -1, [ADMIN NOSCRIPT LOADING STALE SENTINEL NO_MULTI ALLOW_BUSY], [], [], shutdown,
+    ("shutdown", -1, [ADMIN NOSCRIPT LOADING STALE SENTINEL NO_MULTI ALLOW_BUSY OBSERVES_CLIENTS], [], [], shutdown,
         "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)"),
 };

@@ -26,6 +26,7 @@ mod logging;
 mod maxmemory;
 mod migrate;
 mod multi;
+mod ordering;
 mod pause;
 mod protocol;
 mod pubsub;

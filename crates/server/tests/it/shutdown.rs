@@ -365,3 +365,71 @@ fn a_second_sigint_while_waiting_for_replicas_exits_at_once() {
     exits_with(&mut pair.master, 1);
     assert!(pair.master.log().contains("You insist... exiting now."));
 }
+
+/// Redis's integration/shutdown "waits for replica then aborted": two callers send SHUTDOWN
+/// and, without waiting, a third connection counts them with INFO and aborts. Each caller's
+/// request was sent first, so it is seen first, whatever thread serves it.
+#[test]
+fn shutdown_callers_are_seen_at_once_by_info_and_abort_on_another_connection() {
+    let pair = stopped_replica_pair(&["--threads", "4"]);
+    let port = pair.master.port;
+    let mut m = <Raw>::new(port);
+    for round in 0..20 {
+        let mut first = <Raw>::new(port);
+        let mut second = <Raw>::new(port);
+        first.send(&[b"SHUTDOWN"]);
+        second.send(&[b"SHUTDOWN"]);
+        let info = m.info_text("clients");
+        assert_eq!(
+            info_value(&info, "blocked_clients").as_deref(),
+            Some("2"),
+            "round {round}:\n{info}"
+        );
+        assert_eq!(m.q("SHUTDOWN ABORT"), "OK", "round {round}");
+        assert_eq!(first.read(), "!ERR Errors trying to SHUTDOWN. Check logs.");
+        assert_eq!(second.read(), "!ERR Errors trying to SHUTDOWN. Check logs.");
+    }
+}
+
+/// While a shutdown waits for replicas: ROLE answers as usual (as Redis, it is not held), and
+/// CLIENT UNBLOCK of a SHUTDOWN caller works only with ERROR, as in Redis 7.2.6: the caller
+/// gets -UNBLOCKED and the shutdown goes on waiting. With TIMEOUT (the default) Redis 7.2.6
+/// crashes (a SHUTDOWN wait has no timeout reply); tern answers 0 and leaves the caller
+/// waiting, as later Redis versions do.
+#[test]
+fn client_unblock_of_a_shutdown_caller_and_role_while_the_shutdown_waits() {
+    let pair = stopped_replica_pair(&[]);
+    let mut m = pair.master.conn();
+    let mut shut = <Raw>::new(pair.master.port);
+    let id = shut.q("CLIENT ID")[1..].to_string();
+    shut.send(&[b"SHUTDOWN"]);
+    wait_for("the shutdown to wait", Duration::from_secs(10), || {
+        shutdown_pending(&mut m)
+    });
+    wait_blocked(&mut m, 1);
+
+    let V::Array(role) = q(&mut m, &["ROLE"]) else {
+        panic!("ROLE is not an array")
+    };
+    assert_eq!(role[0], bulk("master"));
+    assert!(matches!(role[1], V::Int(_)), "{role:?}");
+    match &role[2] {
+        V::Array(replicas) => assert_eq!(replicas.len(), 1, "{role:?}"),
+        other => panic!("ROLE's replicas: {other:?}"),
+    }
+
+    assert_eq!(q(&mut m, &["CLIENT", "UNBLOCK", &id]), int(0));
+    assert_eq!(q(&mut m, &["CLIENT", "UNBLOCK", &id, "TIMEOUT"]), int(0));
+    wait_blocked(&mut m, 1);
+    assert_eq!(q(&mut m, &["CLIENT", "UNBLOCK", &id, "ERROR"]), int(1));
+    assert_eq!(
+        shut.read(),
+        "!UNBLOCKED client unblocked via CLIENT UNBLOCK"
+    );
+    wait_blocked(&mut m, 0);
+    assert!(shutdown_pending(&mut m), "the shutdown still waits");
+    // The caller is served again (Redis 7.2.6 leaves it stuck, a bug fixed later).
+    assert_eq!(shut.q("PING"), "PONG");
+    assert_eq!(q(&mut m, &["SHUTDOWN", "ABORT"]), V::Okay);
+    assert!(!shutdown_pending(&mut m));
+}
