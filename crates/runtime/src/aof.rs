@@ -670,7 +670,10 @@ fn write_base(
     let res: Option<std::io::Result<std::io::BufWriter<Box<dyn Write + Send>>>> = if rdb {
         let aux = crate::persistence::rdb_aux(now, true);
         snapshot_into_abortable(srv, at_cut, abort, || {
-            crate::save_progress::Counted::new(crate::persistence::rdb_writer(srv, out, &aux, now))
+            crate::save_progress::Counted::new(
+                &srv.save_progress,
+                crate::persistence::rdb_writer(srv, out, &aux, now),
+            )
         })
         .map(|w| w.inner.finish())
     } else {
@@ -680,11 +683,14 @@ fn write_base(
                 .map_err(write_err)?;
         }
         snapshot_into_abortable(srv, at_cut, abort, || {
-            crate::save_progress::Counted::new(tern_persist::aof::rewrite::CommandWriter::new(
-                out,
-                &crate::lua::libraries::library_codes(srv),
-                now,
-            ))
+            crate::save_progress::Counted::new(
+                &srv.save_progress,
+                tern_persist::aof::rewrite::CommandWriter::new(
+                    out,
+                    &crate::lua::libraries::library_codes(srv),
+                    now,
+                ),
+            )
         })
         .map(|w| w.inner.finish())
     };
@@ -801,7 +807,7 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
         }
     };
     let pid = writer.0.pid();
-    crate::save_progress::starting(&srv.store);
+    crate::save_progress::starting(&srv);
     let srv2 = srv.clone();
     let spawned = std::thread::Builder::new()
         .name("aof-rewrite".into())
@@ -833,7 +839,7 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
 fn rewrite_done(srv: &Server, r: Result<(), String>, start: Instant, gen: u64) {
     AOF.last_rewrite_time_sec
         .store(start.elapsed().as_secs() as i64, Relaxed);
-    crate::save_progress::finish(true);
+    crate::save_progress::finish(&srv, true);
     match &r {
         Ok(()) => {
             AOF.last_bgrewrite_ok.store(true, Relaxed);
@@ -1084,7 +1090,7 @@ fn rewrite_limited() -> bool {
 }
 
 /// INFO persistence: the aof_* fields, as Redis names and orders them.
-pub fn info_fields(out: &mut String) {
+pub fn info_fields(srv: &Server, out: &mut String) {
     use std::fmt::Write as _;
     let on = AOF.enabled.load(Relaxed);
     let rw = AOF.rewrite_in_progress.load(Relaxed);
@@ -1099,7 +1105,7 @@ pub fn info_fields(out: &mut String) {
          aof_rewrites:{}\r\n\
          aof_rewrites_consecutive_failures:{}\r\n\
          aof_last_write_status:{}\r\n\
-         aof_last_cow_size:0\r\n\
+         aof_last_cow_size:{}\r\n\
          module_fork_in_progress:0\r\n\
          module_fork_last_cow_size:0\r\n",
         on as u8,
@@ -1123,6 +1129,7 @@ pub fn info_fields(out: &mut String) {
         } else {
             "err"
         },
+        srv.save_progress.aof_last_cow.load(Relaxed),
     );
     if on {
         let _ = write!(

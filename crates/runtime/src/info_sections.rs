@@ -486,6 +486,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
         loading as u8
     );
     crate::save_progress::info_current(
+        srv,
         out,
         bg || crate::aof::AOF.rewrite_in_progress.load(Relaxed),
     );
@@ -533,11 +534,11 @@ fn persistence_section(srv: &Server, out: &mut String) {
             -1
         },
         RDB.saves.load(Relaxed),
-        crate::save_progress::RDB_LAST_COW.load(Relaxed),
+        srv.save_progress.rdb_last_cow.load(Relaxed),
         RDB.last_load_keys_expired.load(Relaxed),
         RDB.last_load_keys_loaded.load(Relaxed),
     );
-    crate::aof::info_fields(out);
+    crate::aof::info_fields(srv, out);
 }
 
 /// Rates between successive INFO calls (Redis samples in its cron; tern measures on demand).

@@ -156,7 +156,7 @@ fn rdb_save_abortable(
                 now,
             );
             dirty_at_cut.store(srv.dirty_total(), Relaxed);
-            crate::save_progress::Counted::new(w)
+            crate::save_progress::Counted::new(&srv.save_progress, w)
         },
         abort,
     );
@@ -501,7 +501,7 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
         "Background saving started by pid {}",
         child.0.pid()
     ));
-    crate::save_progress::starting(&srv.store);
+    crate::save_progress::starting(&srv);
     std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || {
@@ -510,7 +510,7 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
             let r = rdb_save_abortable(&srv, &RDB.abort_bgsave, Some(child));
             RDB.last_bgsave_time_sec
                 .store(start.elapsed().as_secs() as i64, Relaxed);
-            crate::save_progress::finish(false);
+            crate::save_progress::finish(&srv, false);
             match r {
                 Ok(Some(_)) => {
                     RDB.last_bgsave_ok.store(true, Relaxed);

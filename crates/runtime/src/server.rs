@@ -86,6 +86,8 @@ pub struct Server {
     pub functions: crate::lua::libraries::FunctionLibraries,
     /// INFO's instantaneous_* rates between samples.
     pub rates: crate::info_sections::Rates,
+    /// The running snapshot save's progress (INFO persistence `current_*`).
+    pub save_progress: std::sync::Arc<crate::save_progress::SaveProgress>,
 }
 
 impl Server {
@@ -157,6 +159,7 @@ impl Server {
             migrate_links: Default::default(),
             functions: Default::default(),
             rates: Default::default(),
+            save_progress: Default::default(),
         }
     }
 
