@@ -10,7 +10,6 @@
 use crate::args::{eq_ic, parse_i64, Args, ERR_DB_RANGE, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX};
 use crate::ctx::Ctx;
 use crate::glob;
-use crate::keyspace_access::lock_args;
 use crate::notify;
 use crate::scan::{parse_scan_cursor, reply_scan, scan_dict, ScanBudget, ScanOpts};
 use crate::table::CommandSpec;
@@ -150,7 +149,7 @@ fn reap_expired(shard: &mut ShardData, key: &[u8]) {
 
 /// Remove every live key among `args[1..]` under one multi-shard lock; returns the entries.
 fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
-    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut removed = Vec::new();
@@ -195,7 +194,7 @@ fn unlink(ctx: &mut Ctx, args: &Args) {
 }
 
 fn exists(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut n = 0;
@@ -210,20 +209,14 @@ fn exists(ctx: &mut Ctx, args: &Args) {
 }
 
 fn touch(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
     let mut n = 0;
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
-        match g.shard(db, h).get(h, key, now) {
-            Some(e) => {
-                ctx.touch(e);
-                ctx.hit(true, key);
-                n += 1;
-            }
-            None => ctx.hit(false, key),
-        }
+        let hit = ctx.entry_read(g.shard(db, h), h, key).is_some();
+        ctx.hit(hit, key);
+        n += hit as i64;
     }
     drop(g);
     ctx.out.int(n);
@@ -252,17 +245,15 @@ fn renamenx(ctx: &mut Ctx, args: &Args) {
 
 fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
     let (src, dst) = (&args[1], &args[2]);
-    let (hashes, mut g) = lock_args(ctx, args, 1);
-    let (hs, hd) = (hashes[0], hashes[1]);
+    let ([hs, hd], mut g) = ctx.lock_pair(src, dst);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     // RENAME k k, a refused RENAMENX and errors change nothing; the changes below (remove,
     // insert_entry) touch both keys for WATCH.
-    let Some(e) = g.shard(db, hs).get_quiet(hs, src, now) else {
+    if ctx.entry_write(g.shard(db, hs), hs, src).is_none() {
         drop(g);
         return ctx.error(ERR_NO_SUCH_KEY);
-    };
-    ctx.touch(e);
+    }
     if src == dst {
         drop(g);
         return if nx { ctx.out.int(0) } else { ctx.out.ok() };
@@ -306,11 +297,10 @@ fn move_cmd(ctx: &mut Ctx, args: &Args) {
         unreachable!("distinct databases never share a shard")
     };
     // Only a move is a change (remove and insert_entry touch both sides for WATCH).
-    let Some(e) = src.get_quiet(h, key, now) else {
+    if ctx.entry_write(src, h, key).is_none() {
         drop(g);
         return ctx.out.int(0);
-    };
-    ctx.touch(e);
+    }
     if dst.get_quiet(h, key, now).is_some() {
         drop(g);
         return ctx.out.int(0);
@@ -354,11 +344,8 @@ fn copy(ctx: &mut Ctx, args: &Args) {
     let mut g = srv.store.lock_many([(src_db, hs), (dst_db, hd)]);
     // The source is only read (Redis never signals it); the target changes, and is touched
     // for WATCH, only when the copy is made (remove, insert_entry).
-    let (value, expire_at) = match g.shard(src_db, hs).get_quiet(hs, src, now) {
-        Some(e) => {
-            ctx.touch(e);
-            (e.value.clone(), e.expire_at())
-        }
+    let (value, expire_at) = match ctx.entry_write(g.shard(src_db, hs), hs, src) {
+        Some(e) => (e.value.clone(), e.expire_at()),
         None => {
             drop(g);
             ctx.hit(false, src);
@@ -462,11 +449,10 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
     let (h, mut shard) = ctx.lock(key);
     // A refused EXPIRE (NX XX GT LT) is no change; setting a time is one, the same time too
     // (set_expire and remove touch the key for WATCH).
-    let Some(e) = shard.get_quiet(h, key, now) else {
+    let Some(e) = ctx.entry_write(&mut shard, h, key) else {
         drop(shard);
         return ctx.out.int(0);
     };
-    ctx.touch(e);
     let current: i64 = if e.expire_at() == 0 {
         -1
     } else {
@@ -509,11 +495,10 @@ fn persist(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     // Only removing a TTL is a change (set_expire touches the key for WATCH).
-    let Some(e) = shard.get_quiet(h, key, now) else {
+    let Some(e) = ctx.entry_write(&mut shard, h, key) else {
         drop(shard);
         return ctx.out.int(0);
     };
-    ctx.touch(e);
     let had = e.expire_at() != 0;
     if had {
         shard.set_expire(h, key, 0, now);

@@ -8,7 +8,7 @@ use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::CommandSpec;
 use tern_engine::listpack::LpEntry;
-use tern_engine::{key_hash, ListValue, ShardData, Value};
+use tern_engine::{ListValue, ShardData, Value};
 use tern_resp::Reply;
 
 const ERR_INDEX_RANGE: &str = "ERR index out of range";
@@ -458,9 +458,7 @@ fn move_generic(
 ) -> MoveResult {
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let (hs, hd) = (key_hash(src), key_hash(dst));
-    let srv: &crate::Server = ctx.srv;
-    let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
+    let ([hs, hd], mut g) = ctx.lock_pair(src, dst);
     // Source: must exist and be a list. Nothing changes (or is touched for WATCH) before both
     // keys are checked.
     match ctx.lookup_write::<ListValue>(g.shard(db, hs), hs, src) {

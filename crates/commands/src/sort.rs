@@ -8,7 +8,7 @@
 //! SORT with lookups is not one atomic snapshot (a concurrent write to a weight key may be seen
 //! half-way), which single-threaded Redis never shows.
 
-use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX, ERR_WRONGTYPE};
+use crate::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use crate::ctx::Ctx;
 use crate::notify;
 use crate::table::CommandSpec;
@@ -170,9 +170,8 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
                         Source::ZSet(z.to_vec().into_iter().map(|(m, _)| m).collect())
                     }
                     _ => {
-                        drop(shard);
                         ctx.hit(true, key);
-                        return ctx.error(ERR_WRONGTYPE);
+                        return ctx.wrong_type(shard);
                     }
                 }
             }
