@@ -89,7 +89,7 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let mut updated = 0u64;
     // A change (and a WATCH touch) only when a register grows or the key is created.
-    match hll_mut(ctx.lookup_write(&mut shard, h, key)) {
+    match hll_bytes(ctx.lookup_write(&mut shard, h, key)) {
         Ok(Some(_)) => {}
         Ok(None) => {
             shard.set(

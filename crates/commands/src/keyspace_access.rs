@@ -211,23 +211,19 @@ impl<'a> Ctx<'a> {
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> (Vec<u64>, MultiGuard<'a>) {
         let hashes: Vec<u64> = keys.into_iter().map(key_hash).collect();
-        let g = self.lock_hashes(&hashes);
+        let db = self.conn.db;
+        let srv: &'a crate::Server = self.srv;
+        let g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
         (hashes, g)
     }
 
     /// `lock_keys` for exactly two keys (the hashes in an array: no allocation for them).
     #[inline]
     pub fn lock_pair(&self, a: &[u8], b: &[u8]) -> ([u64; 2], MultiGuard<'a>) {
-        let hashes = [key_hash(a), key_hash(b)];
-        let g = self.lock_hashes(&hashes);
-        (hashes, g)
-    }
-
-    #[inline]
-    fn lock_hashes(&self, hashes: &[u64]) -> MultiGuard<'a> {
+        let (ha, hb) = (key_hash(a), key_hash(b));
         let db = self.conn.db;
         let srv: &'a crate::Server = self.srv;
-        srv.store.lock_many(hashes.iter().map(|&h| (db, h)))
+        ([ha, hb], srv.store.lock_many([(db, ha), (db, hb)]))
     }
 }
 

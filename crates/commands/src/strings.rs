@@ -450,7 +450,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
             ctx.cmd.name
         ));
     }
-    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1).step_by(2));
+    let (hashes, mut g) = ctx.lock_keys((1..args.len()).step_by(2).map(|i| &args[i]));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     if nx {
