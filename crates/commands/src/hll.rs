@@ -9,7 +9,7 @@ use crate::keyspace_access::Typed;
 use crate::notify;
 use crate::table::CommandSpec;
 use rand::Rng;
-use tern_engine::{RString, ShardData, Value};
+use tern_engine::{MultiGuard, RString, ShardData, Value};
 
 const ERR_NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 const ERR_INVALID: &str = "INVALIDOBJ Corrupted HLL object detected";
@@ -172,30 +172,43 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
     }
 }
 
-/// PFCOUNT of several keys: the estimate of their union, computed without touching them.
-fn pfcount_union(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
+/// Read the HLLs at `args[1..]` (their shards locked by `g`, `hashes` in that order) as a
+/// command's sources, each a keyspace hit or miss, and merge their registers into `max`;
+/// returns whether any of them is dense. Fails with Redis's error for a key that is not a
+/// valid HLL, or for a corrupted one. (`max` is the caller's: the count over it compiles to a
+/// tighter loop where its length is a known constant.)
+fn merge_sources(
+    ctx: &mut Ctx,
+    g: &mut MultiGuard,
+    hashes: &[u64],
+    args: &Args,
+    max: &mut [u8],
+) -> Result<bool, &'static str> {
     let db = ctx.conn.db;
-    let mut max = vec![0u8; fmt::REGISTERS];
+    let mut any_dense = false;
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
-        let found = hll_bytes(ctx.lookup_read(g.shard(db, h), h, key));
+        let found = hll_bytes(ctx.lookup_source(g.shard(db, h), h, key));
         ctx.hit(!matches!(found, Ok(None)), key);
-        let s = match found {
-            Ok(Some(s)) => s,
-            Ok(None) => continue,
-            Err(msg) => {
-                drop(g);
-                return ctx.error(msg);
-            }
+        let Some(s) = found? else {
+            continue;
         };
-        if fmt::merge(&mut max, s).is_err() {
-            drop(g);
-            return ctx.error(ERR_INVALID);
-        }
+        any_dense |= fmt::encoding(s) == fmt::DENSE;
+        fmt::merge(max, s).map_err(|_| ERR_INVALID)?;
     }
+    Ok(any_dense)
+}
+
+/// PFCOUNT of several keys: the estimate of their union, computed without changing them.
+fn pfcount_union(ctx: &mut Ctx, args: &Args) {
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
+    let mut max = vec![0u8; fmt::REGISTERS];
+    let merged = merge_sources(ctx, &mut g, &hashes, args, &mut max);
     drop(g);
-    ctx.out.int(fmt::count_raw(&max) as i64);
+    match merged {
+        Ok(_) => ctx.out.int(fmt::count_raw(&max) as i64),
+        Err(msg) => ctx.error(msg),
+    }
 }
 
 fn pfmerge(ctx: &mut Ctx, args: &Args) {
@@ -203,29 +216,15 @@ fn pfmerge(ctx: &mut Ctx, args: &Args) {
     let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let mut max = vec![0u8; fmt::REGISTERS];
-    let mut use_dense = false;
     // The destination is merged too: it is the first key read.
-    for (i, &h) in hashes.iter().enumerate() {
-        let key = &args[i + 1];
-        let found = hll_bytes(ctx.lookup_source(g.shard(db, h), h, key));
-        ctx.hit(!matches!(found, Ok(None)), key);
-        let s = match found {
-            Ok(Some(s)) => s,
-            Ok(None) => continue,
-            Err(msg) => {
-                drop(g);
-                return ctx.error(msg);
-            }
-        };
-        if fmt::encoding(s) == fmt::DENSE {
-            use_dense = true;
-        }
-        if fmt::merge(&mut max, s).is_err() {
+    let mut max = vec![0u8; fmt::REGISTERS];
+    let use_dense = match merge_sources(ctx, &mut g, &hashes, args, &mut max) {
+        Ok(any_dense) => any_dense,
+        Err(msg) => {
             drop(g);
-            return ctx.error(ERR_INVALID);
+            return ctx.error(msg);
         }
-    }
+    };
     let key = &args[1];
     let h = hashes[0];
     let shard = g.shard(db, h);
