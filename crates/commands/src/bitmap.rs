@@ -448,7 +448,7 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
         return ctx.error("ERR BITOP NOT must be called with a single source key.");
     }
     let dest = &args[2];
-    let (hashes, mut g) = tern_runtime::keyspace_access::lock_args(ctx, args, 2);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(2));
     let db = ctx.conn.db;
     let mut res: Vec<u8> = Vec::new();
     for (j, &h) in hashes.iter().enumerate().skip(1) {

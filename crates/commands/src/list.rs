@@ -1,6 +1,6 @@
 //! List commands, blocking pops included.
 use tern_engine::listpack::LpEntry;
-use tern_engine::{key_hash, ListValue, ShardData, Value};
+use tern_engine::{ListValue, ShardData, Value};
 use tern_resp::Reply;
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
@@ -458,9 +458,7 @@ fn move_generic(
 ) -> MoveResult {
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let (hs, hd) = (key_hash(src), key_hash(dst));
-    let srv: &tern_runtime::Server = ctx.srv;
-    let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
+    let ([hs, hd], mut g) = ctx.lock_pair(src, dst);
     // Source: must exist and be a list. Nothing changes (or is touched for WATCH) before both
     // keys are checked.
     match ctx.lookup_write::<ListValue>(g.shard(db, hs), hs, src) {

@@ -7,7 +7,7 @@
 
 use tern_engine::listpack::LpEntry;
 use tern_engine::types::set::Member;
-use tern_engine::{key_hash, MultiGuard, SetValue, ShardData, Value};
+use tern_engine::{MultiGuard, SetValue, ShardData, Value};
 use tern_resp::Reply;
 use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use tern_runtime::ctx::Ctx;
@@ -433,11 +433,9 @@ fn srandmember_count(ctx: &mut Ctx, args: &Args) {
 
 fn smove(ctx: &mut Ctx, args: &Args) {
     let (src, dst, m) = (&args[1], &args[2], &args[3]);
-    let (hs, hd) = (key_hash(src), key_hash(dst));
+    let ([hs, hd], mut g) = ctx.lock_pair(src, dst);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let srv: &tern_runtime::Server = ctx.srv;
-    let mut g = srv.store.lock_many([(db, hs), (db, hd)]);
     // Both lookups first: a missing source answers 0 before any type check.
     // Quiet lookups: SMOVE touches (for WATCH) only the sets it really changes.
     let src_state = match g.shard(db, hs).get_quiet(hs, src, now) {
@@ -529,9 +527,7 @@ impl<'a> Locked<'a> {
     /// Lock the shards of `keys` and of `dst`.
     fn lock(ctx: &Ctx<'a>, keys: &[&[u8]], dst: Option<&[u8]>) -> Locked<'a> {
         let db = ctx.conn.db;
-        let locked: Vec<u64> = keys.iter().chain(dst.iter()).map(|k| key_hash(k)).collect();
-        let srv: &'a tern_runtime::Server = ctx.srv;
-        let g = srv.store.lock_many(locked.iter().map(|&h| (db, h)));
+        let (locked, g) = ctx.lock_keys(keys.iter().chain(dst.iter()).copied());
         Locked { g, locked, db }
     }
 

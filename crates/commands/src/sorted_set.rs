@@ -2,7 +2,7 @@
 use rand::Rng;
 use std::collections::HashMap;
 use tern_engine::types::zset::{AddFlags, AddOutcome, LexBound, LexRange, ScoreRange};
-use tern_engine::{key_hash, SetValue, ShardData, Value, ZSetValue};
+use tern_engine::{SetValue, ShardData, Value, ZSetValue};
 use tern_resp::Reply;
 use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use tern_runtime::blocking::{self, BlockSpec, TimeoutReply};
@@ -210,15 +210,6 @@ pub fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, &'static str>
 /// Members of a plain set used as a Z* input (score 1 each).
 fn set_members(s: &SetValue) -> Vec<Vec<u8>> {
     s.iter().map(|m| m.to_vec()).collect()
-}
-
-/// Lock exactly the given keys' shards (ascending order, deadlock-free).
-fn lock_keys<'a>(ctx: &Ctx<'a>, keys: &[&[u8]]) -> (Vec<u64>, tern_engine::MultiGuard<'a>) {
-    let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
-    let db = ctx.conn.db;
-    let srv: &'a tern_runtime::Server = ctx.srv;
-    let g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
-    (hashes, g)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -752,7 +743,7 @@ fn zrangestore(ctx: &mut Ctx, args: &Args) {
         Err(e) => return ctx.error(e),
     };
     let (dst, src) = (&args[1], &args[2]);
-    let (hs, mut g) = lock_keys(ctx, &[dst, src]);
+    let (hs, mut g) = ctx.lock_pair(dst, src);
     let db = ctx.conn.db;
     let pairs = {
         let shard = g.shard(db, hs[1]);
@@ -991,7 +982,7 @@ fn pop_first(
     max: bool,
     count: usize,
 ) -> Result<Option<(Vec<u8>, Pairs)>, &'static str> {
-    let (hs, mut g) = lock_keys(ctx, keys);
+    let (hs, mut g) = ctx.lock_keys(keys.iter().copied());
     let db = ctx.conn.db;
     for (i, key) in keys.iter().enumerate() {
         let shard = g.shard(db, hs[i]);
@@ -1379,7 +1370,7 @@ fn setop_generic(ctx: &mut Ctx, args: &Args, dst_idx: Option<usize>, op: SetOp, 
     if let Some(d) = dst_idx {
         keys.push(&args[d]);
     }
-    let (hs, mut g) = lock_keys(ctx, &keys);
+    let (hs, mut g) = ctx.lock_keys(keys.iter().copied());
     let db = ctx.conn.db;
     // Read inputs (before the options, as Redis does): hits, misses and keymiss events key by
     // key, taken back should the command move to a background thread (it reads them again).

@@ -5,7 +5,7 @@ use tern_engine::types::stream::{
     AppendError, Consumer, ConsumerGroup, Nack, StreamEntry, StreamId, StreamValue, Trim,
     INVALID_ENTRIES_READ,
 };
-use tern_engine::{key_hash, Entry, ShardData, Value};
+use tern_engine::{Entry, ShardData, Value};
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
 };
@@ -800,11 +800,9 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
     }
     let serving = ctx.serving_blocked();
     let keys: Vec<&[u8]> = (0..nstreams).map(|j| &args[streams_arg + j]).collect();
-    let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+    let (hashes, mut g) = ctx.lock_keys(keys.iter().copied());
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let srv = std::sync::Arc::clone(ctx.srv);
-    let mut g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
 
     // Resolve the IDs, checking types and groups first (errors leave nothing changed).
     // `None` in `ids` is the `>` ID.

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::value::EMBSTR_LIMIT;
-use tern_engine::{key_hash, RString, Value};
+use tern_engine::{RString, Value};
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFLOW, ERR_STRING_TOO_LONG,
     ERR_SYNTAX, ERR_WRONGTYPE,
@@ -418,23 +418,23 @@ fn getex(ctx: &mut Ctx, args: &Args) {
 }
 
 fn mget(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = tern_runtime::keyspace_access::lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
     ctx.out.array(hashes.len());
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
-        match g.shard(db, h).get(h, key, now) {
-            Some(e) => {
+        // A hit or miss recorded key by key: after this key's own `expired` and before the
+        // next key's. Another type than a string answers nil.
+        match ctx.lookup_read::<RString>(g.shard(db, h), h, key) {
+            Typed::Found(s) => {
                 ctx.hit(true, key);
-                ctx.touch(e);
-                match as_str(&e.value) {
-                    Some(s) => reply_str(ctx, s),
-                    None => ctx.out.null(),
-                }
+                reply_str(ctx, s);
             }
-            None => {
-                // Recorded here, after this key's own `expired` and before the next key's.
+            Typed::WrongType => {
+                ctx.hit(true, key);
+                ctx.out.null();
+            }
+            Typed::Missing => {
                 ctx.hit(false, key);
                 ctx.out.null();
             }
@@ -450,14 +450,9 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
             ctx.cmd.name
         ));
     }
-    let hashes: Vec<u64> = (1..args.len())
-        .step_by(2)
-        .map(|i| key_hash(&args[i]))
-        .collect();
+    let (hashes, mut g) = ctx.lock_keys((1..args.len()).step_by(2).map(|i| &args[i]));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let srv: &tern_runtime::Server = ctx.srv;
-    let mut g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
     if nx {
         let any = hashes
             .iter()
@@ -759,18 +754,13 @@ type Match = (u32, u32, u32, u32, u32);
 
 fn lcs(ctx: &mut Ctx, args: &Args) {
     // Read both values under one lock set, then work on copies.
-    let hashes = [key_hash(&args[1]), key_hash(&args[2])];
+    let (hashes, mut g) = ctx.lock_pair(&args[1], &args[2]);
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
-    let srv: &tern_runtime::Server = ctx.srv;
-    let mut g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
-    let mut vals: [Option<Result<Vec<u8>, ()>>; 2] = [None, None];
+    let mut vals = [None, None];
     for (i, v) in vals.iter_mut().enumerate() {
         let h = hashes[i];
-        if let Some(e) = g.shard(db, h).get(h, &args[1 + i], now) {
-            ctx.touch(e);
-            *v = Some(as_str(&e.value).map(RString::to_vec).ok_or(()));
-        }
+        let found = ctx.lookup_read::<RString>(g.shard(db, h), h, &args[1 + i]);
+        *v = found.checked().map(|s| s.map(|s| s.to_vec())).transpose();
     }
     drop(g);
     for (i, v) in vals.iter().enumerate() {

@@ -7,13 +7,15 @@
 //! to drop the guard, so the lock's extent stays visible in each handler. Everything here is
 //! `#[inline]` and works on the entry the one hash-table lookup found: no second hash of the
 //! key, no second lookup, no allocation.
+//!
+//! Also here: `Ctx::lock_keys`, the one way a command locks several keys of its database.
 
-use crate::args::{Args, ERR_WRONGTYPE};
+use crate::args::ERR_WRONGTYPE;
 use crate::ctx::Ctx;
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::{
-    key_hash, Entry, HashValue, ListValue, RString, SetValue, ShardData, ShardGuard, StreamValue,
-    Value, ZSetValue,
+    key_hash, Entry, HashValue, ListValue, MultiGuard, RString, SetValue, ShardData, ShardGuard,
+    StreamValue, Value, ZSetValue,
 };
 
 /// A Redis value type a command can ask a key for: the `Value` variant that holds it.
@@ -130,6 +132,34 @@ impl<'a> Ctx<'a> {
         self.typed(found)
     }
 
+    /// `key`'s entry whatever its type, for a read command (`get`), its access clock touched:
+    /// the untyped `lookup_read`, for the generic commands (TOUCH...).
+    #[inline(always)]
+    pub fn entry_read<'s>(
+        &mut self,
+        shard: &'s mut ShardData,
+        h: u64,
+        key: &[u8],
+    ) -> Option<&'s mut Entry> {
+        let e = shard.get(h, key, self.now_ms)?;
+        self.touch(e);
+        Some(e)
+    }
+
+    /// `key`'s entry whatever its type, for a write command (`get_quiet`: no WATCH signal
+    /// until the handler changes it), its access clock touched: the untyped `lookup_write`.
+    #[inline(always)]
+    pub fn entry_write<'s>(
+        &mut self,
+        shard: &'s mut ShardData,
+        h: u64,
+        key: &[u8],
+    ) -> Option<&'s mut Entry> {
+        let e = shard.get_quiet(h, key, self.now_ms)?;
+        self.touch(e);
+        Some(e)
+    }
+
     /// Release the shard, then answer WRONGTYPE.
     #[inline]
     pub fn wrong_type(&mut self, shard: ShardGuard<'_>) {
@@ -169,17 +199,32 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Lock the shards of `args[from..]` in the current db, atomically with respect to others.
-pub fn lock_args<'a>(
-    ctx: &Ctx<'a>,
-    args: &Args,
-    from: usize,
-) -> (Vec<u64>, tern_engine::MultiGuard<'a>) {
-    let hashes: Vec<u64> = args.iter().skip(from).map(key_hash).collect();
-    let db = ctx.conn.db;
-    let srv: &'a crate::Server = ctx.srv;
-    let g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
-    (hashes, g)
+/// Multi-key locking: every command that works on several keys of the current database
+/// hashes them and locks all their shards at once (`Store::lock_many`: ascending shard order,
+/// so two such commands never deadlock) for as long as the guard lives.
+impl<'a> Ctx<'a> {
+    /// Lock the shards of `keys` in the current db; returns each key's hash (in the order of
+    /// `keys`, for `MultiGuard::shard`) and the guard.
+    #[inline]
+    pub fn lock_keys<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> (Vec<u64>, MultiGuard<'a>) {
+        let hashes: Vec<u64> = keys.into_iter().map(key_hash).collect();
+        let db = self.conn.db;
+        let srv: &'a crate::Server = self.srv;
+        let g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
+        (hashes, g)
+    }
+
+    /// `lock_keys` for exactly two keys (the hashes in an array: no allocation for them).
+    #[inline]
+    pub fn lock_pair(&self, a: &[u8], b: &[u8]) -> ([u64; 2], MultiGuard<'a>) {
+        let (ha, hb) = (key_hash(a), key_hash(b));
+        let db = self.conn.db;
+        let srv: &'a crate::Server = self.srv;
+        ([ha, hb], srv.store.lock_many([(db, ha), (db, hb)]))
+    }
 }
 
 /// The string inside a value, or None for any other type (the caller replies WRONGTYPE).

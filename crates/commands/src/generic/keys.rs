@@ -15,7 +15,6 @@ use tern_runtime::args::{
 };
 use tern_runtime::ctx::Ctx;
 use tern_runtime::glob;
-use tern_runtime::keyspace_access::lock_args;
 use tern_runtime::notify;
 use tern_runtime::scan::{parse_scan_cursor, reply_scan, scan_dict, ScanBudget, ScanOpts};
 use tern_runtime::table::CommandSpec;
@@ -152,7 +151,7 @@ fn reap_expired(shard: &mut ShardData, key: &[u8]) {
 
 /// Remove every live key among `args[1..]` under one multi-shard lock; returns the entries.
 fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
-    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut removed = Vec::new();
@@ -187,17 +186,13 @@ fn del(ctx: &mut Ctx, args: &Args) {
     ctx.out.int(n as i64);
 }
 
+/// The same as DEL here, which already frees big values in the background.
 fn unlink(ctx: &mut Ctx, args: &Args) {
-    let removed = remove_keys(ctx, args);
-    notify_removed(ctx, &removed);
-    let n = removed.len();
-    free_removed(removed);
-    ctx.dirty(n as u64);
-    ctx.out.int(n as i64);
+    del(ctx, args);
 }
 
 fn exists(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut n = 0;
@@ -212,20 +207,14 @@ fn exists(ctx: &mut Ctx, args: &Args) {
 }
 
 fn touch(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
     let mut n = 0;
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
-        match g.shard(db, h).get(h, key, now) {
-            Some(e) => {
-                ctx.touch(e);
-                ctx.hit(true, key);
-                n += 1;
-            }
-            None => ctx.hit(false, key),
-        }
+        let hit = ctx.entry_read(g.shard(db, h), h, key).is_some();
+        ctx.hit(hit, key);
+        n += hit as i64;
     }
     drop(g);
     ctx.out.int(n);
@@ -254,17 +243,15 @@ fn renamenx(ctx: &mut Ctx, args: &Args) {
 
 fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
     let (src, dst) = (&args[1], &args[2]);
-    let (hashes, mut g) = lock_args(ctx, args, 1);
-    let (hs, hd) = (hashes[0], hashes[1]);
+    let ([hs, hd], mut g) = ctx.lock_pair(src, dst);
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     // RENAME k k, a refused RENAMENX and errors change nothing; the changes below (remove,
     // insert_entry) touch both keys for WATCH.
-    let Some(e) = g.shard(db, hs).get_quiet(hs, src, now) else {
+    if ctx.entry_write(g.shard(db, hs), hs, src).is_none() {
         drop(g);
         return ctx.error(ERR_NO_SUCH_KEY);
-    };
-    ctx.touch(e);
+    }
     if src == dst {
         drop(g);
         return if nx { ctx.out.int(0) } else { ctx.out.ok() };
@@ -308,11 +295,10 @@ fn move_cmd(ctx: &mut Ctx, args: &Args) {
         unreachable!("distinct databases never share a shard")
     };
     // Only a move is a change (remove and insert_entry touch both sides for WATCH).
-    let Some(e) = src.get_quiet(h, key, now) else {
+    if ctx.entry_write(src, h, key).is_none() {
         drop(g);
         return ctx.out.int(0);
-    };
-    ctx.touch(e);
+    }
     if dst.get_quiet(h, key, now).is_some() {
         drop(g);
         return ctx.out.int(0);
@@ -356,11 +342,8 @@ fn copy(ctx: &mut Ctx, args: &Args) {
     let mut g = srv.store.lock_many([(src_db, hs), (dst_db, hd)]);
     // The source is only read (Redis never signals it); the target changes, and is touched
     // for WATCH, only when the copy is made (remove, insert_entry).
-    let (value, expire_at) = match g.shard(src_db, hs).get_quiet(hs, src, now) {
-        Some(e) => {
-            ctx.touch(e);
-            (e.value.clone(), e.expire_at())
-        }
+    let (value, expire_at) = match ctx.entry_write(g.shard(src_db, hs), hs, src) {
+        Some(e) => (e.value.clone(), e.expire_at()),
         None => {
             drop(g);
             ctx.hit(false, src);
@@ -464,11 +447,10 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
     let (h, mut shard) = ctx.lock(key);
     // A refused EXPIRE (NX XX GT LT) is no change; setting a time is one, the same time too
     // (set_expire and remove touch the key for WATCH).
-    let Some(e) = shard.get_quiet(h, key, now) else {
+    let Some(e) = ctx.entry_write(&mut shard, h, key) else {
         drop(shard);
         return ctx.out.int(0);
     };
-    ctx.touch(e);
     let current: i64 = if e.expire_at() == 0 {
         -1
     } else {
@@ -511,11 +493,10 @@ fn persist(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     // Only removing a TTL is a change (set_expire touches the key for WATCH).
-    let Some(e) = shard.get_quiet(h, key, now) else {
+    let Some(e) = ctx.entry_write(&mut shard, h, key) else {
         drop(shard);
         return ctx.out.int(0);
     };
-    ctx.touch(e);
     let had = e.expire_at() != 0;
     if had {
         shard.set_expire(h, key, 0, now);

@@ -7,7 +7,6 @@
 
 use std::io::Write;
 use std::time::Duration;
-use tern_engine::key_hash;
 use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX};
 use tern_runtime::ctx::Ctx;
 use tern_runtime::migrate_link::{get_socket, put_back, read_line, ConnectError};
@@ -119,11 +118,9 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     let keys: Vec<&[u8]> = (first_key..first_key + num_keys)
         .map(|i| &args[i][..])
         .collect();
-    let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+    let (hashes, mut g) = ctx.lock_keys(keys.iter().copied());
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let srv: &tern_runtime::Server = ctx.srv;
-    let mut g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
     // (key index, ttl, payload) of each key to send.
     let mut found: Vec<usize> = Vec::new();
     for (i, (&h, key)) in hashes.iter().zip(&keys).enumerate() {
@@ -156,6 +153,7 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     }
 
     let (host, port) = (&args[1][..], &args[2][..]);
+    let srv: &tern_runtime::Server = ctx.srv;
     let mut may_retry = true;
     loop {
         let (name, mut cs) = match get_socket(srv, host, port, timeout) {

@@ -10,7 +10,7 @@
 
 use std::cmp::Ordering;
 use tern_engine::{ListValue, Value};
-use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_SYNTAX, ERR_WRONGTYPE};
+use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_SYNTAX};
 use tern_runtime::ctx::Ctx;
 use tern_runtime::notify;
 use tern_runtime::table::CommandSpec;
@@ -170,9 +170,8 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
                         Source::ZSet(z.to_vec().into_iter().map(|(m, _)| m).collect())
                     }
                     _ => {
-                        drop(shard);
                         ctx.hit(true, key);
-                        return ctx.error(ERR_WRONGTYPE);
+                        return ctx.wrong_type(shard);
                     }
                 }
             }

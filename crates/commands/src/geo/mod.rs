@@ -631,10 +631,8 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Search, nostore: bool) {
         }
         _ => {}
     }
-    let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+    let (hashes, mut g) = ctx.lock_keys(keys.iter().copied());
     let db = ctx.conn.db;
-    let srv: &tern_runtime::Server = ctx.srv;
-    let mut g = srv.store.lock_many(hashes.iter().map(|&h| (db, h)));
 
     let found = {
         let shard = g.shard(db, hashes[0]);

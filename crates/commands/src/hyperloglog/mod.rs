@@ -6,9 +6,10 @@ pub mod format;
 
 use crate::hyperloglog::format as fmt;
 use rand::Rng;
-use tern_engine::{RString, Value};
-use tern_runtime::args::{eq_ic, Args, ERR_WRONGTYPE};
+use tern_engine::{MultiGuard, RString, ShardData, Value};
+use tern_runtime::args::{eq_ic, Args};
 use tern_runtime::ctx::Ctx;
+use tern_runtime::keyspace_access::Typed;
 use tern_runtime::notify;
 use tern_runtime::table::CommandSpec;
 
@@ -37,30 +38,38 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "hy
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// The HLL bytes of a value, or the error Redis gives (wrong type, or a string that is not an
-/// HLL: too short, bad magic, unknown encoding, dense of the wrong length).
-fn hll_of(v: &Value) -> Result<&[u8], &'static str> {
-    let b: &[u8] = match v {
-        Value::Str(s) => match s.as_bytes() {
-            Some(b) => b,
-            None => return Err(ERR_NOT_HLL),
-        },
-        _ => return Err(ERR_WRONGTYPE),
+/// What a typed lookup of a string found, checked as an HLL: None when the key is missing,
+/// else the HLL's bytes, or the error Redis gives (WRONGTYPE for another type, "not a valid
+/// HyperLogLog" for a string that is not one: too short, bad magic, unknown encoding, dense of
+/// the wrong length).
+fn hll_bytes<'s>(found: Typed<'s, RString>) -> Result<Option<&'s [u8]>, &'static str> {
+    let Some(s) = found.checked()? else {
+        return Ok(None);
     };
-    if fmt::is_valid(b) {
-        Ok(b)
-    } else {
-        Err(ERR_NOT_HLL)
+    match s.as_bytes() {
+        Some(b) if fmt::is_valid(b) => Ok(Some(b)),
+        _ => Err(ERR_NOT_HLL),
     }
 }
 
-/// The bytes of an already validated HLL, made a growable (raw) string first as Redis's
-/// dbUnshareStringValue does.
-fn unshare(v: &mut Value) -> &mut Vec<u8> {
-    if let Value::Str(s) = v {
-        return s.make_raw();
+/// `hll_bytes` for a command that updates the HLL in place: the string is made growable (raw)
+/// first, as Redis's dbUnshareStringValue does.
+fn hll_mut<'s>(found: Typed<'s, RString>) -> Result<Option<&'s mut Vec<u8>>, &'static str> {
+    let Some(s) = found.checked()? else {
+        return Ok(None);
+    };
+    if !s.as_bytes().is_some_and(fmt::is_valid) {
+        return Err(ERR_NOT_HLL);
     }
-    unreachable!("unshare on a value that is not a validated HLL")
+    Ok(Some(s.make_raw()))
+}
+
+/// The HLL a command has just created (or checked) under the same shard lock.
+fn created_hll<'s>(shard: &'s mut ShardData, h: u64, key: &[u8], now: u64) -> &'s mut Vec<u8> {
+    match shard.get_quiet(h, key, now).map(|e| &mut e.value) {
+        Some(Value::Str(s)) => s.make_raw(),
+        _ => unreachable!("the HLL was checked or created under this lock"),
+    }
 }
 
 /// hll-sparse-max-bytes as it stands now.
@@ -82,14 +91,9 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let mut updated = 0u64;
     // A change (and a WATCH touch) only when a register grows or the key is created.
-    match shard.get_quiet(h, key, now) {
-        Some(e) => {
-            ctx.touch(e);
-            if let Err(msg) = hll_of(&e.value) {
-                return ctx.error(msg);
-            }
-        }
-        None => {
+    match hll_bytes(ctx.lookup_write(&mut shard, h, key)) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
             shard.set(
                 h,
                 key,
@@ -99,9 +103,12 @@ fn pfadd(ctx: &mut Ctx, args: &Args) {
             );
             updated += 1;
         }
+        Err(msg) => {
+            drop(shard);
+            return ctx.error(msg);
+        }
     }
-    let e = shard.get_quiet(h, key, now).expect("key just checked");
-    let s = unshare(&mut e.value);
+    let s = created_hll(&mut shard, h, key, now);
     for ele in args.iter().skip(2) {
         match fmt::add(s, ele, max_bytes) {
             Ok(true) => updated += 1,
@@ -132,18 +139,22 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     // `get_quiet` although PFCOUNT is a read: it may write the cardinality it computes back
     // into the string, and then signals the key for WATCH as Redis does.
-    let Some(e) = shard.get_quiet(h, key, ctx.now_ms) else {
-        drop(shard);
-        ctx.hit(false, key);
-        return ctx.out.int(0);
+    let s = match hll_mut(ctx.lookup_write(&mut shard, h, key)) {
+        Ok(Some(s)) => {
+            ctx.hit(true, key);
+            s
+        }
+        Ok(None) => {
+            drop(shard);
+            ctx.hit(false, key);
+            return ctx.out.int(0);
+        }
+        Err(msg) => {
+            ctx.hit(true, key);
+            drop(shard);
+            return ctx.error(msg);
+        }
     };
-    ctx.touch(e);
-    ctx.hit(true, key);
-    if let Err(msg) = hll_of(&e.value) {
-        drop(shard);
-        return ctx.error(msg);
-    }
-    let s = unshare(&mut e.value);
     if let Some(card) = fmt::cached_card(s) {
         drop(shard);
         return ctx.out.int(card as i64);
@@ -163,84 +174,74 @@ fn pfcount(ctx: &mut Ctx, args: &Args) {
     }
 }
 
-/// PFCOUNT of several keys: the estimate of their union, computed without touching them.
-fn pfcount_union(ctx: &mut Ctx, args: &Args) {
-    let (hashes, mut g) = tern_runtime::keyspace_access::lock_args(ctx, args, 1);
+/// Read the HLLs at `args[1..]` (their shards locked by `g`, `hashes` in that order) as a
+/// command's sources, each a keyspace hit or miss, and merge their registers into `max`;
+/// returns whether any of them is dense. Fails with Redis's error for a key that is not a
+/// valid HLL, or for a corrupted one. (`max` is the caller's: the count over it compiles to a
+/// tighter loop where its length is a known constant.)
+fn merge_sources(
+    ctx: &mut Ctx,
+    g: &mut MultiGuard,
+    hashes: &[u64],
+    args: &Args,
+    max: &mut [u8],
+) -> Result<bool, &'static str> {
     let db = ctx.conn.db;
-    let now = ctx.now_ms;
-    let mut max = vec![0u8; fmt::REGISTERS];
+    let mut any_dense = false;
     for (i, &h) in hashes.iter().enumerate() {
-        let Some(e) = g.shard(db, h).get(h, &args[i + 1], now) else {
-            ctx.hit(false, &args[i + 1]);
+        let key = &args[i + 1];
+        let found = hll_bytes(ctx.lookup_source(g.shard(db, h), h, key));
+        ctx.hit(!matches!(found, Ok(None)), key);
+        let Some(s) = found? else {
             continue;
         };
-        ctx.touch(e);
-        ctx.hit(true, &args[i + 1]);
-        let s = match hll_of(&e.value) {
-            Ok(s) => s,
-            Err(msg) => {
-                drop(g);
-                return ctx.error(msg);
-            }
-        };
-        if fmt::merge(&mut max, s).is_err() {
-            drop(g);
-            return ctx.error(ERR_INVALID);
-        }
+        any_dense |= fmt::encoding(s) == fmt::DENSE;
+        fmt::merge(max, s).map_err(|_| ERR_INVALID)?;
     }
+    Ok(any_dense)
+}
+
+/// PFCOUNT of several keys: the estimate of their union, computed without changing them.
+fn pfcount_union(ctx: &mut Ctx, args: &Args) {
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
+    let mut max = vec![0u8; fmt::REGISTERS];
+    let merged = merge_sources(ctx, &mut g, &hashes, args, &mut max);
     drop(g);
-    ctx.out.int(fmt::count_raw(&max) as i64);
+    match merged {
+        Ok(_) => ctx.out.int(fmt::count_raw(&max) as i64),
+        Err(msg) => ctx.error(msg),
+    }
 }
 
 fn pfmerge(ctx: &mut Ctx, args: &Args) {
     let max_bytes = sparse_max_bytes(ctx);
-    let (hashes, mut g) = tern_runtime::keyspace_access::lock_args(ctx, args, 1);
+    let (hashes, mut g) = ctx.lock_keys(args.iter().skip(1));
     let db = ctx.conn.db;
     let now = ctx.now_ms;
-    let mut max = vec![0u8; fmt::REGISTERS];
-    let mut use_dense = false;
     // The destination is merged too: it is the first key read.
-    for (i, &h) in hashes.iter().enumerate() {
-        let Some(e) = ctx.read_key(g.shard(db, h), h, &args[i + 1]) else {
-            ctx.hit(false, &args[i + 1]);
-            continue;
-        };
-        ctx.touch(e);
-        ctx.hit(true, &args[i + 1]);
-        let s = match hll_of(&e.value) {
-            Ok(s) => s,
-            Err(msg) => {
-                drop(g);
-                return ctx.error(msg);
-            }
-        };
-        if fmt::encoding(s) == fmt::DENSE {
-            use_dense = true;
-        }
-        if fmt::merge(&mut max, s).is_err() {
+    let mut max = vec![0u8; fmt::REGISTERS];
+    let use_dense = match merge_sources(ctx, &mut g, &hashes, args, &mut max) {
+        Ok(any_dense) => any_dense,
+        Err(msg) => {
             drop(g);
-            return ctx.error(ERR_INVALID);
+            return ctx.error(msg);
         }
-    }
+    };
     let key = &args[1];
     let h = hashes[0];
     let shard = g.shard(db, h);
     // Always a change of the destination, as in Redis (a WATCH touch).
     shard.touch(key);
-    match shard.get_quiet(h, key, now) {
-        Some(e) => ctx.touch(e),
-        None => {
-            shard.set(
-                h,
-                key,
-                Value::Str(RString::Raw(fmt::new_sparse())),
-                false,
-                now,
-            );
-        }
+    if ctx.entry_write(shard, h, key).is_none() {
+        shard.set(
+            h,
+            key,
+            Value::Str(RString::Raw(fmt::new_sparse())),
+            false,
+            now,
+        );
     }
-    let e = shard.get_quiet(h, key, now).expect("key just checked");
-    let s = unshare(&mut e.value);
+    let s = created_hll(shard, h, key, now);
     if use_dense && fmt::sparse_to_dense(s).is_err() {
         drop(g);
         return ctx.error(ERR_INVALID);
@@ -269,16 +270,17 @@ fn pfdebug(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     // GETREG and TODENSE may re-encode the HLL: Redis never signals that (no WATCH touch).
     shard.quiet_change(key);
-    let Some(e) = shard.get_quiet(h, key, ctx.now_ms) else {
-        drop(shard);
-        return ctx.error("ERR The specified key does not exist");
+    let s = match hll_mut(ctx.lookup_write(&mut shard, h, key)) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            drop(shard);
+            return ctx.error("ERR The specified key does not exist");
+        }
+        Err(msg) => {
+            drop(shard);
+            return ctx.error(msg);
+        }
     };
-    ctx.touch(e);
-    if let Err(msg) = hll_of(&e.value) {
-        drop(shard);
-        return ctx.error(msg);
-    }
-    let s = unshare(&mut e.value);
     if eq_ic(sub, "getreg") {
         let mut converted = false;
         if fmt::encoding(s) == fmt::SPARSE {
