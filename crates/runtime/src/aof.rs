@@ -839,7 +839,7 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
 fn rewrite_done(srv: &Server, r: Result<(), String>, start: Instant, gen: u64) {
     AOF.last_rewrite_time_sec
         .store(start.elapsed().as_secs() as i64, Relaxed);
-    crate::save_progress::finish(&srv, true);
+    crate::save_progress::finish(srv, true);
     match &r {
         Ok(()) => {
             AOF.last_bgrewrite_ok.store(true, Relaxed);
