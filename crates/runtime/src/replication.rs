@@ -266,18 +266,7 @@ pub fn good_replicas_now(srv: &Server) -> usize {
     good_replicas(srv, srv.config.hot.min_replicas_max_lag.load(Relaxed))
 }
 
-/// (ip, listening port, acknowledged offset) of each replica, for ROLE.
-pub fn replica_offsets(srv: &Server) -> Vec<(String, u16, u64)> {
-    srv.replicas
-        .list
-        .lock()
-        .iter()
-        .map(|r| (r.ip.clone(), r.port, r.ack_offset))
-        .collect()
-}
-
-/// INFO replication's replica lines and count.
-/// One attached replica as INFO and the metrics report it: ip, port, state, acknowledged
+/// One attached replica as INFO, ROLE and the metrics report it: ip, port, state, acknowledged
 /// offset, seconds since its last acknowledgement.
 pub struct ReplicaRow {
     pub ip: String,
@@ -287,6 +276,7 @@ pub struct ReplicaRow {
     pub lag: u64,
 }
 
+/// Every attached replica, in attach order.
 pub fn replica_rows(srv: &Server) -> Vec<ReplicaRow> {
     let now = clock::now_ms();
     srv.replicas
@@ -303,22 +293,18 @@ pub fn replica_rows(srv: &Server) -> Vec<ReplicaRow> {
         .collect()
 }
 
+/// INFO replication's replica lines and count.
 pub fn info_replicas(srv: &Server, out: &mut String) -> usize {
     use std::fmt::Write;
-    let now = clock::now_ms();
-    let reps = srv.replicas.list.lock();
-    for (i, r) in reps.iter().enumerate() {
+    let rows = replica_rows(srv);
+    for (i, r) in rows.iter().enumerate() {
         let _ = write!(
             out,
             "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
-            r.ip,
-            r.port,
-            r.state,
-            r.ack_offset,
-            now.saturating_sub(r.ack_ms) / 1000
+            r.ip, r.port, r.state, r.offset, r.lag
         );
     }
-    reps.len()
+    rows.len()
 }
 
 /// What a replica sends on its stream: REPLCONF ACK <offset> (recorded), anything else is

@@ -117,16 +117,16 @@ fn role(ctx: &mut Ctx, _args: &Args) {
         ctx.out.int(offset);
         return;
     }
-    let replicas = replication::replica_offsets(ctx.srv);
+    let replicas = replication::replica_rows(ctx.srv);
     ctx.out.array(3);
     ctx.out.bulk(b"master");
     ctx.out
         .int(tern_runtime::propagate::LOG.repl_offset() as i64);
     ctx.out.array(replicas.len());
-    for (ip, port, off) in replicas {
+    for r in replicas {
         ctx.out.array(3);
-        ctx.out.bulk(ip.as_bytes());
-        ctx.out.bulk(port.to_string().as_bytes());
-        ctx.out.bulk(off.to_string().as_bytes());
+        ctx.out.bulk(r.ip.as_bytes());
+        ctx.out.bulk(r.port.to_string().as_bytes());
+        ctx.out.bulk(r.offset.to_string().as_bytes());
     }
 }
