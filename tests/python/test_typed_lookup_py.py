@@ -117,3 +117,29 @@ def test_found_reads_count_hits_and_touch(pair):
         assert reply(tern, cmd) == reply(ref, cmd), cmd
     assert stats(tern) == stats(ref) == (4, 0)
     assert tern.object("freq", "l") == ref.object("freq", "l")
+
+
+def test_sort_and_migrate_touch_every_key_they_read(pair):
+    """SORT's source, its BY weights and GET targets, and MIGRATE's keys are read with Redis's
+    lookupKeyRead: each read bumps the key's access clock (LFU counter here)."""
+    tern, ref = pair
+    for c in (tern, ref):
+        c.flushall()
+        lfu(c)
+        c.rpush("l", "2", "1", "3")
+        # Weights that are not small integers: Redis would share those objects (and their
+        # access clock) between keys.
+        c.mset({"w_1": "3.5", "w_2": "2.5", "w_3": "1.5", "o_1": "a", "o_2": "b", "o_3": "c"})
+        c.hset("h_1", "f", "x")
+    cmds = [
+        ["SORT", "l"],
+        ["SORT", "l", "BY", "w_*", "GET", "o_*", "GET", "#"],
+        ["SORT", "l", "BY", "w_*", "GET", "h_*->f", "STORE", "dst"],
+        ["SORT_RO", "l", "BY", "nosort", "GET", "o_*"],
+        # No server listens on port 1: the keys are looked up before the connection fails.
+        ["MIGRATE", "127.0.0.1", "1", "", "0", "200", "KEYS", "l", "o_2"],
+    ]
+    for cmd in cmds:
+        assert reply(tern, cmd) == reply(ref, cmd), cmd
+    for key in ("l", "w_1", "w_2", "w_3", "o_1", "o_2", "o_3", "h_1"):
+        assert tern.object("freq", key) == ref.object("freq", key), key

@@ -126,8 +126,14 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
     for (i, (&h, key)) in hashes.iter().zip(&keys).enumerate() {
         // Only read here: the keys change (and are touched for WATCH) only when MIGRATE
         // deletes them after a successful transfer without COPY.
-        let hit = ctx.read_key(g.shard(db, h), h, key).is_some();
-        // A read lookup in Redis (hit or miss, keymiss).
+        let hit = match ctx.read_key(g.shard(db, h), h, key) {
+            Some(e) => {
+                ctx.touch(e);
+                true
+            }
+            None => false,
+        };
+        // A read lookup in Redis (hit or miss, keymiss, access clock).
         ctx.hit(hit, key);
         if hit {
             found.push(i);

@@ -163,6 +163,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) {
             }
             Some(e) => {
                 found = true;
+                ctx.touch(e);
                 match &e.value {
                     Value::List(l) => Source::List(l.to_vecs()),
                     Value::Set(s) => Source::Set(s.iter().map(|m| m.to_vec()).collect()),
@@ -358,6 +359,7 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<
     let e = ctx.read_key(&mut shard, h, &key);
     ctx.hit(e.is_some(), &key);
     let e = e?;
+    ctx.touch(e);
     match (&e.value, field) {
         (Value::Str(s), None) => Some(s.to_vec()),
         (Value::Hash(hv), Some(f)) => hv.get(f).map(|v| v.to_vec()),
