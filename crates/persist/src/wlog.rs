@@ -10,6 +10,7 @@
 //! plus a per-thread in-flight counter (`gate`), which lets a consumer attach at run time
 //! without losing a write that had already decided not to log itself.
 
+use crate::backlog::Backlog;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -138,6 +139,24 @@ struct Inner {
     repl_offset: u64,
     /// Scratch for one unit's replication-stream encoding.
     rbuf: Vec<u8>,
+    /// The replication backlog (while it exists the stream is encoded even with no replica).
+    backlog: Option<Backlog>,
+}
+
+impl Inner {
+    /// The replication stream is encoded for someone: a started replica or the backlog.
+    fn streaming(&self) -> bool {
+        self.started > 0 || self.backlog.is_some()
+    }
+}
+
+/// The backlog as INFO replication reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BacklogInfo {
+    pub size: usize,
+    /// Offset of its first byte (the stream's first byte is offset 1).
+    pub first_byte_offset: u64,
+    pub histlen: usize,
 }
 
 /// A subscriber of the replication stream (a replica connection): from its start (the cut of
@@ -310,6 +329,7 @@ impl WriteLog {
                 started: 0,
                 repl_offset: 0,
                 rbuf: Vec::new(),
+                backlog: None,
             }),
             cv: Condvar::new(),
             appended: AtomicU64::new(0),
@@ -370,10 +390,12 @@ impl WriteLog {
         }
     }
 
-    /// Writes log themselves while the consumer or a subscriber is attached.
+    /// Writes log themselves while the consumer, a subscriber or the backlog is there.
     fn update_active(&self, g: &Inner) {
-        self.active
-            .store(!g.closed || !g.subs.is_empty(), Ordering::SeqCst);
+        self.active.store(
+            !g.closed || !g.subs.is_empty() || g.backlog.is_some(),
+            Ordering::SeqCst,
+        );
     }
 
     /// Detach: the consumer is told to stop (`take` returns None once what was pending is
@@ -439,10 +461,82 @@ impl WriteLog {
         self.inner.lock().repl_offset
     }
 
-    /// Feed bytes to every started subscriber (dropping those that overflow).
+    /// Create the replication backlog of `size` bytes (if there is none); from now on the
+    /// stream is kept in it and writes log themselves. True when it was created now.
+    pub fn create_backlog(&self, size: usize) -> bool {
+        {
+            let mut g = self.inner.lock();
+            if g.backlog.is_some() {
+                return false;
+            }
+            g.backlog = Some(Backlog::new(size));
+            // A replica continuing later must get a SELECT before its first command, as
+            // after its full sync: its database is unknown to the stream from here.
+            g.repl_selected = -1;
+        }
+        self.start_logging();
+        true
+    }
+
+    /// Drop the backlog (repl-backlog-ttl after the last replica left, or a new history).
+    pub fn free_backlog(&self) {
+        let mut g = self.inner.lock();
+        g.backlog = None;
+        self.update_active(&g);
+    }
+
+    /// CONFIG SET repl-backlog-size: the newest bytes that fit stay.
+    pub fn resize_backlog(&self, size: usize) {
+        if let Some(b) = self.inner.lock().backlog.as_mut() {
+            b.resize(size);
+        }
+    }
+
+    pub fn backlog_info(&self) -> Option<BacklogInfo> {
+        let g = self.inner.lock();
+        let b = g.backlog.as_ref()?;
+        Some(BacklogInfo {
+            size: b.size(),
+            first_byte_offset: g.repl_offset + 1 - b.histlen() as u64,
+            histlen: b.histlen(),
+        })
+    }
+
+    /// PSYNC: attach `sub` as a started subscriber whose stream continues at `psync_offset`
+    /// (the first byte it lacks), fed at once with the backlog from there. None (nothing
+    /// attached) when the backlog does not reach back that far, or does not exist. Returns
+    /// the bytes of backlog sent.
+    pub fn continue_sub(&self, sub: &Arc<Sub>, psync_offset: u64) -> Option<u64> {
+        let mut g = self.inner.lock();
+        let b = g.backlog.as_ref()?;
+        let first = g.repl_offset + 1 - b.histlen() as u64;
+        if psync_offset < first || psync_offset > g.repl_offset + 1 {
+            return None;
+        }
+        let n = (g.repl_offset + 1 - psync_offset) as usize;
+        let mut tail = Vec::with_capacity(n);
+        b.copy_tail(n, &mut tail);
+        sub.inner.lock().started = true;
+        g.started += 1;
+        g.subs.push(sub.clone());
+        // What the AOF must hold first: everything appended so far.
+        let lsn = g.base + g.buf.len() as u64;
+        if !tail.is_empty() && !sub.feed(&tail, lsn) {
+            g.subs.retain(|s| !Arc::ptr_eq(s, sub));
+            g.started -= 1;
+            return None;
+        }
+        self.update_active(&g);
+        Some(n as u64)
+    }
+
+    /// Feed bytes to the backlog and every started subscriber (dropping those that overflow).
     fn feed_subs(g: &mut Inner) {
         let bytes = std::mem::take(&mut g.rbuf);
         g.repl_offset += bytes.len() as u64;
+        if let Some(b) = g.backlog.as_mut() {
+            b.push(&bytes);
+        }
         let before = g.subs.len();
         // What the AOF must hold first: everything appended so far.
         let lsn = g.base + g.buf.len() as u64;
@@ -465,7 +559,7 @@ impl WriteLog {
 
     fn feed_subs_raw(&self, command: &[u8]) {
         let mut g = self.inner.lock();
-        if g.started == 0 {
+        if !g.streaming() {
             return;
         }
         g.rbuf.extend_from_slice(command);
@@ -488,7 +582,7 @@ impl WriteLog {
             let n = ops.iter().filter(|op| !op.2).count();
             Self::encode_unit(&mut g.buf, &mut g.selected, ops, n > 1, false);
         }
-        if g.started > 0 {
+        if g.streaming() {
             let g = &mut *g;
             Self::encode_unit(&mut g.rbuf, &mut g.repl_selected, ops, ops.len() > 1, true);
             Self::feed_subs(g);
@@ -736,6 +830,55 @@ mod tests {
             String::from_utf8(b.bytes).unwrap(),
             "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
         );
+    }
+
+    #[test]
+    fn a_replica_continues_from_the_backlog() {
+        let log = WriteLog::new();
+        let set = |k: &[u8]| {
+            let mut u = Ops::default();
+            u.push(0, [&b"SET"[..], k, b"v"].into_iter());
+            u
+        };
+        log.append(&set(b"lost"));
+        assert_eq!(log.repl_offset(), 0, "no replica, no backlog: no stream");
+        assert!(log.create_backlog(128));
+        assert!(
+            log.active(),
+            "the backlog alone makes writes log themselves"
+        );
+        log.append(&set(b"a"));
+        let after_a = log.repl_offset();
+        log.append(&set(b"b"));
+        let info = log.backlog_info().unwrap();
+        assert_eq!(
+            (info.first_byte_offset, info.histlen),
+            (1, log.repl_offset() as usize)
+        );
+        // A replica that processed up to `after_a` asks for the next byte.
+        let sub = Sub::new(1 << 20, Box::new(|| {}));
+        assert_eq!(
+            log.continue_sub(&sub, after_a + 1),
+            Some(log.repl_offset() - after_a)
+        );
+        let got = sub.take(Vec::new(), None).unwrap();
+        assert_eq!(got, b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\nv\r\n");
+        log.append(&set(b"c"));
+        assert!(String::from_utf8(sub.take(Vec::new(), None).unwrap())
+            .unwrap()
+            .contains("$1\r\nc\r\n"));
+        // Past the ring's reach (128 bytes): no continuation.
+        for _ in 0..4 {
+            log.append(&set(b"x"));
+        }
+        let late = Sub::new(1 << 20, Box::new(|| {}));
+        assert_eq!(log.continue_sub(&late, after_a + 1), None);
+        assert_eq!(log.continue_sub(&late, log.repl_offset() + 2), None);
+        assert_eq!(log.continue_sub(&late, log.repl_offset() + 1), Some(0));
+        log.unsubscribe(&sub);
+        log.unsubscribe(&late);
+        log.free_backlog();
+        assert!(!log.active());
     }
 
     #[test]

@@ -596,6 +596,8 @@ fn stats_section(srv: &Server, out: &mut String) {
     let rb_shrinks = srv.clients.reply_buffers.shrinks.load(Relaxed);
     let rb_expands = srv.clients.reply_buffers.expands.load(Relaxed);
     let sync_full = srv.replicas.sync_full.load(Relaxed);
+    let sync_partial_ok = srv.replicas.sync_partial_ok.load(Relaxed);
+    let sync_partial_err = srv.replicas.sync_partial_err.load(Relaxed);
     let input = st.sum(|t| t.net_input_bytes.get());
     let output = st.sum(|t| t.net_output_bytes.get());
     let (ops, in_kbps, out_kbps) = rates(srv, cmds, input, output);
@@ -618,8 +620,8 @@ fn stats_section(srv: &Server, out: &mut String) {
          instantaneous_output_repl_kbps:0.00\r\n\
          rejected_connections:{}\r\n\
          sync_full:{sync_full}\r\n\
-         sync_partial_ok:0\r\n\
-         sync_partial_err:0\r\n\
+         sync_partial_ok:{sync_partial_ok}\r\n\
+         sync_partial_err:{sync_partial_err}\r\n\
          expired_keys:{}\r\n\
          expired_stale_perc:0.00\r\n\
          expired_time_cap_reached_count:{}\r\n\
@@ -690,18 +692,6 @@ fn stats_section(srv: &Server, out: &mut String) {
     );
 }
 
-/// The replication ID of this (master) server: 40 random hex digits, fixed for the process.
-pub fn master_replid() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        use rand::Rng;
-        let mut r = rand::thread_rng();
-        (0..40)
-            .map(|_| std::char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
-            .collect()
-    })
-}
-
 fn replication_section(srv: &Server, out: &mut String) {
     let cfg = &srv.config;
     let mut lines = String::new();
@@ -715,7 +705,7 @@ fn replication_section(srv: &Server, out: &mut String) {
         None => {
             out.push_str("role:master\r\n");
             (
-                master_replid().to_string(),
+                crate::replication::replid(srv),
                 crate::propagate::LOG.repl_offset(),
             )
         }
@@ -726,20 +716,28 @@ fn replication_section(srv: &Server, out: &mut String) {
         let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
     }
     out.push_str(&lines);
+    let (id2, second_offset) = {
+        let ids = srv.replicas.ids.lock();
+        (ids.id2.clone(), ids.second_offset)
+    };
+    let backlog = crate::propagate::LOG.backlog_info();
     let _ = write!(
         out,
         "master_failover_state:no-failover\r\n\
          master_replid:{}\r\n\
-         master_replid2:0000000000000000000000000000000000000000\r\n\
+         master_replid2:{id2}\r\n\
          master_repl_offset:{}\r\n\
-         second_repl_offset:-1\r\n\
-         repl_backlog_active:0\r\n\
+         second_repl_offset:{second_offset}\r\n\
+         repl_backlog_active:{}\r\n\
          repl_backlog_size:{}\r\n\
-         repl_backlog_first_byte_offset:0\r\n\
-         repl_backlog_histlen:0\r\n",
+         repl_backlog_first_byte_offset:{}\r\n\
+         repl_backlog_histlen:{}\r\n",
         replid,
         offset,
+        backlog.is_some() as u8,
         cfg.get_i64("repl-backlog-size"),
+        backlog.map_or(0, |b| b.first_byte_offset),
+        backlog.map_or(0, |b| b.histlen),
     );
 }
 

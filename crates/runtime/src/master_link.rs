@@ -8,7 +8,11 @@
 //! each command runs as the master client (which no READONLY, MASTERDOWN, OOM or NOREPLICAS
 //! check stops) and is logged like any write, so this server's AOF and its own replicas follow.
 //! It acknowledges its offset every second and on REPLCONF GETACK, and reconnects after a
-//! failure. Not yet: partial resynchronization (every reconnection is a full sync).
+//! failure: with the master's replication ID and the offset it had processed, so a master
+//! whose backlog still holds the rest answers `+CONTINUE` and only the missing stream comes
+//! (no new snapshot). Not yet: continuing after a restart of this server or after changing
+//! masters (PSYNC2's secondary ID), and passing the master's stream unchanged to our own
+//! replicas (they get it re-encoded, with offsets of our own).
 
 use crate::args::{eq_ic, Args};
 use crate::ctx::Conn;
@@ -58,6 +62,9 @@ struct Link {
     /// The master's replication ID and the offset processed so far.
     master_replid: String,
     offset: u64,
+    /// The dataset is the master's up to `offset` (a sync completed): a reconnection may ask
+    /// to continue from there (Redis's cached master).
+    continuable: bool,
     last_io_ms: u64,
     /// When a connected link was lost (0: never connected since REPLICAOF, reported as -1).
     down_since_ms: u64,
@@ -153,6 +160,7 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         state: State::Connect,
         master_replid: "?".into(),
         offset: 0,
+        continuable: false,
         last_io_ms: 0,
         down_since_ms: 0,
         transfer_size: -1,
@@ -308,7 +316,7 @@ fn connect(srv: &Server, host: &str, port: u16) -> Result<Wire, String> {
     Err(format!("Error condition on socket for SYNC: {last}"))
 }
 
-fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), String> {
+fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
     let t = repl_timeout(srv);
     crate::log::notice("MASTER <-> REPLICA sync started");
     let pong = wire.command(srv, &[b"PING"], t, gen)?;
@@ -363,18 +371,57 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<(String, u64), S
         t,
         gen,
     )?;
-    // No backlog of our own to continue from: always ask for a full resynchronization.
-    let r = wire.command(srv, &[b"PSYNC", b"?", b"-1"], t, gen)?;
+    let cached = srv
+        .master_link
+        .link
+        .lock()
+        .as_ref()
+        .filter(|l| l.continuable)
+        .map(|l| (l.master_replid.clone(), l.offset));
+    let r = match &cached {
+        Some((id, off)) => {
+            let next = (off + 1).to_string();
+            crate::log::notice(&format!(
+                "Trying a partial resynchronization (request {id}:{next})."
+            ));
+            wire.command(srv, &[b"PSYNC", id.as_bytes(), next.as_bytes()], t, gen)?
+        }
+        None => {
+            crate::log::notice("Partial resynchronization not possible (no cached master)");
+            wire.command(srv, &[b"PSYNC", b"?", b"-1"], t, gen)?
+        }
+    };
     let mut parts = r.split(' ');
-    match parts.next() {
-        Some("+FULLRESYNC") => {
+    match (parts.next(), cached) {
+        (Some("+FULLRESYNC"), _) => {
             let id = parts.next().unwrap_or("?").to_string();
             let off = parts.next().and_then(|o| o.parse().ok()).unwrap_or(0);
             crate::log::notice(&format!("Full resync from master: {id}:{off}"));
-            Ok((id, off))
+            Ok(Psync::Full(id, off))
+        }
+        (Some("+CONTINUE"), Some((id, off))) => {
+            crate::log::notice("Successful partial resynchronization with master.");
+            let id = match parts.next().filter(|n| !n.is_empty() && *n != id) {
+                Some(new) => {
+                    crate::log::notice(&format!("Master replication ID changed to {new}"));
+                    new.to_string()
+                }
+                None => id,
+            };
+            crate::log::notice(
+                "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
+            );
+            Ok(Psync::Continue(id, off))
         }
         _ => Err(format!("Unexpected reply to PSYNC from master: {r}")),
     }
+}
+
+/// How the master answered PSYNC: a full resynchronization from (replid, offset), or the
+/// stream continuing after (replid, offset).
+enum Psync {
+    Full(String, u64),
+    Continue(String, u64),
 }
 
 /// Receive the RDB payload into `path`.
@@ -468,8 +515,24 @@ fn receive_payload(
 fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result<(), String> {
     let mut wire = connect(srv, host, port)?;
     crate::log::notice("Non blocking connect for SYNC fired the event.");
-    let (replid, offset) = handshake(srv, &mut wire, gen)?;
+    let (replid, offset) = match handshake(srv, &mut wire, gen)? {
+        Psync::Full(id, off) => (id, off),
+        Psync::Continue(id, off) => {
+            set_state(srv, gen, |l| {
+                l.state = State::Connected;
+                l.master_replid = id;
+                l.last_io_ms = clock::now_ms();
+            });
+            if !current(srv, gen) {
+                return Ok(());
+            }
+            srv.master_link.link_up.store(true, Relaxed);
+            return follow(srv, &mut wire, off, gen);
+        }
+    };
     set_state(srv, gen, |l| {
+        // The dataset is about to be replaced: until loaded, nothing to continue from.
+        l.continuable = false;
         l.state = State::Sync;
         l.transfer_size = -1;
         l.transfer_read = 0;
@@ -486,6 +549,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         }
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
         crate::propagate::LOG.close_subs();
+        crate::replication::forget_history(srv);
         crate::persistence::empty_keyspace(srv);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
         crate::persistence::rdb_load(srv, &path, false).map_err(|e| {
@@ -502,6 +566,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         l.state = State::Connected;
         l.master_replid = replid;
         l.offset = offset;
+        l.continuable = true;
         l.last_io_ms = clock::now_ms();
     });
     if !current(srv, gen) {
@@ -514,6 +579,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
 
 /// Apply the master's stream until the link breaks or REPLICAOF changes.
 fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Result<(), String> {
+    let mut read_offset = offset;
     use tern_resp::{Limits, RequestParser};
     let handle = Arc::new(crate::clients::ClientHandle::new(
         MASTER_CLIENT_ID,
@@ -578,8 +644,13 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
                         out.buf.clear();
                     }
                     pos += used;
-                    // The offset counts the stream's bytes, as the master's does.
-                    offset += used as u64;
+                    // The offset counts the stream's bytes, as the master's does; inside a
+                    // MULTI it waits for the EXEC (Redis's reploff), so a link lost
+                    // mid-transaction continues from the MULTI, which runs again whole.
+                    read_offset += used as u64;
+                    if conn.multi.is_none() {
+                        offset = read_offset;
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {

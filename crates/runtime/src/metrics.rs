@@ -88,7 +88,7 @@ pub fn render(srv: &Server) -> String {
             ("role", role),
             ("tcp_port", &srv.tcp_port.load(Relaxed).to_string()),
             ("process_id", &std::process::id().to_string()),
-            ("run_id", crate::info_sections::master_replid()),
+            ("run_id", &srv.run_id),
         ],
         1.0,
     );

@@ -1,13 +1,17 @@
-//! The master side of replication: the registry of attached replicas, what SYNC / PSYNC start
-//! (always a full resynchronization) and what REPLCONF records (the commands are the server
+//! The master side of replication: the registry of attached replicas, the replication IDs and
+//! backlog, what SYNC / PSYNC start and what REPLCONF records (the commands are the server
 //! family's).
 //!
 //! A full sync sends an RDB snapshot, then the replication stream from the snapshot's cut on:
 //! the replica subscribes to the write log (`tern_persist::wlog::Sub`), the forkless snapshot
 //! starts the subscription at its cut (every shard locked), so the replica gets exactly the
 //! writes after the state it loaded. The connection side (sending the file, then draining the
-//! subscription) runs in the server crate. Partial resynchronization (a backlog) and the
-//! replica side (REPLICAOF) are not implemented yet.
+//! subscription) runs in the server crate.
+//!
+//! A partial resynchronization (PSYNC with our replication ID and an offset the backlog still
+//! holds) answers `+CONTINUE` and sends the backlog from that offset, as Redis does. The
+//! backlog is created (with a new replication ID) when the first replica attaches and freed
+//! `repl-backlog-ttl` seconds after the last one left.
 
 use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::Ctx;
@@ -21,12 +25,79 @@ use tern_engine::clock;
 pub use tern_persist::wlog::Sub;
 
 /// What a replica asked for; the connection takes over once the reply so far is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SyncKind {
     /// SYNC: the bulk RDB, then the stream.
     Sync,
-    /// PSYNC: `+FULLRESYNC <replid> <offset>` first.
-    Psync,
+    /// PSYNC <replid> <offset>: `+CONTINUE` when the backlog allows, else `+FULLRESYNC
+    /// <replid> <offset>` first.
+    Psync { replid: String, offset: i64 },
+}
+
+/// The smallest backlog Redis keeps, whatever repl-backlog-size says.
+const MIN_BACKLOG: usize = 16 * 1024;
+
+/// Our replication history's names, as PSYNC2 has them: the current ID, and the previous one
+/// (valid up to `second_offset`) that replicas of our former master may still continue with.
+pub struct ReplIds {
+    pub id: String,
+    pub id2: String,
+    pub second_offset: i64,
+}
+
+const NO_ID: &str = "0000000000000000000000000000000000000000";
+
+fn random_replid() -> String {
+    use rand::Rng;
+    let mut r = rand::thread_rng();
+    (0..40)
+        .map(|_| std::char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+impl Default for ReplIds {
+    fn default() -> Self {
+        ReplIds {
+            id: random_replid(),
+            id2: NO_ID.into(),
+            second_offset: -1,
+        }
+    }
+}
+
+/// Our current replication ID.
+pub fn replid(srv: &Server) -> String {
+    srv.replicas.ids.lock().id.clone()
+}
+
+/// A new history (Redis's changeReplicationId + clearReplicationId2).
+fn new_replid(srv: &Server) {
+    let mut ids = srv.replicas.ids.lock();
+    *ids = ReplIds::default();
+}
+
+/// The dataset was replaced by another history (a full sync from our master): nobody can
+/// continue our old stream, so the backlog goes and the ID changes.
+pub fn forget_history(srv: &Server) {
+    LOG.free_backlog();
+    new_replid(srv);
+}
+
+fn backlog_size(srv: &Server) -> usize {
+    (srv.config.get_i64("repl-backlog-size").max(0) as usize).max(MIN_BACKLOG)
+}
+
+/// CONFIG SET repl-backlog-size resizes the backlog at once.
+pub fn register_hooks(srv: &Arc<Server>) {
+    let s = Arc::downgrade(srv);
+    srv.config.set_apply_hook(
+        "repl-backlog-size",
+        Box::new(move |_| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            LOG.resize_backlog(backlog_size(&srv));
+            Ok(())
+        }),
+    );
 }
 
 /// SYNC / PSYNC: the connection turns into a replica once the reply so far is written.
@@ -46,11 +117,13 @@ pub fn record_ack(srv: &Server, id: u64, offset: i64) {
     }
 }
 
-/// What a client told us before it became a replica (REPLCONF listening-port/ip-address).
+/// What a client told us before it became a replica (REPLCONF listening-port/ip-address/capa).
 #[derive(Default, Clone)]
 struct Announced {
     listening_port: u16,
     ip: Option<String>,
+    /// REPLCONF capa psync2: `+CONTINUE` names our replication ID.
+    psync2: bool,
 }
 
 /// REPLCONF listening-port: the port INFO shows for this (future) replica.
@@ -61,6 +134,11 @@ pub fn announce_listening_port(srv: &Server, id: u64, port: u16) {
 /// REPLCONF ip-address: the address INFO shows for this (future) replica.
 pub fn announce_ip(srv: &Server, id: u64, ip: String) {
     announce(srv, id).ip = Some(ip);
+}
+
+/// REPLCONF capa psync2.
+pub fn announce_psync2(srv: &Server, id: u64) {
+    announce(srv, id).psync2 = true;
 }
 
 fn announce(srv: &Server, id: u64) -> parking_lot::MappedMutexGuard<'_, Announced> {
@@ -95,8 +173,15 @@ pub struct Replicas {
     list: Mutex<Vec<Replica>>,
     /// Full syncs served since start (INFO stats sync_full).
     pub sync_full: AtomicU64,
+    /// PSYNCs answered +CONTINUE, and those with a replication ID that could not continue.
+    pub sync_partial_ok: AtomicU64,
+    pub sync_partial_err: AtomicU64,
     /// When the cron last sent a PING down the stream.
     last_ping_ms: AtomicU64,
+    pub ids: Mutex<ReplIds>,
+    /// When the last replica left (0: one is attached, or none ever was): the backlog's TTL
+    /// counts from there.
+    no_replicas_since_ms: AtomicU64,
 }
 
 /// A replica attached to the write log; dropping it detaches it.
@@ -111,7 +196,14 @@ impl Drop for Attached {
     fn drop(&mut self) {
         LOG.unsubscribe(&self.sub);
         let replicas = &self.srv.replicas;
-        replicas.list.lock().retain(|r| r.id != self.id);
+        let mut list = replicas.list.lock();
+        list.retain(|r| r.id != self.id);
+        if list.is_empty() {
+            replicas
+                .no_replicas_since_ms
+                .store(clock::now_ms(), Relaxed);
+        }
+        drop(list);
         replicas.announced.lock().retain(|(c, _)| *c != self.id);
         if let Some(p) = self.rdb.take() {
             let _ = std::fs::remove_file(p);
@@ -144,6 +236,34 @@ pub fn attach(
     handle: &crate::clients::ClientHandle,
     wake: Box<dyn Fn() + Send + Sync>,
 ) -> Attached {
+    handle.set_flag(crate::clients::cflags::REPLICA, true);
+    let first = {
+        let mut list = srv.replicas.list.lock();
+        list.push(replica_entry(srv, handle, "wait_bgsave"));
+        list.len() == 1
+    };
+    srv.replicas.no_replicas_since_ms.store(0, Relaxed);
+    // The first replica of a server without a backlog starts a new history, as in Redis.
+    if first && LOG.backlog_info().is_none() {
+        new_replid(srv);
+        LOG.create_backlog(backlog_size(srv));
+    }
+    let sub = Sub::new(output_limit(srv), wake);
+    LOG.subscribe(sub.clone());
+    Attached {
+        sub,
+        srv: srv.clone(),
+        id: handle.id,
+        rdb: None,
+    }
+}
+
+/// The replica as INFO first shows it: its announced port and address.
+fn replica_entry(
+    srv: &Server,
+    handle: &crate::clients::ClientHandle,
+    state: &'static str,
+) -> Replica {
     let announced = srv
         .replicas
         .announced
@@ -159,24 +279,110 @@ pub fn attach(
             .map(|(h, _)| h.to_string())
             .unwrap_or_default()
     });
-    handle.set_flag(crate::clients::cflags::REPLICA, true);
-    srv.replicas.list.lock().push(Replica {
+    Replica {
         id: handle.id,
         ip,
         port: announced.listening_port,
-        state: "wait_bgsave",
+        state,
         ack_offset: 0,
         ack_ms: clock::now_ms(),
-    });
-    crate::log::notice(&format!("Replica {} asks for synchronization", handle.addr));
-    let sub = Sub::new(output_limit(srv), wake);
-    LOG.subscribe(sub.clone());
-    Attached {
-        sub,
-        srv: srv.clone(),
-        id: handle.id,
-        rdb: None,
     }
+}
+
+/// The log line of every SYNC / PSYNC, before anything is decided.
+pub fn sync_requested(srv: &Server, handle: &crate::clients::ClientHandle) {
+    crate::log::notice(&format!(
+        "Replica {} asks for synchronization",
+        replica_name(srv, handle)
+    ));
+}
+
+/// PSYNC <replid> <offset>: continue the replica's stream from the backlog when our history
+/// and the backlog allow it (Redis's masterTryPartialResynchronization). Returns the attached
+/// replica (online, its subscription already fed with the backlog from `offset`) and the
+/// `+CONTINUE` line to send first; None for a full resynchronization.
+pub fn try_continue(
+    srv: &Arc<Server>,
+    handle: &crate::clients::ClientHandle,
+    asked_id: &str,
+    offset: i64,
+    wake: Box<dyn Fn() + Send + Sync>,
+) -> Option<(Attached, String)> {
+    let name = replica_name(srv, handle);
+    let (id, id2, second) = {
+        let ids = srv.replicas.ids.lock();
+        (ids.id.clone(), ids.id2.clone(), ids.second_offset)
+    };
+    let ours = asked_id.eq_ignore_ascii_case(&id);
+    if !ours && (!asked_id.eq_ignore_ascii_case(&id2) || offset > second) {
+        if asked_id.starts_with('?') {
+            crate::log::notice(&format!("Full resync requested by replica {name}"));
+        } else {
+            srv.replicas.sync_partial_err.fetch_add(1, Relaxed);
+            if !asked_id.eq_ignore_ascii_case(&id2) {
+                crate::log::notice(&format!(
+                    "Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{asked_id}', my replication IDs are '{id}' and '{id2}')"
+                ));
+            } else {
+                crate::log::notice(&format!(
+                    "Partial resynchronization not accepted: Requested offset for second ID was {offset}, but I can reply up to {second}"
+                ));
+            }
+        }
+        return None;
+    }
+    let sub = Sub::new(output_limit(srv), wake);
+    let sent = (offset >= 0)
+        .then(|| LOG.continue_sub(&sub, offset as u64))
+        .flatten();
+    let Some(sent) = sent else {
+        srv.replicas.sync_partial_err.fetch_add(1, Relaxed);
+        crate::log::notice(&format!(
+            "Unable to partial resync with replica {name} for lack of backlog (Replica request was: {offset})."
+        ));
+        if offset > LOG.repl_offset() as i64 {
+            crate::log::warning(&format!(
+                "Warning: replica {name} tried to PSYNC with an offset that is greater than the master replication offset."
+            ));
+        }
+        return None;
+    };
+    let psync2 = srv
+        .replicas
+        .announced
+        .lock()
+        .iter()
+        .any(|(c, a)| *c == handle.id && a.psync2);
+    handle.set_flag(crate::clients::cflags::REPLICA, true);
+    srv.replicas
+        .list
+        .lock()
+        .push(replica_entry(srv, handle, "online"));
+    srv.replicas.no_replicas_since_ms.store(0, Relaxed);
+    srv.replicas.sync_partial_ok.fetch_add(1, Relaxed);
+    crate::log::notice(&format!(
+        "Partial resynchronization request from {name} accepted. Sending {sent} bytes of backlog starting from offset {offset}."
+    ));
+    let line = if psync2 {
+        format!("+CONTINUE {id}\r\n")
+    } else {
+        "+CONTINUE\r\n".to_string()
+    };
+    Some((
+        Attached {
+            sub,
+            srv: srv.clone(),
+            id: handle.id,
+            rdb: None,
+        },
+        line,
+    ))
+}
+
+/// How Redis names a replica in its log: `ip:port` as announced.
+pub fn replica_name(srv: &Server, handle: &crate::clients::ClientHandle) -> String {
+    let r = replica_entry(srv, handle, "");
+    format!("{}:{}", r.ip, r.port)
 }
 
 /// Write the full-sync snapshot to a temp file in the working directory; the replica's stream
@@ -196,7 +402,7 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
     let now = clock::now_ms();
     let extra = vec![
         ("repl-stream-db", "0".to_string()),
-        ("repl-id", crate::info_sections::master_replid().to_string()),
+        ("repl-id", replid(srv)),
     ];
     let writer = crate::aof::snapshot_into(
         srv,
@@ -223,6 +429,7 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
 
 /// The replication cron: PING down the stream every `repl-ping-replica-period` seconds.
 pub fn cron(srv: &Server) {
+    free_idle_backlog(srv);
     if LOG.subscribers() == 0 {
         // The first PING comes a full period after a replica attaches.
         srv.replicas.last_ping_ms.store(clock::now_ms(), Relaxed);
@@ -233,6 +440,22 @@ pub fn cron(srv: &Server) {
     if now.saturating_sub(srv.replicas.last_ping_ms.load(Relaxed)) >= period_ms {
         srv.replicas.last_ping_ms.store(now, Relaxed);
         LOG.ping_subs();
+    }
+}
+
+/// repl-backlog-ttl seconds without replicas: the backlog is freed and the history renamed
+/// (a replica keeps its backlog: it may be promoted).
+fn free_idle_backlog(srv: &Server) {
+    let since = srv.replicas.no_replicas_since_ms.load(Relaxed);
+    let ttl = srv.config.get_i64("repl-backlog-ttl");
+    if since == 0 || ttl == 0 || srv.master_link.is_replica() || LOG.backlog_info().is_none() {
+        return;
+    }
+    if clock::now_ms().saturating_sub(since) / 1000 > ttl as u64 {
+        forget_history(srv);
+        crate::log::notice(&format!(
+            "Replication backlog freed after {ttl} seconds without connected replicas."
+        ));
     }
 }
 

@@ -74,6 +74,7 @@ fn main() {
     tern_runtime::aof::set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
     register_client_eviction_hooks(&srv);
+    tern_runtime::replication::register_hooks(&srv);
     tern_runtime::client_eviction::apply_limit(&srv);
     let rdb = tern_runtime::persistence::rdb_path(&srv);
     if srv.config.get_bool("appendonly") {

@@ -19,6 +19,24 @@ pub async fn serve<S: ClientStream>(
     kind: SyncKind,
 ) {
     let ready = Arc::new(Notify::new());
+    replication::sync_requested(srv, handle);
+    if let SyncKind::Psync { replid, offset } = &kind {
+        let wake = ready.clone();
+        let continued = replication::try_continue(
+            srv,
+            handle,
+            replid,
+            *offset,
+            Box::new(move || wake.notify_one()),
+        );
+        if let Some((rep, line)) = continued {
+            if stream.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+            stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
+            return;
+        }
+    }
     let wake = ready.clone();
     let mut rep = {
         let srv = srv.clone();
@@ -61,30 +79,31 @@ pub async fn serve<S: ClientStream>(
         }
     };
     rep.set_state("send_bulk");
-    if send_rdb(stream, &path, kind, offset).await.is_err() {
+    if send_rdb(srv, stream, &path, &kind, offset).await.is_err() {
         return;
     }
     rep.set_state("online");
     tern_runtime::log::notice(&format!(
         "Synchronization with replica {} succeeded",
-        handle.addr
+        replication::replica_name(srv, handle)
     ));
     stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
 }
 
 async fn send_rdb<S: ClientStream>(
+    srv: &Server,
     stream: &mut S,
     path: &std::path::Path,
-    kind: SyncKind,
+    kind: &SyncKind,
     offset: u64,
 ) -> std::io::Result<()> {
     let mut file = tokio::fs::File::open(path).await?;
     let len = file.metadata().await?.len();
     let mut head = String::new();
-    if kind == SyncKind::Psync {
+    if matches!(kind, SyncKind::Psync { .. }) {
         head.push_str(&format!(
             "+FULLRESYNC {} {offset}\r\n",
-            tern_runtime::info_sections::master_replid()
+            replication::replid(srv)
         ));
     }
     head.push_str(&format!("${len}\r\n"));
@@ -163,7 +182,10 @@ async fn stream_to_replica<S: ClientStream>(
             _ = ready.notified() => {}
             r = stream.read_buf(&mut inbuf) => {
                 if matches!(r, Ok(0) | Err(_)) {
-                    tern_runtime::log::notice(&format!("Connection with replica {} lost.", handle.addr));
+                    tern_runtime::log::notice(&format!(
+                        "Connection with replica {} lost.",
+                        replication::replica_name(srv, handle)
+                    ));
                     return;
                 }
                 replication::replica_input(srv, handle, &mut inbuf);

@@ -27,9 +27,18 @@ fn sync(ctx: &mut Ctx, _args: &Args) {
     replication::start_sync(ctx, SyncKind::Sync);
 }
 
-fn psync(ctx: &mut Ctx, _args: &Args) {
-    // No backlog: every PSYNC (any replid, any offset) gets a full resynchronization.
-    replication::start_sync(ctx, SyncKind::Psync);
+/// PSYNC <replid> <offset>: a partial resynchronization from the backlog when possible,
+/// else a full one (decided when the connection turns into a replica).
+fn psync(ctx: &mut Ctx, args: &Args) {
+    let Some(offset) = parse_i64(&args[2]) else {
+        tern_runtime::log::warning(&format!(
+            "Replica {} asks for synchronization but with a wrong offset",
+            ctx.conn.handle.addr
+        ));
+        return ctx.error(tern_runtime::args::ERR_NOT_INT);
+    };
+    let replid = String::from_utf8_lossy(&args[1]).into_owned();
+    replication::start_sync(ctx, SyncKind::Psync { replid, offset });
 }
 
 /// REPLCONF option value pairs. A replica's own announcements are recorded for INFO;
@@ -55,12 +64,12 @@ fn replconf(ctx: &mut Ctx, args: &Args) {
                 replication::record_ack(ctx.srv, id, off);
             }
             return;
-        } else if eq_ic(opt, "capa")
-            || eq_ic(opt, "getack")
-            || eq_ic(opt, "rdb-only")
-            || eq_ic(opt, "rdb-filter-only")
-        {
-            // Accepted: the sync is always disk-based and full; there is no stream to ack.
+        } else if eq_ic(opt, "capa") {
+            if eq_ic(val, "psync2") {
+                replication::announce_psync2(ctx.srv, id);
+            }
+        } else if eq_ic(opt, "getack") || eq_ic(opt, "rdb-only") || eq_ic(opt, "rdb-filter-only") {
+            // Accepted: the sync is always disk-based (unfiltered); GETACK is for replicas.
         } else {
             return ctx.error(&format!(
                 "ERR Unrecognized REPLCONF option: {}",

@@ -29,6 +29,7 @@ mod multi;
 mod ordering;
 mod pause;
 mod protocol;
+mod psync;
 mod pubsub;
 mod rdb;
 mod replication;
