@@ -30,6 +30,9 @@ thread_local! {
     /// covers everything a worker's pass over its ready connections appended, as Redis's
     /// write in beforeSleep.
     static DEFER_WAKE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The replication offset right after this thread's last append (WAIT's target), until
+    /// taken.
+    static LAST_REPL_END: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     static SLOT: usize = {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % SLOTS
@@ -591,6 +594,7 @@ impl WriteLog {
         let pending = g.buf.len();
         let end = g.base + pending as u64;
         self.appended.store(end, Ordering::Release);
+        LAST_REPL_END.with(|r| r.set(Some(g.repl_offset)));
         drop(g);
         if DEFER_WAKE.with(|d| d.get()) && pending < DEFERRED_WAKE_BYTES {
             if !self.wake_pending.load(Ordering::Relaxed) {
@@ -600,6 +604,12 @@ impl WriteLog {
             self.cv.notify_one();
         }
         end
+    }
+
+    /// The replication offset right after the last unit this thread appended since the last
+    /// call: a replica that acknowledged it has every write of that unit (WAIT).
+    pub fn take_last_repl_end(&self) -> Option<u64> {
+        LAST_REPL_END.with(|r| r.take())
     }
 
     /// Make this thread's appends leave the consumer's wake-up to `wake_consumer`.

@@ -25,26 +25,32 @@ pub enum TimeoutReply {
     /// `*-1` (RESP2) / `_` (RESP3): BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN/MAX,
     /// BZMPOP, XREAD.
     NullArray,
-    /// An integer: WAIT's count of acknowledging replicas.
-    Int(i64),
-    /// WAITAOF's `[local, replicas]`, the local count as it stands at the time of the reply.
+    /// WAIT: the count of replicas that acknowledged `repl_woff` at the time of the reply;
+    /// the wait ends once `numreplicas` did.
+    Wait { repl_woff: u64, numreplicas: i64 },
+    /// WAITAOF's `[local, replicas]` as they stand at the time of the reply; the wait ends
+    /// once the AOF is fsynced past `woff` (if `numlocal`) and `numreplicas` replicas
+    /// acknowledged `repl_woff` in theirs.
     WaitAof {
-        /// The client's last logged write.
         woff: u64,
-        /// The wait ends as soon as the AOF is fsynced up to `woff` (numlocal 1, numreplicas
-        /// 0); otherwise only its timeout ends it (no replica can ever acknowledge).
-        ends_on_fsync: bool,
+        repl_woff: u64,
+        numlocal: bool,
+        numreplicas: i64,
     },
     /// An error: SHUTDOWN's waiters when the shutdown is given up.
     Error(&'static str),
 }
 
 impl TimeoutReply {
-    pub fn write(&self, out: &mut Reply) {
+    pub fn write(&self, srv: &Server, out: &mut Reply) {
         match *self {
             TimeoutReply::NullArray => out.null_array(),
-            TimeoutReply::Int(n) => out.int(n),
-            TimeoutReply::WaitAof { woff, .. } => crate::wait::waitaof_reply(out, woff),
+            TimeoutReply::Wait { repl_woff, .. } => {
+                out.int(crate::replication::count_acks(srv, repl_woff))
+            }
+            TimeoutReply::WaitAof {
+                woff, repl_woff, ..
+            } => crate::wait::waitaof_reply(srv, out, woff, repl_woff),
             TimeoutReply::Error(e) => out.error(e),
         }
     }
@@ -311,14 +317,14 @@ pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
 }
 
 /// Write the reply for a finished wait into the client's output.
-pub fn write_outcome(conn: &Conn, out: &mut Reply, w: &Waiter, o: Outcome) {
+pub fn write_outcome(srv: &Server, conn: &Conn, out: &mut Reply, w: &Waiter, o: Outcome) {
     // A served command was counted where it ran; one that timed out or was unblocked with an
     // error is counted now, once (Redis's updateStatsOnUnblock; not for WAIT and WAITAOF).
     let key_wait = matches!(w.timeout_reply, TimeoutReply::NullArray);
     match o {
         Outcome::Reply(bytes) => out.raw(&bytes),
         Outcome::Timeout => {
-            w.timeout_reply.write(out);
+            w.timeout_reply.write(srv, out);
             if key_wait {
                 crate::dispatch::count_unblocked_call(conn, false);
             }

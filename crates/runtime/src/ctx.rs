@@ -75,6 +75,9 @@ pub struct Conn {
     pub offloaded: bool,
     /// Write-log LSN right after this client's last write that was logged (WAITAOF's target).
     pub woff: u64,
+    /// The replication offset after the connection's last logged write (what WAIT waits
+    /// for replicas to acknowledge).
+    pub repl_woff: u64,
     /// Set when CLIENT PAUSE holds the command being dispatched: the connection waits for the
     /// pause to end, then dispatches it again.
     pub pending_pause: bool,
@@ -141,6 +144,7 @@ impl Conn {
             offload_pool: crate::background::Pool::Idle,
             offloaded: false,
             woff: 0,
+            repl_woff: 0,
             save_after: false,
             pending_pause: false,
             drain_first: false,
@@ -353,7 +357,7 @@ impl<'a> Ctx<'a> {
     /// (MULTI/EXEC, scripts) the client gets the timeout reply at once, as in Redis.
     pub fn block(&mut self, spec: crate::blocking::BlockSpec) {
         if self.conn.deny_blocking && !self.conn.serving_blocked {
-            spec.timeout_reply.write(self.out);
+            spec.timeout_reply.write(self.srv, self.out);
             return;
         }
         self.conn.pending_block = Some(spec);

@@ -497,6 +497,10 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         if lsn != 0 {
             conn.woff = lsn;
         }
+        // Apart from the LSN: without an AOF the log's LSN stays 0.
+        if let Some(r) = crate::propagate::LOG.take_last_repl_end() {
+            conn.repl_woff = r;
+        }
     } else {
         let mut ctx = Ctx {
             srv,

@@ -580,6 +580,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
 /// Apply the master's stream until the link breaks or REPLICAOF changes.
 fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Result<(), String> {
     let mut read_offset = offset;
+    let mut fsynced = Fsynced::new(offset);
     use tern_resp::{Limits, RequestParser};
     let handle = Arc::new(crate::clients::ClientHandle::new(
         MASTER_CLIENT_ID,
@@ -605,12 +606,15 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
         if !current(srv, gen) {
             break Ok(());
         }
-        if last_ack.elapsed() >= Duration::from_secs(1) {
+        // Every second, and as soon as more of the stream is fsynced in our AOF (so a
+        // WAITAOF on the master need not wait for the next second).
+        let fack = fsynced.advance(offset);
+        if last_ack.elapsed() >= Duration::from_secs(1) || fack.is_some_and(|f| f > fsynced.sent) {
             last_ack = Instant::now();
-            let off = offset.to_string();
-            if let Err(e) = wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]) {
+            if let Err(e) = send_ack(wire, offset, fack) {
                 break Err(e);
             }
+            fsynced.sent = fack.unwrap_or(0);
         }
         match wire.r.read(&mut chunk) {
             Ok(0) => break Err("Connection with master lost.".into()),
@@ -634,14 +638,16 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
                 Ok(Some(used)) => {
                     let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
                     if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "getack") {
-                        let off = offset.to_string();
-                        if let Err(e) = wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]) {
+                        let fack = fsynced.advance(offset);
+                        if let Err(e) = send_ack(wire, offset, fack) {
                             err = Some(e);
                             break;
                         }
+                        fsynced.sent = fack.unwrap_or(0);
                     } else if !args.is_empty() {
                         crate::dispatch::execute(srv, &mut conn, &mut out, &args);
                         out.buf.clear();
+                        fsynced.applied(read_offset + used as u64, conn.woff);
                     }
                     pos += used;
                     // The offset counts the stream's bytes, as the master's does; inside a
@@ -671,6 +677,67 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
     };
     crate::txn::reset(srv, &mut conn);
     result
+}
+
+/// REPLCONF ACK <offset> [FACK <offset fsynced in our AOF>] (FACK only with an AOF, as Redis).
+fn send_ack(wire: &mut Wire, offset: u64, fack: Option<u64>) -> Result<(), String> {
+    let off = offset.to_string();
+    match fack {
+        Some(f) => {
+            let f = f.to_string();
+            wire.send(&[b"REPLCONF", b"ACK", off.as_bytes(), b"FACK", f.as_bytes()])
+        }
+        None => wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]),
+    }
+}
+
+/// How far the master's stream is fsynced in our AOF: the stream offsets applied, each with
+/// the LSN of our log it was written at, until the AOF writer reports that LSN fsynced.
+struct Fsynced {
+    pending: std::collections::VecDeque<(u64, u64)>,
+    /// The offset known fsynced.
+    done: u64,
+    /// The FACK last sent.
+    sent: u64,
+}
+
+impl Fsynced {
+    fn new(offset: u64) -> Fsynced {
+        Fsynced {
+            pending: Default::default(),
+            done: offset,
+            sent: 0,
+        }
+    }
+
+    /// The stream up to `offset` was applied, the last write at `lsn` of our log.
+    fn applied(&mut self, offset: u64, lsn: u64) {
+        if !crate::aof::enabled() {
+            return;
+        }
+        match self.pending.back_mut() {
+            Some(last) if last.1 == lsn => last.0 = offset,
+            _ => self.pending.push_back((offset, lsn)),
+        }
+    }
+
+    /// The offset our AOF holds fsynced (None without an AOF): `processed` once nothing
+    /// applied waits for its fsync.
+    fn advance(&mut self, processed: u64) -> Option<u64> {
+        if !crate::aof::enabled() {
+            self.pending.clear();
+            return None;
+        }
+        while let Some(&(off, lsn)) = self.pending.front() {
+            if !crate::aof::fsynced_to(lsn) {
+                return Some(self.done);
+            }
+            self.done = off;
+            self.pending.pop_front();
+        }
+        self.done = self.done.max(processed);
+        Some(self.done)
+    }
 }
 
 /// INFO replication's lines for a replica (None on a master).

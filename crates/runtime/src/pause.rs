@@ -75,6 +75,13 @@ impl Pause {
         self.active().is_some()
     }
 
+    /// Traffic to replicas that is not the stream itself (GETACK requests) waits while any
+    /// pause runs, as Redis's PAUSE_ACTION_REPLICA.
+    #[inline]
+    pub fn holds_replicas(&self) -> bool {
+        self.active().is_some()
+    }
+
     /// Wait until the pause may have ended or loosened (the caller checks again).
     pub async fn changed(&self) {
         let n = self.changed.notified();

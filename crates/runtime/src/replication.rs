@@ -109,11 +109,40 @@ pub fn start_sync(ctx: &mut Ctx, kind: SyncKind) {
     ctx.conn.pending_sync = Some(kind);
 }
 
-/// REPLCONF ACK / FACK: the replica's processed offset.
-pub fn record_ack(srv: &Server, id: u64, offset: i64) {
+/// REPLCONF ACK <offset> [FACK <aof offset>]: what the replica processed, and what its AOF
+/// holds fsynced. Wakes the clients in WAIT / WAITAOF.
+pub fn record_ack(srv: &Server, id: u64, offset: i64, fsynced: Option<i64>) {
     if let Some(r) = srv.replicas.list.lock().iter_mut().find(|r| r.id == id) {
-        r.ack_offset = offset.max(0) as u64;
+        r.ack_offset = r.ack_offset.max(offset.max(0) as u64);
+        if let Some(f) = fsynced {
+            r.aof_ack_offset = r.aof_ack_offset.max(f.max(0) as u64);
+        }
         r.ack_ms = clock::now_ms();
+    }
+    srv.replicas.acked.notify_waiters();
+}
+
+/// Online replicas that acknowledged `offset` (Redis's replicationCountAcksByOffset).
+pub fn count_acks(srv: &Server, offset: u64) -> i64 {
+    let list = srv.replicas.list.lock();
+    list.iter()
+        .filter(|r| r.state == "online" && r.ack_offset >= offset)
+        .count() as i64
+}
+
+/// Online replicas whose AOF holds `offset` fsynced.
+pub fn count_aof_acks(srv: &Server, offset: u64) -> i64 {
+    let list = srv.replicas.list.lock();
+    list.iter()
+        .filter(|r| r.state == "online" && r.aof_ack_offset >= offset)
+        .count() as i64
+}
+
+/// A client started waiting for acknowledgements: ask the replicas for their offsets now
+/// (Redis sends REPLCONF GETACK before it sleeps), unless a pause holds replica traffic.
+pub fn request_acks(srv: &Server) {
+    if !srv.pause.holds_replicas() {
+        LOG.getack_subs();
     }
 }
 
@@ -162,6 +191,8 @@ struct Replica {
     /// "wait_bgsave" while its snapshot is produced, "send_bulk" while sent, then "online".
     state: &'static str,
     ack_offset: u64,
+    /// What its AOF holds fsynced (REPLCONF ACK ... FACK), for WAITAOF.
+    aof_ack_offset: u64,
     ack_ms: u64,
 }
 
@@ -178,6 +209,8 @@ pub struct Replicas {
     pub sync_partial_err: AtomicU64,
     /// When the cron last sent a PING down the stream.
     last_ping_ms: AtomicU64,
+    /// Notified at every acknowledgement (WAIT and WAITAOF wait on it).
+    pub acked: tokio::sync::Notify,
     pub ids: Mutex<ReplIds>,
     /// When the last replica left (0: one is attached, or none ever was): the backlog's TTL
     /// counts from there.
@@ -285,6 +318,7 @@ fn replica_entry(
         port: announced.listening_port,
         state,
         ack_offset: 0,
+        aof_ack_offset: 0,
         ack_ms: clock::now_ms(),
     }
 }
@@ -551,7 +585,10 @@ pub fn replica_input(
                 let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
                 if args.len() >= 3 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "ack") {
                     if let Some(off) = parse_i64(&args[2]) {
-                        record_ack(srv, handle.id, off);
+                        let fack = (args.len() >= 5 && eq_ic(&args[3], "fack"))
+                            .then(|| parse_i64(&args[4]))
+                            .flatten();
+                        record_ack(srv, handle.id, off, fack);
                     }
                 }
                 pos += used;

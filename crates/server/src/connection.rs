@@ -331,7 +331,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             if outcome == Outcome::Cancelled {
                 break;
             }
-            blocking::write_outcome(&conn, &mut out, &w, outcome);
+            blocking::write_outcome(&srv, &conn, &mut out, &w, outcome);
             // Served by whichever thread wrote its key: what it reveals is not tracked here.
             conn.observe_all();
             conn.start_batch();
@@ -575,14 +575,13 @@ async fn wait_blocked<S: ClientStream>(
         tokio::time::Instant::now()
             + std::time::Duration::from_millis(w.deadline_ms.saturating_sub(now))
     });
-    // WAITAOF 1 0: the AOF writer's fsync ends the wait.
-    let fsync_target = match w.timeout_reply {
-        blocking::TimeoutReply::WaitAof {
-            woff,
-            ends_on_fsync: true,
-        } => Some(woff),
-        _ => None,
-    };
+    // WAIT and WAITAOF end when replicas acknowledge (and the AOF's fsync) suffice.
+    let acks = matches!(
+        w.timeout_reply,
+        blocking::TimeoutReply::Wait { .. } | blocking::TimeoutReply::WaitAof { .. }
+    );
+    let satisfied = tern_runtime::wait::satisfied(srv, w.timeout_reply);
+    tokio::pin!(satisfied);
     loop {
         if let Some(o) = w.outcome() {
             return o;
@@ -605,17 +604,10 @@ async fn wait_blocked<S: ClientStream>(
                     return blocking::end_wait(srv, w, Outcome::Cancelled);
                 }
             }
-            synced = async {
-                match fsync_target {
-                    Some(lsn) => tern_runtime::aof::wait_fsynced(lsn).await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                let o = if synced {
-                    // [1 local fsync, 0 replicas]: the same bytes in RESP2 and RESP3.
-                    Outcome::Reply(b"*2\r\n:1\r\n:0\r\n".to_vec())
-                } else {
-                    Outcome::Error(tern_runtime::wait::waitaof_aof_off())
+            done = &mut satisfied, if acks => {
+                let o = match done {
+                    Ok(reply) => Outcome::Reply(reply),
+                    Err(e) => Outcome::Error(e),
                 };
                 return blocking::end_wait(srv, w, o);
             }

@@ -1,12 +1,13 @@
 //! WAIT and WAITAOF: block until the connection's earlier writes reached `numreplicas` replicas
-//! (and, for WAITAOF, the local AOF's disk). What counts as acknowledged is the runtime's
-//! (`tern_runtime::wait`).
+//! (and, for WAITAOF, their AOFs and the local AOF's disk). What counts as acknowledged is the
+//! runtime's (`tern_runtime::wait`, `tern_runtime::replication::count_acks`).
 
 use tern_runtime::args::{parse_i64, Args};
 use tern_runtime::blocking::{BlockSpec, TimeoutReply};
 use tern_runtime::ctx::Ctx;
+use tern_runtime::replication::{count_acks, request_acks};
 use tern_runtime::table::CommandSpec;
-use tern_runtime::wait::{waitaof_reply, ACKED_REPLICAS, ERR_WAITAOF_NO_AOF};
+use tern_runtime::wait::{waitaof_counts, waitaof_reply, ERR_WAITAOF_NO_AOF};
 
 pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "generic";
     ("wait", 3, [], [CONNECTION], [], wait, "3.0.0",
@@ -18,6 +19,9 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "ge
 };
 
 fn wait(ctx: &mut Ctx, args: &Args) {
+    if ctx.srv.master_link.is_replica() {
+        return ctx.error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.");
+    }
     let Some(numreplicas) = parse_i64(&args[1]) else {
         return ctx.error(tern_runtime::args::ERR_NOT_INT);
     };
@@ -25,16 +29,22 @@ fn wait(ctx: &mut Ctx, args: &Args) {
         Ok(d) => d,
         Err(e) => return ctx.error(e),
     };
-    if ACKED_REPLICAS >= numreplicas || ctx.conn.deny_blocking {
-        return ctx.out.int(ACKED_REPLICAS);
+    let repl_woff = ctx.conn.repl_woff;
+    let acked = count_acks(ctx.srv, repl_woff);
+    if acked >= numreplicas || ctx.conn.deny_blocking {
+        return ctx.out.int(acked);
     }
     ctx.block(BlockSpec {
         keys: Vec::new(),
         deadline_ms,
-        timeout_reply: TimeoutReply::Int(ACKED_REPLICAS),
+        timeout_reply: TimeoutReply::Wait {
+            repl_woff,
+            numreplicas,
+        },
         rewritten_args: None,
         unblock_on_nokey: false,
     });
+    request_acks(ctx.srv);
 }
 
 fn waitaof(ctx: &mut Ctx, args: &Args) {
@@ -54,6 +64,9 @@ fn waitaof(ctx: &mut Ctx, args: &Args) {
         Ok(d) => d,
         Err(e) => return ctx.error(e),
     };
+    if ctx.srv.master_link.is_replica() {
+        return ctx.error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
+    }
     if numlocal == 1
         && !tern_runtime::aof::AOF
             .enabled
@@ -61,19 +74,22 @@ fn waitaof(ctx: &mut Ctx, args: &Args) {
     {
         return ctx.error(ERR_WAITAOF_NO_AOF);
     }
-    let woff = ctx.conn.woff;
-    let acklocal = tern_runtime::aof::fsynced_to(woff) as i64;
-    if (ACKED_REPLICAS >= numreplicas && acklocal >= numlocal) || ctx.conn.deny_blocking {
-        return waitaof_reply(ctx.out, woff);
+    let (woff, repl_woff) = (ctx.conn.woff, ctx.conn.repl_woff);
+    let (acklocal, ackreplicas) = waitaof_counts(ctx.srv, woff, repl_woff);
+    if (ackreplicas >= numreplicas && acklocal >= numlocal) || ctx.conn.deny_blocking {
+        return waitaof_reply(ctx.srv, ctx.out, woff, repl_woff);
     }
     ctx.block(BlockSpec {
         keys: Vec::new(),
         deadline_ms,
         timeout_reply: TimeoutReply::WaitAof {
             woff,
-            ends_on_fsync: ACKED_REPLICAS >= numreplicas,
+            repl_woff,
+            numlocal: numlocal == 1,
+            numreplicas,
         },
         rewritten_args: None,
         unblock_on_nokey: false,
     });
+    request_acks(ctx.srv);
 }

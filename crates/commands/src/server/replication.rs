@@ -61,7 +61,10 @@ fn replconf(ctx: &mut Ctx, args: &Args) {
         } else if eq_ic(opt, "ack") || eq_ic(opt, "fack") {
             // Sent by replicas on the stream itself (read there): never answered.
             if let Some(off) = parse_i64(val) {
-                replication::record_ack(ctx.srv, id, off);
+                let fack = (eq_ic(opt, "ack") && args.len() > i + 3 && eq_ic(&args[i + 2], "fack"))
+                    .then(|| parse_i64(&args[i + 3]))
+                    .flatten();
+                replication::record_ack(ctx.srv, id, off, fack);
             }
             return;
         } else if eq_ic(opt, "capa") {

@@ -45,6 +45,7 @@ mod strings;
 mod tls;
 mod tracking;
 mod unixsocket;
+mod wait_replicas;
 mod watch_exact;
 mod zsets;
 mod zsets_blocking;
