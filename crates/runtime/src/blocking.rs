@@ -40,11 +40,11 @@ pub enum TimeoutReply {
 }
 
 impl TimeoutReply {
-    pub fn write(&self, out: &mut Reply) {
+    pub fn write(&self, srv: &Server, out: &mut Reply) {
         match *self {
             TimeoutReply::NullArray => out.null_array(),
             TimeoutReply::Int(n) => out.int(n),
-            TimeoutReply::WaitAof { woff, .. } => crate::wait::waitaof_reply(out, woff),
+            TimeoutReply::WaitAof { woff, .. } => crate::wait::waitaof_reply(srv, out, woff),
             TimeoutReply::Error(e) => out.error(e),
         }
     }
@@ -311,14 +311,14 @@ pub fn end_wait(srv: &Server, w: &Arc<Waiter>, own: Outcome) -> Outcome {
 }
 
 /// Write the reply for a finished wait into the client's output.
-pub fn write_outcome(conn: &Conn, out: &mut Reply, w: &Waiter, o: Outcome) {
+pub fn write_outcome(srv: &Server, conn: &Conn, out: &mut Reply, w: &Waiter, o: Outcome) {
     // A served command was counted where it ran; one that timed out or was unblocked with an
     // error is counted now, once (Redis's updateStatsOnUnblock; not for WAIT and WAITAOF).
     let key_wait = matches!(w.timeout_reply, TimeoutReply::NullArray);
     match o {
         Outcome::Reply(bytes) => out.raw(&bytes),
         Outcome::Timeout => {
-            w.timeout_reply.write(out);
+            w.timeout_reply.write(srv, out);
             if key_wait {
                 crate::dispatch::count_unblocked_call(conn, false);
             }

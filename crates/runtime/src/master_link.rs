@@ -161,7 +161,7 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
     });
     srv.master_link.is_replica.store(true, Relaxed);
     // Our own replicas were following another history: they must resync.
-    crate::propagate::LOG.close_subs();
+    srv.propagation.log.close_subs();
     let _ = std::thread::Builder::new()
         .name("master-link".into())
         .spawn(move || link_main(&srv, &host, port, gen));
@@ -485,7 +485,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
             return Err("REPLICAOF changed".into());
         }
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
-        crate::propagate::LOG.close_subs();
+        srv.propagation.log.close_subs();
         crate::persistence::empty_keyspace(srv);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
         crate::persistence::rdb_load(srv, &path, false).map_err(|e| {
@@ -494,7 +494,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     });
     let _ = std::fs::remove_file(&path);
     loaded?;
-    if crate::aof::enabled() {
+    if crate::aof::enabled(srv) {
         // The AOF must restart from the new dataset, as Redis does after a sync.
         crate::aof::start_rewrite(srv.clone());
     }

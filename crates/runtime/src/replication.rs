@@ -11,7 +11,6 @@
 
 use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::Ctx;
-use crate::propagate::LOG;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::path::PathBuf;
@@ -109,7 +108,7 @@ pub struct Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        LOG.unsubscribe(&self.sub);
+        self.srv.propagation.log.unsubscribe(&self.sub);
         let replicas = &self.srv.replicas;
         replicas.list.lock().retain(|r| r.id != self.id);
         replicas.announced.lock().retain(|(c, _)| *c != self.id);
@@ -170,7 +169,7 @@ pub fn attach(
     });
     crate::log::notice(&format!("Replica {} asks for synchronization", handle.addr));
     let sub = Sub::new(output_limit(srv), wake);
-    LOG.subscribe(sub.clone());
+    srv.propagation.log.subscribe(sub.clone());
     Attached {
         sub,
         srv: srv.clone(),
@@ -200,11 +199,11 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
     ];
     let writer = crate::aof::snapshot_into(
         srv,
-        Some(&|| offset.store(LOG.start_sub(&sub), Relaxed)),
+        Some(&|| offset.store(srv.propagation.log.start_sub(&sub), Relaxed)),
         || {
             let mut aux = crate::persistence::rdb_aux(now, false);
             aux.extend(extra);
-            aux.push(("repl-offset", LOG.repl_offset().to_string()));
+            aux.push(("repl-offset", srv.propagation.log.repl_offset().to_string()));
             crate::persistence::rdb_writer(
                 srv,
                 std::io::BufWriter::with_capacity(1 << 20, file),
@@ -223,7 +222,7 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
 
 /// The replication cron: PING down the stream every `repl-ping-replica-period` seconds.
 pub fn cron(srv: &Server) {
-    if LOG.subscribers() == 0 {
+    if srv.propagation.log.subscribers() == 0 {
         // The first PING comes a full period after a replica attaches.
         srv.replicas.last_ping_ms.store(clock::now_ms(), Relaxed);
         return;
@@ -232,7 +231,7 @@ pub fn cron(srv: &Server) {
     let now = clock::now_ms();
     if now.saturating_sub(srv.replicas.last_ping_ms.load(Relaxed)) >= period_ms {
         srv.replicas.last_ping_ms.store(now, Relaxed);
-        LOG.ping_subs();
+        srv.propagation.log.ping_subs();
     }
 }
 

@@ -4,6 +4,7 @@
 //! where they may not block (MULTI, scripts). WAITAOF's local count is real: the AOF writer's
 //! fsynced LSN against the LSN of the client's last logged write.
 
+use crate::server::Server;
 use tern_resp::Reply;
 
 /// Replicas that acknowledged the connection's writes: none can, there are no replicas.
@@ -13,9 +14,9 @@ pub const ERR_WAITAOF_NO_AOF: &str =
     "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
 
 /// WAITAOF's reply: `[1 if the AOF is fsynced up to woff, replicas that acknowledged]`.
-pub fn waitaof_reply(out: &mut Reply, woff: u64) {
+pub fn waitaof_reply(srv: &Server, out: &mut Reply, woff: u64) {
     out.array(2);
-    out.int(crate::aof::fsynced_to(woff) as i64);
+    out.int(crate::aof::fsynced_to(srv, woff) as i64);
     out.int(ACKED_REPLICAS);
 }
 

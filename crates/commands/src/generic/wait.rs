@@ -55,16 +55,18 @@ fn waitaof(ctx: &mut Ctx, args: &Args) {
         Err(e) => return ctx.error(e),
     };
     if numlocal == 1
-        && !tern_runtime::aof::AOF
+        && !ctx
+            .srv
+            .aof
             .enabled
             .load(std::sync::atomic::Ordering::Relaxed)
     {
         return ctx.error(ERR_WAITAOF_NO_AOF);
     }
     let woff = ctx.conn.woff;
-    let acklocal = tern_runtime::aof::fsynced_to(woff) as i64;
+    let acklocal = tern_runtime::aof::fsynced_to(ctx.srv, woff) as i64;
     if (ACKED_REPLICAS >= numreplicas && acklocal >= numlocal) || ctx.conn.deny_blocking {
-        return waitaof_reply(ctx.out, woff);
+        return waitaof_reply(ctx.srv, ctx.out, woff);
     }
     ctx.block(BlockSpec {
         keys: Vec::new(),
