@@ -82,13 +82,13 @@ fn sunsubscribe(ctx: &mut Ctx, args: &Args) {
 
 fn publish(ctx: &mut Ctx, args: &Args) {
     let n = ctx.srv.pubsub.publish(ctx.srv, false, &args[1], &args[2]);
-    tern_runtime::propagate::propagate_publish(ctx.conn.db, args);
+    tern_runtime::propagate::propagate_publish(ctx.srv, ctx.conn.db, args);
     ctx.out.int(n as i64);
 }
 
 fn spublish(ctx: &mut Ctx, args: &Args) {
     let n = ctx.srv.pubsub.publish(ctx.srv, true, &args[1], &args[2]);
-    tern_runtime::propagate::propagate_publish(ctx.conn.db, args);
+    tern_runtime::propagate::propagate_publish(ctx.srv, ctx.conn.db, args);
     ctx.out.int(n as i64);
 }
 

@@ -1,5 +1,5 @@
 //! The append-only file: Redis 7's multi-part AOF (manifest + base + incremental files in
-//! `appenddirname`), fed by the write log (`propagate::LOG`).
+//! `appenddirname`), fed by the write log (`Server::propagation`). Its state is `Server::aof`.
 //!
 //! - One writer thread takes what the log accumulated, writes it to the current incremental
 //!   file and fsyncs per `appendfsync`: `always` after every batch (one fsync covers every
@@ -15,7 +15,6 @@
 use crate::args::OwnedArgs;
 use crate::clients::ClientHandle;
 use crate::ctx::{Conn, Ctx};
-use crate::propagate::LOG;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
@@ -69,38 +68,65 @@ pub struct AofState {
     fsynced: AtomicU64,
     /// Bumped by every start/stop: a rewrite started under another generation is stale.
     generation: AtomicU64,
+    /// Serializes start/stop/rewrite decisions.
+    control: Mutex<()>,
+    /// Durability news, per worker thread: the writer wakes each worker once (`notify_one` keeps
+    /// a permit when the worker is busy), and the worker's own task wakes its waiting replies
+    /// locally, instead of the writer waking every waiting reply across threads (one eventfd
+    /// write per reply).
+    worker_news: Mutex<Vec<&'static tokio::sync::Notify>>,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds to pause before each write to the AOF (tests use it
+    /// to catch a reply sent before its write reached the file).
+    pub flush_sleep_us: AtomicU64,
+    /// The second of the last `#TS:` annotation written (`aof-timestamp-enabled`).
+    last_timestamp: AtomicU64,
+    /// Set to give a background rewrite up (its writer process ended, or the AOF was turned
+    /// off). Leaked once per server: the writer process's watcher thread takes a `'static` flag.
+    rewrite_abort: &'static AtomicBool,
+    /// The thread of the running background rewrite (`appendonly no` waits for it to end).
+    rewrite_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The automatic rewrite's back-off after repeated failures: (minutes, retry at unix secs).
+    rewrite_backoff: Mutex<(u64, u64)>,
 }
 
 struct Files {
     manifest: Manifest,
 }
 
-pub static AOF: AofState = AofState {
-    enabled: AtomicBool::new(false),
-    wait_rewrite: AtomicBool::new(false),
-    rewrite_in_progress: AtomicBool::new(false),
-    rewrite_scheduled: AtomicBool::new(false),
-    rewrite_started: AtomicU64::new(0),
-    last_rewrite_time_sec: AtomicI64::new(-1),
-    last_bgrewrite_ok: AtomicBool::new(true),
-    rewrites: AtomicU64::new(0),
-    consecutive_failures: AtomicU64::new(0),
-    last_write_ok: AtomicBool::new(true),
-    others_size: AtomicU64::new(0),
-    incr_size: AtomicU64::new(0),
-    base_size: AtomicU64::new(0),
-    fsync: AtomicU8::new(FSYNC_EVERYSEC),
-    delayed_fsync: AtomicU64::new(0),
-    files: parking_lot::const_mutex(None),
-    next_incr: parking_lot::const_mutex(None),
-    writer: parking_lot::const_mutex(None),
-    durable: tokio::sync::Notify::const_new(),
-    fsynced: AtomicU64::new(0),
-    generation: AtomicU64::new(0),
-};
-
-/// Serializes start/stop/rewrite decisions.
-static CONTROL: Mutex<()> = parking_lot::const_mutex(());
+impl Default for AofState {
+    fn default() -> Self {
+        AofState {
+            enabled: AtomicBool::new(false),
+            wait_rewrite: AtomicBool::new(false),
+            rewrite_in_progress: AtomicBool::new(false),
+            rewrite_scheduled: AtomicBool::new(false),
+            rewrite_started: AtomicU64::new(0),
+            last_rewrite_time_sec: AtomicI64::new(-1),
+            last_bgrewrite_ok: AtomicBool::new(true),
+            rewrites: AtomicU64::new(0),
+            consecutive_failures: AtomicU64::new(0),
+            last_write_ok: AtomicBool::new(true),
+            others_size: AtomicU64::new(0),
+            incr_size: AtomicU64::new(0),
+            base_size: AtomicU64::new(0),
+            fsync: AtomicU8::new(FSYNC_EVERYSEC),
+            delayed_fsync: AtomicU64::new(0),
+            files: Mutex::new(None),
+            next_incr: Mutex::new(None),
+            writer: Mutex::new(None),
+            durable: tokio::sync::Notify::new(),
+            fsynced: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+            control: Mutex::new(()),
+            worker_news: Mutex::new(Vec::new()),
+            flush_sleep_us: AtomicU64::new(0),
+            last_timestamp: AtomicU64::new(0),
+            rewrite_abort: Box::leak(Box::new(AtomicBool::new(false))),
+            rewrite_thread: Mutex::new(None),
+            rewrite_backoff: Mutex::new((0, 0)),
+        }
+    }
+}
 
 /// Where log lines go: the server installs its logger (`set_logger`); stderr until then.
 fn unix_secs() -> u64 {
@@ -129,16 +155,16 @@ fn fsync_policy(v: &str) -> u8 {
     }
 }
 
-/// Mirror `appendfsync` (start-up and CONFIG SET).
 /// AOF is on.
-pub fn enabled() -> bool {
-    AOF.enabled.load(Relaxed)
+pub fn enabled(srv: &Server) -> bool {
+    srv.aof.enabled.load(Relaxed)
 }
 
-pub fn set_fsync_policy(v: &str) {
-    AOF.fsync.store(fsync_policy(v), Relaxed);
+/// Mirror `appendfsync` (start-up and CONFIG SET).
+pub fn set_fsync_policy(srv: &Server, v: &str) {
+    srv.aof.fsync.store(fsync_policy(v), Relaxed);
     // Replies that were waiting under `always` may go now.
-    notify_durable();
+    notify_durable(&srv.aof);
 }
 
 /// True when replies must wait until what they could have observed is in the AOF: fsynced
@@ -146,15 +172,11 @@ pub fn set_fsync_policy(v: &str) {
 /// process loses nothing acknowledged) under `everysec` and `no`, as Redis writes the AOF
 /// before it sends the replies of an event-loop pass.
 #[inline]
-pub fn must_wait() -> bool {
-    AOF.enabled.load(Relaxed) && LOG.active() && !AOF.wait_rewrite.load(Relaxed)
+pub fn must_wait(srv: &Server) -> bool {
+    srv.aof.enabled.load(Relaxed)
+        && srv.propagation.log.active()
+        && !srv.aof.wait_rewrite.load(Relaxed)
 }
-
-/// Durability news, per worker thread: the writer wakes each worker once (`notify_one` keeps
-/// a permit when the worker is busy), and the worker's own task wakes its waiting replies
-/// locally, instead of the writer waking every waiting reply across threads (one eventfd
-/// write per reply).
-static WORKER_NEWS: Mutex<Vec<&'static tokio::sync::Notify>> = parking_lot::const_mutex(Vec::new());
 
 /// A worker's relay: where its replies wait, and how many do.
 struct Relay {
@@ -163,6 +185,8 @@ struct Relay {
     waiting: std::sync::atomic::AtomicUsize,
 }
 
+// Per worker thread by nature: where the replies waiting on this thread are woken (a worker
+// serves one server; `start_durable_relay` sets it).
 thread_local! {
     static RELAY: std::cell::Cell<Option<&'static Relay>> = const { std::cell::Cell::new(None) };
 }
@@ -172,7 +196,7 @@ thread_local! {
 /// writer is normally woken when the worker goes idle, see `on_worker_park`; a worker kept
 /// busy by other clients must not hold the fsync back). One timer per wait cycle, not one per
 /// reply (each timer that comes due sooner than the driver's next one costs an eventfd write).
-pub fn start_durable_relay() {
+pub fn start_durable_relay(srv: &Arc<Server>) {
     const WAKE_AFTER: Duration = Duration::from_millis(1);
     let news: &'static tokio::sync::Notify = Box::leak(Box::default());
     let relay: &'static Relay = Box::leak(Box::new(Relay {
@@ -180,14 +204,15 @@ pub fn start_durable_relay() {
         first_waiter: tokio::sync::Notify::new(),
         waiting: std::sync::atomic::AtomicUsize::new(0),
     }));
-    WORKER_NEWS.lock().push(news);
+    srv.aof.worker_news.lock().push(news);
     RELAY.with(|l| l.set(Some(relay)));
+    let srv = srv.clone();
     tokio::spawn(async move {
         loop {
             if relay.waiting.load(Relaxed) > 0 {
                 tokio::select! {
                     _ = news.notified() => relay.durable.notify_waiters(),
-                    _ = tokio::time::sleep(WAKE_AFTER) => LOG.wake_consumer(),
+                    _ = tokio::time::sleep(WAKE_AFTER) => srv.propagation.log.wake_consumer(),
                 }
             } else {
                 tokio::select! {
@@ -200,25 +225,25 @@ pub fn start_durable_relay() {
 }
 
 /// The log became more durable (or the rules changed): wake whoever waits.
-fn notify_durable() {
-    AOF.durable.notify_waiters();
-    for n in WORKER_NEWS.lock().iter() {
+fn notify_durable(aof: &AofState) {
+    aof.durable.notify_waiters();
+    for n in aof.worker_news.lock().iter() {
         n.notify_one();
     }
 }
 
 /// Wait until the log is durable up to `lsn` (or `appendfsync always` no longer holds).
-pub async fn wait_durable(lsn: u64) {
+pub async fn wait_durable(srv: &Server, lsn: u64) {
     let Some(relay) = RELAY.with(|l| l.get()) else {
         // Not on a worker: wait on the writer's own news.
         loop {
-            let n = AOF.durable.notified();
+            let n = srv.aof.durable.notified();
             tokio::pin!(n);
             n.as_mut().enable();
-            if LOG.durable() >= lsn || !must_wait() {
+            if srv.propagation.log.durable() >= lsn || !must_wait(srv) {
                 return;
             }
-            LOG.wake_consumer();
+            srv.propagation.log.wake_consumer();
             n.await;
         }
     };
@@ -236,7 +261,7 @@ pub async fn wait_durable(lsn: u64) {
         let n = relay.durable.notified();
         tokio::pin!(n);
         n.as_mut().enable();
-        if LOG.durable() >= lsn || !must_wait() {
+        if srv.propagation.log.durable() >= lsn || !must_wait(srv) {
             return;
         }
         n.await;
@@ -246,25 +271,27 @@ pub async fn wait_durable(lsn: u64) {
 /// A worker thread is about to go idle: the writer takes what its pass appended (one write
 /// and, under `always`, one fsync for all of it).
 #[inline]
-pub fn on_worker_park() {
-    LOG.wake_consumer();
+pub fn on_worker_park(srv: &Server) {
+    srv.propagation.log.wake_consumer();
 }
 
 /// WAITAOF's local acknowledgement: the AOF is on and fsynced up to `lsn`.
-pub fn fsynced_to(lsn: u64) -> bool {
-    AOF.enabled.load(Relaxed) && !AOF.wait_rewrite.load(Relaxed) && AOF.fsynced.load(Relaxed) >= lsn
+pub fn fsynced_to(srv: &Server, lsn: u64) -> bool {
+    srv.aof.enabled.load(Relaxed)
+        && !srv.aof.wait_rewrite.load(Relaxed)
+        && srv.aof.fsynced.load(Relaxed) >= lsn
 }
 
 /// Wait until the AOF is fsynced up to `lsn` (true) or AOF was turned off (false).
-pub async fn wait_fsynced(lsn: u64) -> bool {
+pub async fn wait_fsynced(srv: &Server, lsn: u64) -> bool {
     loop {
-        let n = AOF.durable.notified();
+        let n = srv.aof.durable.notified();
         tokio::pin!(n);
         n.as_mut().enable();
-        if fsynced_to(lsn) {
+        if fsynced_to(srv, lsn) {
             return true;
         }
-        if !AOF.enabled.load(Relaxed) {
+        if !srv.aof.enabled.load(Relaxed) {
             return false;
         }
         n.await;
@@ -333,8 +360,8 @@ fn delete_history(srv: &Server, m: &mut Manifest) {
 /// `aof-disable-auto-gc`), as Redis does at start-up, DEBUG LOADAOF and when auto gc is turned
 /// back on.
 fn gc_history(srv: &Server) -> Result<(), String> {
-    let _c = CONTROL.lock();
-    let mut files = AOF.files.lock();
+    let _c = srv.aof.control.lock();
+    let mut files = srv.aof.files.lock();
     let Some(f) = files.as_mut() else {
         return Ok(());
     };
@@ -359,45 +386,39 @@ pub fn auto_gc_changed(srv: &Server, disabled: bool) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // The writer thread
 
-/// DEBUG AOF-FLUSH-SLEEP: microseconds to pause before each write to the AOF (tests use it to
-/// catch a reply sent before its write reached the file).
-pub static AOF_FLUSH_SLEEP_US: AtomicU64 = AtomicU64::new(0);
-
-/// `aof-timestamp-enabled`: a `#TS:<unix time>` annotation line precedes the writes of each
-/// new second (and starts a rewritten base), as Redis writes them for point-in-time recovery
-/// (`redis-check-aof --truncate-to-timestamp`).
-pub static AOF_TIMESTAMPS: AtomicBool = AtomicBool::new(false);
-static LAST_TIMESTAMP: AtomicU64 = AtomicU64::new(0);
+// `aof-timestamp-enabled` (`config.hot.aof_timestamp_enabled`): a `#TS:<unix time>` annotation
+// line precedes the writes of each new second (and starts a rewritten base), as Redis writes
+// them for point-in-time recovery (`redis-check-aof --truncate-to-timestamp`).
 
 fn timestamp_line(secs: u64) -> String {
     format!("#TS:{secs}\r\n")
 }
 
-fn write_all_retry(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
-    let pause = AOF_FLUSH_SLEEP_US.load(Relaxed);
+fn write_all_retry(srv: &Server, file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    let pause = srv.aof.flush_sleep_us.load(Relaxed);
     if pause > 0 {
         std::thread::sleep(Duration::from_micros(pause));
     }
-    if AOF_TIMESTAMPS.load(Relaxed) && !bytes.is_empty() {
+    if srv.config.hot.aof_timestamp_enabled.load(Relaxed) && !bytes.is_empty() {
         let now = unix_secs();
-        if LAST_TIMESTAMP.swap(now, Relaxed) != now {
+        if srv.aof.last_timestamp.swap(now, Relaxed) != now {
             let ts = timestamp_line(now);
             file.write_all(ts.as_bytes())?;
-            AOF.incr_size.fetch_add(ts.len() as u64, Relaxed);
+            srv.aof.incr_size.fetch_add(ts.len() as u64, Relaxed);
         }
     }
     file.write_all(bytes)
 }
 
 /// Takes the log's batches, writes them, fsyncs per policy, reports durability.
-fn writer_loop(mut file: Option<File>) {
+fn writer_loop(srv: Arc<Server>, mut file: Option<File>) {
     let mut spare = Vec::new();
     let mut last_fsync = Instant::now();
     let mut unsynced = false;
     let fail = |e: std::io::Error| {
-        AOF.last_write_ok.store(false, Relaxed);
+        srv.aof.last_write_ok.store(false, Relaxed);
         crate::log::warning(&format!("Error writing to the AOF file: {e}"));
-        if AOF.fsync.load(Relaxed) == FSYNC_ALWAYS {
+        if srv.aof.fsync.load(Relaxed) == FSYNC_ALWAYS {
             crate::log::warning(
                 "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
             );
@@ -412,10 +433,10 @@ fn writer_loop(mut file: Option<File>) {
             return;
         };
         loop {
-            match write_all_retry(f, bytes) {
+            match write_all_retry(&srv, f, bytes) {
                 Ok(()) => {
-                    AOF.last_write_ok.store(true, Relaxed);
-                    AOF.incr_size.fetch_add(bytes.len() as u64, Relaxed);
+                    srv.aof.last_write_ok.store(true, Relaxed);
+                    srv.aof.incr_size.fetch_add(bytes.len() as u64, Relaxed);
                     *unsynced = true;
                     return;
                 }
@@ -427,13 +448,17 @@ fn writer_loop(mut file: Option<File>) {
         }
     };
     loop {
-        let policy = AOF.fsync.load(Relaxed);
+        let policy = srv.aof.fsync.load(Relaxed);
         let timeout = if policy == FSYNC_EVERYSEC && unsynced {
             Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
         } else {
             Duration::from_secs(1)
         };
-        let Some(batch) = LOG.take(timeout.max(Duration::from_millis(1)), spare) else {
+        let Some(batch) = srv
+            .propagation
+            .log
+            .take(timeout.max(Duration::from_millis(1)), spare)
+        else {
             break;
         };
         let mut off = 0usize;
@@ -446,13 +471,13 @@ fn writer_loop(mut file: Option<File>) {
                 }
             }
             unsynced = false;
-            file = AOF.next_incr.lock().take();
-            let before = AOF.incr_size.swap(0, Relaxed);
-            AOF.others_size.fetch_add(before, Relaxed);
+            file = srv.aof.next_incr.lock().take();
+            let before = srv.aof.incr_size.swap(0, Relaxed);
+            srv.aof.others_size.fetch_add(before, Relaxed);
             off = at;
         }
         write(&mut file, &batch.bytes[off..], &mut unsynced);
-        let policy = AOF.fsync.load(Relaxed);
+        let policy = srv.aof.fsync.load(Relaxed);
         let sync_now = match policy {
             FSYNC_ALWAYS => unsynced,
             FSYNC_EVERYSEC => unsynced && last_fsync.elapsed() >= Duration::from_secs(1),
@@ -467,12 +492,12 @@ fn writer_loop(mut file: Option<File>) {
             last_fsync = Instant::now();
             unsynced = false;
         }
-        if !unsynced && file.is_some() && !AOF.wait_rewrite.load(Relaxed) {
-            AOF.fsynced.fetch_max(batch.end(), Relaxed);
+        if !unsynced && file.is_some() && !srv.aof.wait_rewrite.load(Relaxed) {
+            srv.aof.fsynced.fetch_max(batch.end(), Relaxed);
         }
         if policy != FSYNC_ALWAYS || !unsynced {
-            LOG.set_durable(batch.end());
-            notify_durable();
+            srv.propagation.log.set_durable(batch.end());
+            notify_durable(&srv.aof);
         }
         spare = batch.bytes;
     }
@@ -481,22 +506,23 @@ fn writer_loop(mut file: Option<File>) {
     }
 }
 
-fn start_writer(file: Option<File>) {
+fn start_writer(srv: &Arc<Server>, file: Option<File>) {
+    let srv2 = srv.clone();
     let h = std::thread::Builder::new()
         .name("aof-writer".into())
-        .spawn(move || writer_loop(file))
+        .spawn(move || writer_loop(srv2, file))
         .expect("spawn aof writer");
-    *AOF.writer.lock() = Some(h);
+    *srv.aof.writer.lock() = Some(h);
 }
 
 /// Stop logging: the writer writes and fsyncs what is pending, then exits.
-fn stop_writer() {
-    LOG.deactivate();
-    if let Some(h) = AOF.writer.lock().take() {
+fn stop_writer(srv: &Server) {
+    srv.propagation.log.deactivate();
+    if let Some(h) = srv.aof.writer.lock().take() {
         let _ = h.join();
     }
-    *AOF.next_incr.lock() = None;
-    notify_durable();
+    *srv.aof.next_incr.lock() = None;
+    notify_durable(&srv.aof);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,8 +531,8 @@ fn stop_writer() {
 /// Called once the dataset is loaded, when `appendonly yes`: create a base if there is no AOF
 /// yet, open the last incremental file (or a new one), persist the manifest, start logging.
 pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
-    let _c = CONTROL.lock();
-    set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
+    let _c = srv.aof.control.lock();
+    set_fsync_policy(srv, &srv.config.get("appendfsync").unwrap_or_default());
     let dir = dirname(srv);
     std::fs::create_dir_all(&dir).map_err(|e| {
         format!(
@@ -539,11 +565,12 @@ pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
         .iter()
         .map(|f| file_size(&dir.join(&f.name)))
         .sum();
-    AOF.incr_size.store(incr_size, Relaxed);
-    AOF.others_size
+    srv.aof.incr_size.store(incr_size, Relaxed);
+    srv.aof
+        .others_size
         .store(total.saturating_sub(incr_size), Relaxed);
-    if AOF.base_size.load(Relaxed) == 0 {
-        AOF.base_size.store(
+    if srv.aof.base_size.load(Relaxed) == 0 {
+        srv.aof.base_size.store(
             m.base
                 .as_ref()
                 .map(|b| file_size(&dir.join(&b.name)))
@@ -551,84 +578,84 @@ pub fn open_on_start(srv: &Arc<Server>) -> Result<(), String> {
             Relaxed,
         );
     }
-    *AOF.files.lock() = Some(Files { manifest: m });
+    *srv.aof.files.lock() = Some(Files { manifest: m });
     crate::log::notice(&format!(
         "{} AOF incr file {incr} on server start",
         if created { "Creating" } else { "Opening" }
     ));
-    AOF.generation.fetch_add(1, Relaxed);
-    LOG.activate();
-    start_writer(Some(file));
-    AOF.enabled.store(true, Relaxed);
-    AOF.wait_rewrite.store(false, Relaxed);
+    srv.aof.generation.fetch_add(1, Relaxed);
+    srv.propagation.log.activate();
+    start_writer(srv, Some(file));
+    srv.aof.enabled.store(true, Relaxed);
+    srv.aof.wait_rewrite.store(false, Relaxed);
     Ok(())
 }
 
 /// CONFIG SET appendonly yes|no at run time.
 pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
     if on {
-        if AOF.enabled.load(Relaxed) {
+        if srv.aof.enabled.load(Relaxed) {
             return Ok(());
         }
         {
-            let _c = CONTROL.lock();
-            set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
-            AOF.enabled.store(true, Relaxed);
-            AOF.wait_rewrite.store(true, Relaxed);
-            AOF.last_write_ok.store(true, Relaxed);
-            AOF.generation.fetch_add(1, Relaxed);
+            let _c = srv.aof.control.lock();
+            set_fsync_policy(srv, &srv.config.get("appendfsync").unwrap_or_default());
+            srv.aof.enabled.store(true, Relaxed);
+            srv.aof.wait_rewrite.store(true, Relaxed);
+            srv.aof.last_write_ok.store(true, Relaxed);
+            srv.aof.generation.fetch_add(1, Relaxed);
         }
         if crate::persistence::RDB.bgsave_in_progress.load(Relaxed) {
-            AOF.rewrite_scheduled.store(true, Relaxed);
+            srv.aof.rewrite_scheduled.store(true, Relaxed);
             crate::log::notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
             return Ok(());
         }
         if tern_engine::Store::in_atomic_unit() {
-            AOF.rewrite_scheduled.store(true, Relaxed);
+            srv.aof.rewrite_scheduled.store(true, Relaxed);
             crate::log::notice("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
             return Ok(());
         }
-        if AOF.rewrite_in_progress.load(Relaxed) {
+        if srv.aof.rewrite_in_progress.load(Relaxed) {
             // It writes no incremental file the AOF could go on with: start over, as Redis.
             crate::log::notice("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now.");
-            kill_rewrite();
-            if AOF.rewrite_in_progress.load(Relaxed) {
-                AOF.rewrite_scheduled.store(true, Relaxed);
+            kill_rewrite(srv);
+            if srv.aof.rewrite_in_progress.load(Relaxed) {
+                srv.aof.rewrite_scheduled.store(true, Relaxed);
                 return Ok(());
             }
         }
         if !start_rewrite(srv.clone()) {
-            AOF.enabled.store(false, Relaxed);
-            AOF.wait_rewrite.store(false, Relaxed);
-            return Err("Unable to turn on AOF. Check server logs.".into());
+            srv.aof.enabled.store(false, Relaxed);
+            srv.aof.wait_rewrite.store(false, Relaxed);
+            return Err("Unable to turn on srv.aof. Check server logs.".into());
         }
         Ok(())
     } else {
-        if !AOF.enabled.load(Relaxed) {
+        if !srv.aof.enabled.load(Relaxed) {
             return Ok(());
         }
         // As Redis: a running rewrite is of no use any more; it is given up at once.
-        AOF.generation.fetch_add(1, Relaxed);
-        kill_rewrite();
-        let _c = CONTROL.lock();
-        AOF.generation.fetch_add(1, Relaxed);
-        stop_writer();
-        AOF.enabled.store(false, Relaxed);
-        AOF.wait_rewrite.store(false, Relaxed);
-        AOF.rewrite_scheduled.store(false, Relaxed);
+        srv.aof.generation.fetch_add(1, Relaxed);
+        kill_rewrite(srv);
+        let _c = srv.aof.control.lock();
+        srv.aof.generation.fetch_add(1, Relaxed);
+        stop_writer(srv);
+        srv.aof.enabled.store(false, Relaxed);
+        srv.aof.wait_rewrite.store(false, Relaxed);
+        srv.aof.rewrite_scheduled.store(false, Relaxed);
         // WAITAOF clients waiting for a local fsync get their error now.
-        notify_durable();
-        AOF.incr_size.store(0, Relaxed);
-        *AOF.files.lock() = None;
+        notify_durable(&srv.aof);
+        srv.aof.incr_size.store(0, Relaxed);
+        *srv.aof.files.lock() = None;
         Ok(())
     }
 }
 
 /// At exit: write and fsync what the log holds.
-pub fn shutdown() {
-    if AOF.enabled.load(Relaxed) {
+pub fn shutdown(srv: &Server) {
+    if srv.aof.enabled.load(Relaxed) {
         crate::log::notice("Calling fsync() on the AOF file.");
-        stop_writer();
+        stop_writer(srv);
     }
 }
 
@@ -664,7 +691,11 @@ fn write_base(
         None => PathBuf::from(format!("temp-rewriteaof-bg-{}.aof", std::process::id())),
     };
     let never = AtomicBool::new(false);
-    let abort = if background { &REWRITE_ABORT } else { &never };
+    let abort = if background {
+        srv.aof.rewrite_abort
+    } else {
+        &never
+    };
     let now = clock::now_ms();
     let out = std::io::BufWriter::with_capacity(1 << 20, out);
     let res: Option<std::io::Result<std::io::BufWriter<Box<dyn Write + Send>>>> = if rdb {
@@ -678,7 +709,7 @@ fn write_base(
         .map(|w| w.inner.finish())
     } else {
         let mut out = out;
-        if AOF_TIMESTAMPS.load(Relaxed) {
+        if srv.config.hot.aof_timestamp_enabled.load(Relaxed) {
             out.write_all(timestamp_line(now / 1000).as_bytes())
                 .map_err(write_err)?;
         }
@@ -740,9 +771,6 @@ fn write_base(
     Ok(file_size(path))
 }
 
-/// Set to give a background rewrite up (its writer process ended, or the AOF was turned off).
-static REWRITE_ABORT: AtomicBool = AtomicBool::new(false);
-
 fn child_result(ended: crate::save_child::Ended) -> Result<(), String> {
     match ended {
         crate::save_child::Ended::Ok => Ok(()),
@@ -784,20 +812,17 @@ fn snapshot_into_abortable<S: tern_engine::snapshot::SnapshotSink>(
 /// A background rewrite's writer process and the pipe that feeds it.
 type RewriteWriter = (crate::save_child::SaveChild, std::process::ChildStdin);
 
-/// The thread of the running background rewrite (`appendonly no` waits for it to end).
-static REWRITE_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = parking_lot::const_mutex(None);
-
 /// Start a background rewrite unless one runs; false when it could not start. As Redis forks
 /// before BGREWRITEAOF replies, the new incremental file is listed and the writer process runs
 /// when this returns (INFO, the manifest and `pgrep -P` show them at once); the base is
 /// written on a thread of its own.
 pub fn start_rewrite(srv: Arc<Server>) -> bool {
-    if AOF.rewrite_in_progress.swap(true, Relaxed) {
+    if srv.aof.rewrite_in_progress.swap(true, Relaxed) {
         return false;
     }
-    AOF.rewrite_scheduled.store(false, Relaxed);
-    AOF.rewrite_started.store(unix_secs(), Relaxed);
-    let gen = AOF.generation.load(Relaxed);
+    srv.aof.rewrite_scheduled.store(false, Relaxed);
+    srv.aof.rewrite_started.store(unix_secs(), Relaxed);
+    let gen = srv.aof.generation.load(Relaxed);
     let start = Instant::now();
     let (plan, writer) = match begin_rewrite(&srv, gen) {
         Ok(b) => b,
@@ -818,7 +843,7 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
         });
     match spawned {
         Ok(h) => {
-            *REWRITE_THREAD.lock() = Some(h);
+            *srv.aof.rewrite_thread.lock() = Some(h);
             true
         }
         Err(e) => {
@@ -837,46 +862,47 @@ pub fn start_rewrite(srv: Arc<Server>) -> bool {
 
 /// The end of a background rewrite, whatever it was: status, counters, log lines.
 fn rewrite_done(srv: &Server, r: Result<(), String>, start: Instant, gen: u64) {
-    AOF.last_rewrite_time_sec
+    srv.aof
+        .last_rewrite_time_sec
         .store(start.elapsed().as_secs() as i64, Relaxed);
     crate::save_progress::finish(srv, true);
     match &r {
         Ok(()) => {
-            AOF.last_bgrewrite_ok.store(true, Relaxed);
-            AOF.rewrites.fetch_add(1, Relaxed);
-            AOF.consecutive_failures.store(0, Relaxed);
+            srv.aof.last_bgrewrite_ok.store(true, Relaxed);
+            srv.aof.rewrites.fetch_add(1, Relaxed);
+            srv.aof.consecutive_failures.store(0, Relaxed);
             crate::log::notice("Background AOF rewrite finished successfully");
         }
         // Given up on purpose (`appendonly` switched meanwhile): as Redis's killed child,
         // neither a failure nor a success.
-        Err(_) if AOF.generation.load(Relaxed) != gen => {}
+        Err(_) if srv.aof.generation.load(Relaxed) != gen => {}
         Err(e) => {
-            AOF.last_bgrewrite_ok.store(false, Relaxed);
-            AOF.consecutive_failures.fetch_add(1, Relaxed);
+            srv.aof.last_bgrewrite_ok.store(false, Relaxed);
+            srv.aof.consecutive_failures.fetch_add(1, Relaxed);
             if e.starts_with("terminated by signal") {
                 crate::log::warning(&format!("Background AOF rewrite {e}"));
             } else {
                 crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
             }
-            if AOF.wait_rewrite.load(Relaxed) {
+            if srv.aof.wait_rewrite.load(Relaxed) {
                 drop_temp_incr(srv, gen);
                 // Still waiting for a first base: try again from the cron.
-                AOF.rewrite_scheduled.store(true, Relaxed);
+                srv.aof.rewrite_scheduled.store(true, Relaxed);
             }
         }
     }
-    AOF.rewrite_in_progress.store(false, Relaxed);
+    srv.aof.rewrite_in_progress.store(false, Relaxed);
 }
 
 /// A first rewrite (AOF turned on at run time) failed: what was logged since its cut, in the
 /// temp incremental file, is of no use (the next attempt snapshots it again), so logging
 /// stops and the file goes, as Redis drops it.
 fn drop_temp_incr(srv: &Server, gen: u64) {
-    let _c = CONTROL.lock();
-    if AOF.generation.load(Relaxed) != gen || !AOF.wait_rewrite.load(Relaxed) {
+    let _c = srv.aof.control.lock();
+    if srv.aof.generation.load(Relaxed) != gen || !srv.aof.wait_rewrite.load(Relaxed) {
         return;
     }
-    stop_writer();
+    stop_writer(srv);
     let name = format!("temp-{}.incr", filename(srv));
     crate::log::notice(&format!(
         "Removing the temp incr aof file {name} in the background"
@@ -888,8 +914,8 @@ fn drop_temp_incr(srv: &Server, gen: u64) {
 /// killAppendOnlyChild: its writer process is gone, its temp file removed and
 /// `aof_rewrite_in_progress` 0 when this returns (unless called inside an atomic unit, whose
 /// held shards the rewrite may need: then it ends on its own shortly after).
-fn kill_rewrite() {
-    let Some(h) = REWRITE_THREAD.lock().take() else {
+fn kill_rewrite(srv: &Server) {
+    let Some(h) = srv.aof.rewrite_thread.lock().take() else {
         return;
     };
     if let Some(pid) = crate::save_child::running_pid("temp-rewriteaof-bg-") {
@@ -897,9 +923,9 @@ fn kill_rewrite() {
         // SAFETY: signalling our own child, not yet collected (its owner still waits for it).
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
     }
-    REWRITE_ABORT.store(true, Relaxed);
+    srv.aof.rewrite_abort.store(true, Relaxed);
     if tern_engine::Store::in_atomic_unit() {
-        *REWRITE_THREAD.lock() = Some(h);
+        *srv.aof.rewrite_thread.lock() = Some(h);
     } else {
         let _ = h.join();
     }
@@ -927,17 +953,17 @@ fn begin_rewrite(srv: &Arc<Server>, gen: u64) -> Result<(RewritePlan, RewriteWri
         )
     })?;
     let rdb = srv.config.get_bool("aof-use-rdb-preamble");
-    let enabled = AOF.enabled.load(Relaxed);
-    let waiting = AOF.wait_rewrite.load(Relaxed);
+    let enabled = srv.aof.enabled.load(Relaxed);
+    let waiting = srv.aof.wait_rewrite.load(Relaxed);
     if enabled {
-        let _c = CONTROL.lock();
-        if AOF.generation.load(Relaxed) != gen {
+        let _c = srv.aof.control.lock();
+        if srv.aof.generation.load(Relaxed) != gen {
             return Err("AOF was turned off or on meanwhile".into());
         }
         let (path, listed) = if waiting {
             (dir.join(format!("temp-{name}.incr")), None)
         } else {
-            let mut files = AOF.files.lock();
+            let mut files = srv.aof.files.lock();
             let m = &mut files.as_mut().ok_or("AOF is off")?.manifest;
             let mut m2 = m.clone();
             let n = m2.new_incr(&name);
@@ -951,19 +977,20 @@ fn begin_rewrite(srv: &Arc<Server>, gen: u64) -> Result<(RewritePlan, RewriteWri
             .map_err(|e| format!("Can't open the append-only file {}: {e}", path.display()))?;
         if let Some((m2, n)) = listed {
             persist_manifest(srv, &m2)?;
-            AOF.files.lock().as_mut().ok_or("AOF is off")?.manifest = m2;
+            srv.aof.files.lock().as_mut().ok_or("AOF is off")?.manifest = m2;
             crate::log::notice(&format!("Creating AOF incr file {n} on background rewrite"));
         }
-        *AOF.next_incr.lock() = Some(file);
+        *srv.aof.next_incr.lock() = Some(file);
         if waiting {
             // Writes log themselves from now on; the cut starts the file.
-            LOG.activate();
-            start_writer(None);
+            srv.propagation.log.activate();
+            start_writer(srv, None);
         }
     }
-    REWRITE_ABORT.store(false, Relaxed);
-    let writer = crate::save_child::SaveChild::spawn("temp-rewriteaof-bg-%d.aof", &REWRITE_ABORT)
-        .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
+    srv.aof.rewrite_abort.store(false, Relaxed);
+    let writer =
+        crate::save_child::SaveChild::spawn("temp-rewriteaof-bg-%d.aof", srv.aof.rewrite_abort)
+            .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
     crate::log::notice(&format!(
         "Background append only file rewriting started by pid {}",
         writer.0.pid()
@@ -998,17 +1025,17 @@ fn finish_rewrite(
     let tmp_base = format!("temp-{name}.base");
     let cut = || {
         if enabled {
-            LOG.cut();
+            srv.propagation.log.cut();
         }
     };
     let base_size = write_base(srv, &dir.join(&tmp_base), rdb, Some(&cut), Some(writer))?;
     // The manifest: new base, the new incremental file last, the rest history.
-    let _c = CONTROL.lock();
-    if AOF.generation.load(Relaxed) != gen {
+    let _c = srv.aof.control.lock();
+    if srv.aof.generation.load(Relaxed) != gen {
         let _ = std::fs::remove_file(dir.join(&tmp_base));
         return Err("AOF was turned off or on meanwhile".into());
     }
-    let mut files = AOF.files.lock();
+    let mut files = srv.aof.files.lock();
     let mut m = match files.as_ref() {
         Some(f) => f.manifest.clone(),
         None => read_manifest(srv)?,
@@ -1028,10 +1055,11 @@ fn finish_rewrite(
     persist_manifest(srv, &m)?;
     if enabled {
         *files = Some(Files { manifest: m });
-        AOF.others_size.store(base_size, Relaxed);
-        AOF.base_size
-            .store(base_size + AOF.incr_size.load(Relaxed), Relaxed);
-        AOF.wait_rewrite.store(false, Relaxed);
+        srv.aof.others_size.store(base_size, Relaxed);
+        srv.aof
+            .base_size
+            .store(base_size + srv.aof.incr_size.load(Relaxed), Relaxed);
+        srv.aof.wait_rewrite.store(false, Relaxed);
     } else {
         *files = None;
     }
@@ -1040,25 +1068,25 @@ fn finish_rewrite(
 
 /// The cron's part: a scheduled rewrite, or the automatic one on growth.
 pub fn cron(srv: &Arc<Server>) {
-    if AOF.rewrite_in_progress.load(Relaxed)
+    if srv.aof.rewrite_in_progress.load(Relaxed)
         || crate::persistence::RDB.bgsave_in_progress.load(Relaxed)
     {
         return;
     }
-    if AOF.rewrite_scheduled.load(Relaxed) && !rewrite_limited() {
+    if srv.aof.rewrite_scheduled.load(Relaxed) && !rewrite_limited(srv) {
         start_rewrite(srv.clone());
         return;
     }
-    if !AOF.enabled.load(Relaxed) || AOF.wait_rewrite.load(Relaxed) {
+    if !srv.aof.enabled.load(Relaxed) || srv.aof.wait_rewrite.load(Relaxed) {
         return;
     }
     let perc = srv.config.get_i64("auto-aof-rewrite-percentage");
     let min = srv.config.get_i64("auto-aof-rewrite-min-size").max(0) as u64;
-    let size = AOF.others_size.load(Relaxed) + AOF.incr_size.load(Relaxed);
+    let size = srv.aof.others_size.load(Relaxed) + srv.aof.incr_size.load(Relaxed);
     if perc > 0 && size > min {
-        let base = AOF.base_size.load(Relaxed).max(1);
+        let base = srv.aof.base_size.load(Relaxed).max(1);
         let growth = (size * 100 / base) as i64 - 100;
-        if growth >= perc && !rewrite_limited() {
+        if growth >= perc && !rewrite_limited(srv) {
             crate::log::notice(&format!(
                 "Starting automatic rewriting of AOF on {growth}% growth"
             ));
@@ -1068,10 +1096,9 @@ pub fn cron(srv: &Arc<Server>) {
 }
 
 /// After three failures in a row, wait 1, 2, 4 ... 60 minutes between automatic attempts.
-fn rewrite_limited() -> bool {
-    static NEXT: Mutex<(u64, u64)> = parking_lot::const_mutex((0, 0));
-    let mut g = NEXT.lock();
-    if AOF.consecutive_failures.load(Relaxed) < 3 {
+fn rewrite_limited(srv: &Server) -> bool {
+    let mut g = srv.aof.rewrite_backoff.lock();
+    if srv.aof.consecutive_failures.load(Relaxed) < 3 {
         *g = (0, 0);
         return false;
     }
@@ -1092,8 +1119,8 @@ fn rewrite_limited() -> bool {
 /// INFO persistence: the aof_* fields, as Redis names and orders them.
 pub fn info_fields(srv: &Server, out: &mut String) {
     use std::fmt::Write as _;
-    let on = AOF.enabled.load(Relaxed);
-    let rw = AOF.rewrite_in_progress.load(Relaxed);
+    let on = srv.aof.enabled.load(Relaxed);
+    let rw = srv.aof.rewrite_in_progress.load(Relaxed);
     let _ = write!(
         out,
         "aof_enabled:{}\r\n\
@@ -1110,21 +1137,21 @@ pub fn info_fields(srv: &Server, out: &mut String) {
          module_fork_last_cow_size:0\r\n",
         on as u8,
         rw as u8,
-        AOF.rewrite_scheduled.load(Relaxed) as u8,
-        AOF.last_rewrite_time_sec.load(Relaxed),
+        srv.aof.rewrite_scheduled.load(Relaxed) as u8,
+        srv.aof.last_rewrite_time_sec.load(Relaxed),
         if rw {
-            unix_secs().saturating_sub(AOF.rewrite_started.load(Relaxed)) as i64
+            unix_secs().saturating_sub(srv.aof.rewrite_started.load(Relaxed)) as i64
         } else {
             -1
         },
-        if AOF.last_bgrewrite_ok.load(Relaxed) {
+        if srv.aof.last_bgrewrite_ok.load(Relaxed) {
             "ok"
         } else {
             "err"
         },
-        AOF.rewrites.load(Relaxed),
-        AOF.consecutive_failures.load(Relaxed),
-        if AOF.last_write_ok.load(Relaxed) {
+        srv.aof.rewrites.load(Relaxed),
+        srv.aof.consecutive_failures.load(Relaxed),
+        if srv.aof.last_write_ok.load(Relaxed) {
             "ok"
         } else {
             "err"
@@ -1140,11 +1167,11 @@ pub fn info_fields(srv: &Server, out: &mut String) {
              aof_buffer_length:{}\r\n\
              aof_pending_bio_fsync:0\r\n\
              aof_delayed_fsync:{}\r\n",
-            AOF.others_size.load(Relaxed) + AOF.incr_size.load(Relaxed),
-            AOF.base_size.load(Relaxed),
-            AOF.rewrite_scheduled.load(Relaxed) as u8,
-            LOG.pending(),
-            AOF.delayed_fsync.load(Relaxed),
+            srv.aof.others_size.load(Relaxed) + srv.aof.incr_size.load(Relaxed),
+            srv.aof.base_size.load(Relaxed),
+            srv.aof.rewrite_scheduled.load(Relaxed) as u8,
+            srv.propagation.log.pending(),
+            srv.aof.delayed_fsync.load(Relaxed),
         );
     }
 }
@@ -1256,7 +1283,7 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
     })();
     tern_engine::expire::set_loading(false);
     if res.is_ok() {
-        AOF.base_size.store(
+        srv.aof.base_size.store(
             m.base
                 .as_ref()
                 .map(|b| file_size(&dir.join(&b.name)))
@@ -1270,13 +1297,15 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
 /// DEBUG LOADAOF: write out what the log holds, empty the dataset and load the AOF again,
 /// holding every shard meanwhile (the replayed commands are not logged again).
 pub fn debug_loadaof(ctx: &mut Ctx) {
-    if AOF.enabled.load(Relaxed) {
+    let srv = ctx.srv.clone();
+    if srv.aof.enabled.load(Relaxed) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while LOG.durable() < LOG.appended() && Instant::now() < deadline {
+        while srv.propagation.log.durable() < srv.propagation.log.appended()
+            && Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let srv = ctx.srv.clone();
     let res = srv.store.run_locked(&tern_engine::LockPlan::AllShards, || {
         crate::persistence::empty_keyspace(&srv);
         // As Redis while it loads: other clients get -LOADING (not BUSY, should a replayed

@@ -190,9 +190,9 @@ impl Conn {
 
     /// The batch's replies reveal anything logged so far (`appendfsync always` only).
     #[inline]
-    pub fn observe_all(&mut self) {
-        if crate::aof::must_wait() {
-            self.obs = self.obs.max(crate::propagate::LOG.appended());
+    pub fn observe_all(&mut self, srv: &Server) {
+        if crate::aof::must_wait(srv) {
+            self.obs = self.obs.max(srv.propagation.log.appended());
         }
     }
 
@@ -237,13 +237,13 @@ impl Conn {
     /// Move push output already queued for this client into its reply buffer (so that it goes
     /// out in order with the replies around it, as Redis appends pushes to the same buffer).
     #[inline]
-    pub fn drain_pushes(&mut self, out: &mut Reply) {
+    pub fn drain_pushes(&mut self, srv: &Server, out: &mut Reply) {
         if let Some(rx) = self.push_rx.as_mut() {
             let n = rx.drain_into(&mut out.buf);
             if n > 0 {
                 rx.written(n);
                 // A keyspace event or an invalidation reveals a write: wait for everything.
-                self.observe_all();
+                self.observe_all(srv);
             }
         }
     }

@@ -27,7 +27,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         // A lowered tracking-table-max-keys applies before the next command, queued or not;
         // the invalidations it and evictions cause precede the command's reply.
         crate::tracking::enforce_limit(srv);
-        conn.drain_pushes(out);
+        conn.drain_pushes(srv, out);
     }
     let mark = out.buf.len();
     let mode_before = conn.reply_mode;
@@ -487,7 +487,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         }
     }
     let gate = if crate::propagate::gated(entry.spec) && conn.handle.id != crate::aof::CLIENT_ID {
-        Some(crate::propagate::LOG.gate())
+        Some(srv.propagation.log.gate())
     } else {
         None
     };
@@ -498,7 +498,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
             conn.woff = lsn;
         }
         // Apart from the LSN: without an AOF the log's LSN stays 0.
-        if let Some(r) = crate::propagate::LOG.take_last_repl_end() {
+        if let Some(r) = srv.propagation.log.take_last_repl_end() {
             conn.repl_woff = r;
         }
     } else {
@@ -512,7 +512,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
         handler(&mut ctx, args);
     }
     drop(gate);
-    crate::propagate::observe(conn, entry.spec, args);
+    crate::propagate::observe(srv, conn, entry.spec, args);
     let touched = if collect {
         tern_engine::watch::take_touched()
     } else {

@@ -294,7 +294,7 @@ fn evict_one(
     };
     let lazy = srv.config.get_bool("lazyfree-lazy-eviction");
     // Logged before the shard is released, so a later write to the key follows it in the log.
-    crate::propagate::propagate_delete(db, &key, lazy);
+    crate::propagate::propagate_delete(srv, db, &key, lazy);
     // Counted while the shard is still locked: DBSIZE + evicted_keys stay consistent for a
     // reader holding every shard (MULTI ... EXEC).
     stats.evicted_keys.add(1);

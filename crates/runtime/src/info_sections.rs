@@ -396,7 +396,7 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let lazy_pending = crate::background::LAZYFREE_PENDING.load(Relaxed);
     let lazyfreed = crate::background::LAZYFREED.load(Relaxed);
     // The replication stream waiting in replicas' buffers (tern has no backlog).
-    let repl_buffers = crate::propagate::LOG.subs_pending();
+    let repl_buffers = srv.propagation.log.subs_pending();
     let _ = write!(
         out,
         "used_memory:{used}\r\n\
@@ -485,11 +485,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
          async_loading:0\r\n",
         loading as u8
     );
-    crate::save_progress::info_current(
-        srv,
-        out,
-        bg || crate::aof::AOF.rewrite_in_progress.load(Relaxed),
-    );
+    crate::save_progress::info_current(srv, out, bg || srv.aof.rewrite_in_progress.load(Relaxed));
     if loading {
         let start = RDB.loading_start.load(Relaxed);
         // As Redis: the time so far scaled by what is left (1 until there is progress).
@@ -706,7 +702,7 @@ fn replication_section(srv: &Server, out: &mut String) {
             out.push_str("role:master\r\n");
             (
                 crate::replication::replid(srv),
-                crate::propagate::LOG.repl_offset(),
+                srv.propagation.log.repl_offset(),
             )
         }
     };
@@ -720,7 +716,7 @@ fn replication_section(srv: &Server, out: &mut String) {
         let ids = srv.replicas.ids.lock();
         (ids.id2.clone(), ids.second_offset)
     };
-    let backlog = crate::propagate::LOG.backlog_info();
+    let backlog = srv.propagation.log.backlog_info();
     let _ = write!(
         out,
         "master_failover_state:no-failover\r\n\

@@ -169,7 +169,7 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
     });
     srv.master_link.is_replica.store(true, Relaxed);
     // Our own replicas were following another history: they must resync.
-    crate::propagate::LOG.close_subs();
+    srv.propagation.log.close_subs();
     let _ = std::thread::Builder::new()
         .name("master-link".into())
         .spawn(move || link_main(&srv, &host, port, gen));
@@ -548,7 +548,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
             return Err("REPLICAOF changed".into());
         }
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
-        crate::propagate::LOG.close_subs();
+        srv.propagation.log.close_subs();
         crate::replication::forget_history(srv);
         crate::persistence::empty_keyspace(srv);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
@@ -558,7 +558,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     });
     let _ = std::fs::remove_file(&path);
     loaded?;
-    if crate::aof::enabled() {
+    if crate::aof::enabled(srv) {
         // The AOF must restart from the new dataset, as Redis does after a sync.
         crate::aof::start_rewrite(srv.clone());
     }
@@ -608,7 +608,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
         }
         // Every second, and as soon as more of the stream is fsynced in our AOF (so a
         // WAITAOF on the master need not wait for the next second).
-        let fack = fsynced.advance(offset);
+        let fack = fsynced.advance(srv, offset);
         if last_ack.elapsed() >= Duration::from_secs(1) || fack.is_some_and(|f| f > fsynced.sent) {
             last_ack = Instant::now();
             if let Err(e) = send_ack(wire, offset, fack) {
@@ -638,7 +638,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
                 Ok(Some(used)) => {
                     let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
                     if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "getack") {
-                        let fack = fsynced.advance(offset);
+                        let fack = fsynced.advance(srv, offset);
                         if let Err(e) = send_ack(wire, offset, fack) {
                             err = Some(e);
                             break;
@@ -647,7 +647,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
                     } else if !args.is_empty() {
                         crate::dispatch::execute(srv, &mut conn, &mut out, &args);
                         out.buf.clear();
-                        fsynced.applied(read_offset + used as u64, conn.woff);
+                        fsynced.applied(srv, read_offset + used as u64, conn.woff);
                     }
                     pos += used;
                     // The offset counts the stream's bytes, as the master's does; inside a
@@ -711,8 +711,8 @@ impl Fsynced {
     }
 
     /// The stream up to `offset` was applied, the last write at `lsn` of our log.
-    fn applied(&mut self, offset: u64, lsn: u64) {
-        if !crate::aof::enabled() {
+    fn applied(&mut self, srv: &Server, offset: u64, lsn: u64) {
+        if !crate::aof::enabled(srv) {
             return;
         }
         match self.pending.back_mut() {
@@ -723,13 +723,13 @@ impl Fsynced {
 
     /// The offset our AOF holds fsynced (None without an AOF): `processed` once nothing
     /// applied waits for its fsync.
-    fn advance(&mut self, processed: u64) -> Option<u64> {
-        if !crate::aof::enabled() {
+    fn advance(&mut self, srv: &Server, processed: u64) -> Option<u64> {
+        if !crate::aof::enabled(srv) {
             self.pending.clear();
             return None;
         }
         while let Some(&(off, lsn)) = self.pending.front() {
-            if !crate::aof::fsynced_to(lsn) {
+            if !crate::aof::fsynced_to(srv, lsn) {
                 return Some(self.done);
             }
             self.done = off;

@@ -188,7 +188,7 @@ fn memory(srv: &Server, o: &mut Out) {
 }
 
 fn persistence(srv: &Server, o: &mut Out) {
-    use crate::aof::AOF;
+    let aof = &srv.aof;
     use crate::persistence::RDB;
     let dirty = srv
         .dirty_total()
@@ -223,26 +223,26 @@ fn persistence(srv: &Server, o: &mut Out) {
                 "rdb_last_bgsave_time_sec",
                 RDB.last_bgsave_time_sec.load(Relaxed) as f64,
             ),
-            ("redis_aof_enabled", "aof_enabled", flag(&AOF.enabled)),
+            ("redis_aof_enabled", "aof_enabled", flag(&aof.enabled)),
             (
                 "redis_aof_rewrite_in_progress",
                 "aof_rewrite_in_progress",
-                flag(&AOF.rewrite_in_progress),
+                flag(&aof.rewrite_in_progress),
             ),
             (
                 "redis_aof_rewrite_scheduled",
                 "aof_rewrite_scheduled",
-                flag(&AOF.rewrite_scheduled),
+                flag(&aof.rewrite_scheduled),
             ),
             (
                 "redis_aof_last_bgrewrite_status",
                 "aof_last_bgrewrite_status",
-                flag(&AOF.last_bgrewrite_ok),
+                flag(&aof.last_bgrewrite_ok),
             ),
             (
                 "redis_aof_last_write_status",
                 "aof_last_write_status",
-                flag(&AOF.last_write_ok),
+                flag(&aof.last_write_ok),
             ),
         ],
     );
@@ -346,7 +346,7 @@ fn replication(srv: &Server, o: &mut Out, role: &str) {
     );
     let offset = match crate::master_link::info_lines(srv) {
         Some((_, _, off)) => off,
-        None => crate::propagate::LOG.repl_offset(),
+        None => srv.propagation.log.repl_offset(),
     };
     o.one(
         "redis_master_repl_offset",

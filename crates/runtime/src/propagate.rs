@@ -18,17 +18,39 @@ use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
 use crate::table::{flags, CommandSpec, Handler};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 use tern_engine::{key_hash, LockPlan, Store};
 use tern_persist::wlog::{Ops, WriteLog};
 use tern_resp::Reply;
 
-/// The server's write log (one per process, like the keyspace's persistence files).
-pub static LOG: WriteLog = WriteLog::new();
+/// The server's write log and what replies read of it under `appendfsync always` (`Server::propagation`).
+pub struct Propagation {
+    /// The write log: the AOF and the replicas consume it.
+    pub log: WriteLog,
+    /// Per (db, key hash) slot: the LSN of the last unit that changed a key of the slot.
+    changed: [AtomicU64; CHANGED_SLOTS],
+    /// The LSN of the last unit that changed keys it does not name: every reply waits for it.
+    barrier: AtomicU64,
+}
 
-/// `lazyfree-lazy-expire`: expired keys are propagated as UNLINK instead of DEL.
-pub static LAZY_EXPIRE: AtomicBool = AtomicBool::new(false);
+impl Default for Propagation {
+    fn default() -> Self {
+        Propagation {
+            log: WriteLog::new(),
+            changed: [const { AtomicU64::new(0) }; CHANGED_SLOTS],
+            barrier: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Propagation {
+    #[inline]
+    fn changed_slot(&self, db: usize, hash: u64) -> &AtomicU64 {
+        let h = hash ^ (db as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.changed[(h >> 52) as usize % CHANGED_SLOTS]
+    }
+}
 
 /// The propagation controls of the command running on this thread.
 #[derive(Default)]
@@ -40,6 +62,8 @@ struct Frame {
     force: bool,
 }
 
+// Per-thread scratch of the execution unit running on this thread (whichever server it serves):
+// thread-locals by nature, they stay.
 thread_local! {
     /// The running execution unit's commands.
     static UNIT: RefCell<Ops> = RefCell::new(Ops::default());
@@ -48,7 +72,7 @@ thread_local! {
     static DIRTY: Cell<u64> = const { Cell::new(0) };
     /// LSN after the last unit this thread appended (0: none since `take_last_append`).
     static LAST_APPEND: Cell<u64> = const { Cell::new(0) };
-    /// The keys the running unit changed, for `CHANGED` once it is appended.
+    /// The keys the running unit changed, for `Propagation::changed` once it is appended.
     static UNIT_KEYS: RefCell<UnitKeys> = RefCell::new(UnitKeys::default());
 }
 
@@ -62,24 +86,15 @@ thread_local! {
 // its keys waits for the largest LSN of their slots, read after the command ran (so it covers
 // every change the command could have seen). Commands that see more than their named keys
 // (KEYS, SCAN, DBSIZE, INFO, scripts, EXEC...) and units that change keys they do not name
-// (FLUSHALL, SWAPDB, MOVE...) fall back to the whole log (`BARRIER` for the latter).
+// (FLUSHALL, SWAPDB, MOVE...) fall back to the whole log (`Propagation::barrier` for the latter).
 
 const CHANGED_SLOTS: usize = 4096;
-static CHANGED: [AtomicU64; CHANGED_SLOTS] = [const { AtomicU64::new(0) }; CHANGED_SLOTS];
-/// The LSN of the last unit that changed keys it does not name: every reply waits for it.
-static BARRIER: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Default)]
 struct UnitKeys {
     keys: Vec<(usize, u64)>,
     /// Changed keys it does not name.
     unnamed: bool,
-}
-
-#[inline]
-fn changed_slot(db: usize, hash: u64) -> &'static AtomicU64 {
-    let h = hash ^ (db as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    &CHANGED[(h >> 52) as usize % CHANGED_SLOTS]
 }
 
 /// Record the keys a logged command changed (or that it changed keys it does not name).
@@ -103,22 +118,22 @@ fn unit_changed(db: usize, spec: &CommandSpec, args: &Args) {
 }
 
 /// The unit was appended at `lsn`: publish its changes (its shards are still held).
-fn unit_appended(lsn: u64) {
+fn unit_appended(p: &Propagation, lsn: u64) {
     UNIT_KEYS.with(|u| {
         let mut u = u.borrow_mut();
         if std::mem::take(&mut u.unnamed) {
-            BARRIER.fetch_max(lsn, Relaxed);
+            p.barrier.fetch_max(lsn, Relaxed);
         }
         for (db, h) in u.keys.drain(..) {
-            changed_slot(db, h).fetch_max(lsn, Relaxed);
+            p.changed_slot(db, h).fetch_max(lsn, Relaxed);
         }
     });
 }
 
 /// After a command ran: raise the batch's observed position (`Conn::obs`) by what its reply
 /// reveals. Only under `appendfsync always`.
-pub fn observe(conn: &mut Conn, spec: &CommandSpec, args: &Args) {
-    if !crate::aof::must_wait() {
+pub fn observe(srv: &Server, conn: &mut Conn, spec: &CommandSpec, args: &Args) {
+    if !crate::aof::must_wait(srv) {
         return;
     }
     // Commands that reveal no data.
@@ -129,14 +144,15 @@ pub fn observe(conn: &mut Conn, spec: &CommandSpec, args: &Args) {
     let named_only = !keys.is_empty()
         && spec.flags & flags::SCRIPT_CALLER == 0
         && !crate::txn::needs_every_shard(spec, args);
+    let p = &srv.propagation;
     let lsn = if named_only {
         // Acquire: pairs with the shard unlock that followed each slot's update.
         keys.into_iter()
-            .filter(|&(p, _)| p < args.len())
-            .map(|(p, _)| changed_slot(conn.db, key_hash(args.get(p))).load(Acquire))
-            .fold(BARRIER.load(Acquire), u64::max)
+            .filter(|&(i, _)| i < args.len())
+            .map(|(i, _)| p.changed_slot(conn.db, key_hash(args.get(i))).load(Acquire))
+            .fold(p.barrier.load(Acquire), u64::max)
     } else {
-        LOG.appended()
+        p.log.appended()
     };
     conn.obs = conn.obs.max(lsn);
 }
@@ -205,14 +221,14 @@ fn leave(saved: Saved, db: usize, spec: &CommandSpec, args: &Args, own: bool) {
 }
 
 /// Append the unit's commands to the log (wrapped in MULTI/EXEC when several).
-pub fn flush() {
+pub fn flush(srv: &Server) {
     UNIT.with(|u| {
         let mut u = u.borrow_mut();
         if !u.is_empty() {
-            let lsn = LOG.append(&u);
+            let lsn = srv.propagation.log.append(&u);
             LAST_APPEND.with(|l| l.set(lsn));
             u.clear();
-            unit_appended(lsn);
+            unit_appended(&srv.propagation, lsn);
         }
     });
 }
@@ -270,27 +286,45 @@ pub(crate) fn logged_call(
     if !own || Store::in_atomic_unit() {
         call(conn, out);
         if !Store::in_atomic_unit() {
-            flush();
+            flush(srv);
         }
         return;
     }
     let plan = write_plan(conn.db, spec, args);
     srv.store.run_locked(&plan, || {
         call(conn, out);
-        flush();
+        flush(srv);
     });
+}
+
+// Process-wide: the engine's expiry hook is a plain `fn(usize, &[u8])` called per expired key
+// with no server at hand; set once at start (`install_expire_hook`), read with one load.
+static EXPIRE_SERVER: OnceLock<Arc<Server>> = OnceLock::new();
+
+/// Propagate the keys the engine expires to `srv`'s write log (once, at start; first call wins).
+pub fn install_expire_hook(srv: &Arc<Server>) {
+    let _ = EXPIRE_SERVER.set(srv.clone());
+    tern_engine::events::set_expire_hook(on_expired);
 }
 
 /// The engine's expiry hook: a key deleted because its time ran out is propagated as DEL (or
 /// UNLINK), appended while its shard is still locked — with the unit running on this thread,
 /// or on its own.
-pub fn on_expired(db: usize, key: &[u8]) {
-    propagate_delete(db, key, LAZY_EXPIRE.load(Relaxed));
+fn on_expired(db: usize, key: &[u8]) {
+    if let Some(srv) = EXPIRE_SERVER.get() {
+        propagate_delete(
+            srv,
+            db,
+            key,
+            srv.config.hot.lazyfree_lazy_expire.load(Relaxed),
+        );
+    }
 }
 
 /// A key the server removed on its own (expired, evicted) reaches the log as DEL or UNLINK.
-pub fn propagate_delete(db: usize, key: &[u8], unlink: bool) {
-    if !LOG.active() {
+pub fn propagate_delete(srv: &Server, db: usize, key: &[u8], unlink: bool) {
+    let p = &srv.propagation;
+    if !p.log.active() {
         return;
     }
     let cmd: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
@@ -300,15 +334,15 @@ pub fn propagate_delete(db: usize, key: &[u8], unlink: bool) {
     } else {
         let mut ops = Ops::default();
         ops.push(db as i32, [cmd, key].into_iter());
-        let lsn = LOG.append(&ops);
-        changed_slot(db, key_hash(key)).fetch_max(lsn, Relaxed);
+        let lsn = p.log.append(&ops);
+        p.changed_slot(db, key_hash(key)).fetch_max(lsn, Relaxed);
     }
 }
 
 /// PUBLISH and SPUBLISH reach replicas (never the AOF), as Redis propagates them; with the
 /// unit running on this thread (MULTI, a script) or on their own.
-pub fn propagate_publish(db: usize, args: &Args) {
-    if LOG.subscribers() == 0 {
+pub fn propagate_publish(srv: &Server, db: usize, args: &Args) {
+    if srv.propagation.log.subscribers() == 0 {
         return;
     }
     if Store::in_atomic_unit() {
@@ -319,7 +353,7 @@ pub fn propagate_publish(db: usize, args: &Args) {
     } else {
         let mut ops = Ops::default();
         ops.push_replicas_only(db as i32, args.iter().collect::<Vec<_>>().into_iter());
-        LOG.append(&ops);
+        srv.propagation.log.append(&ops);
     }
 }
 

@@ -15,7 +15,6 @@
 
 use crate::args::{eq_ic, parse_i64, Args};
 use crate::ctx::Ctx;
-use crate::propagate::LOG;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::path::PathBuf;
@@ -79,7 +78,7 @@ fn new_replid(srv: &Server) {
 /// The dataset was replaced by another history (a full sync from our master): nobody can
 /// continue our old stream, so the backlog goes and the ID changes.
 pub fn forget_history(srv: &Server) {
-    LOG.free_backlog();
+    srv.propagation.log.free_backlog();
     new_replid(srv);
 }
 
@@ -94,7 +93,7 @@ pub fn register_hooks(srv: &Arc<Server>) {
         "repl-backlog-size",
         Box::new(move |_| {
             let srv = s.upgrade().ok_or("shutting down")?;
-            LOG.resize_backlog(backlog_size(&srv));
+            srv.propagation.log.resize_backlog(backlog_size(&srv));
             Ok(())
         }),
     );
@@ -142,7 +141,7 @@ pub fn count_aof_acks(srv: &Server, offset: u64) -> i64 {
 /// (Redis sends REPLCONF GETACK before it sleeps), unless a pause holds replica traffic.
 pub fn request_acks(srv: &Server) {
     if !srv.pause.holds_replicas() {
-        LOG.getack_subs();
+        srv.propagation.log.getack_subs();
     }
 }
 
@@ -227,7 +226,7 @@ pub struct Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        LOG.unsubscribe(&self.sub);
+        self.srv.propagation.log.unsubscribe(&self.sub);
         let replicas = &self.srv.replicas;
         let mut list = replicas.list.lock();
         list.retain(|r| r.id != self.id);
@@ -277,12 +276,12 @@ pub fn attach(
     };
     srv.replicas.no_replicas_since_ms.store(0, Relaxed);
     // The first replica of a server without a backlog starts a new history, as in Redis.
-    if first && LOG.backlog_info().is_none() {
+    if first && srv.propagation.log.backlog_info().is_none() {
         new_replid(srv);
-        LOG.create_backlog(backlog_size(srv));
+        srv.propagation.log.create_backlog(backlog_size(srv));
     }
     let sub = Sub::new(output_limit(srv), wake);
-    LOG.subscribe(sub.clone());
+    srv.propagation.log.subscribe(sub.clone());
     Attached {
         sub,
         srv: srv.clone(),
@@ -367,14 +366,14 @@ pub fn try_continue(
     }
     let sub = Sub::new(output_limit(srv), wake);
     let sent = (offset >= 0)
-        .then(|| LOG.continue_sub(&sub, offset as u64))
+        .then(|| srv.propagation.log.continue_sub(&sub, offset as u64))
         .flatten();
     let Some(sent) = sent else {
         srv.replicas.sync_partial_err.fetch_add(1, Relaxed);
         crate::log::notice(&format!(
             "Unable to partial resync with replica {name} for lack of backlog (Replica request was: {offset})."
         ));
-        if offset > LOG.repl_offset() as i64 {
+        if offset > srv.propagation.log.repl_offset() as i64 {
             crate::log::warning(&format!(
                 "Warning: replica {name} tried to PSYNC with an offset that is greater than the master replication offset."
             ));
@@ -440,11 +439,11 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
     ];
     let writer = crate::aof::snapshot_into(
         srv,
-        Some(&|| offset.store(LOG.start_sub(&sub), Relaxed)),
+        Some(&|| offset.store(srv.propagation.log.start_sub(&sub), Relaxed)),
         || {
             let mut aux = crate::persistence::rdb_aux(now, false);
             aux.extend(extra);
-            aux.push(("repl-offset", LOG.repl_offset().to_string()));
+            aux.push(("repl-offset", srv.propagation.log.repl_offset().to_string()));
             crate::persistence::rdb_writer(
                 srv,
                 std::io::BufWriter::with_capacity(1 << 20, file),
@@ -464,7 +463,7 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
 /// The replication cron: PING down the stream every `repl-ping-replica-period` seconds.
 pub fn cron(srv: &Server) {
     free_idle_backlog(srv);
-    if LOG.subscribers() == 0 {
+    if srv.propagation.log.subscribers() == 0 {
         // The first PING comes a full period after a replica attaches.
         srv.replicas.last_ping_ms.store(clock::now_ms(), Relaxed);
         return;
@@ -473,7 +472,7 @@ pub fn cron(srv: &Server) {
     let now = clock::now_ms();
     if now.saturating_sub(srv.replicas.last_ping_ms.load(Relaxed)) >= period_ms {
         srv.replicas.last_ping_ms.store(now, Relaxed);
-        LOG.ping_subs();
+        srv.propagation.log.ping_subs();
     }
 }
 
@@ -482,7 +481,11 @@ pub fn cron(srv: &Server) {
 fn free_idle_backlog(srv: &Server) {
     let since = srv.replicas.no_replicas_since_ms.load(Relaxed);
     let ttl = srv.config.get_i64("repl-backlog-ttl");
-    if since == 0 || ttl == 0 || srv.master_link.is_replica() || LOG.backlog_info().is_none() {
+    if since == 0
+        || ttl == 0
+        || srv.master_link.is_replica()
+        || srv.propagation.log.backlog_info().is_none()
+    {
         return;
     }
     if clock::now_ms().saturating_sub(since) / 1000 > ttl as u64 {

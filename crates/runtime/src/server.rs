@@ -88,6 +88,10 @@ pub struct Server {
     pub rates: crate::info_sections::Rates,
     /// The running snapshot save's progress (INFO persistence `current_*`).
     pub save_progress: std::sync::Arc<crate::save_progress::SaveProgress>,
+    /// The append-only file: its state, files, writer and rewrite.
+    pub aof: crate::aof::AofState,
+    /// The write log (AOF, replicas) and what replies wait for of it.
+    pub propagation: crate::propagate::Propagation,
 }
 
 impl Server {
@@ -160,6 +164,8 @@ impl Server {
             functions: Default::default(),
             rates: Default::default(),
             save_progress: Default::default(),
+            aof: Default::default(),
+            propagation: Default::default(),
         }
     }
 

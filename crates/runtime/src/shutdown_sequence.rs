@@ -94,7 +94,7 @@ pub fn prepare(srv: &Arc<Server>, mut flags: u32) -> Prepared {
     if flags & NOW == 0 && timeout_secs != 0 && !replicas_in_sync(srv) {
         st.deadline_ms
             .store(clock::now_ms() + timeout_secs * 1000, Relaxed);
-        crate::propagate::LOG.getack_subs();
+        srv.propagation.log.getack_subs();
         srv.pause.start_shutdown_hold();
         log::notice("Waiting for replicas before shutting down.");
         return Prepared::Waiting;
@@ -104,7 +104,7 @@ pub fn prepare(srv: &Arc<Server>, mut flags: u32) -> Prepared {
 
 /// Every replica acknowledged the master's offset (Redis's isReadyToShutdown).
 fn replicas_in_sync(srv: &Server) -> bool {
-    let offset = crate::propagate::LOG.repl_offset();
+    let offset = srv.propagation.log.repl_offset();
     crate::replication::replica_rows(srv)
         .iter()
         .all(|r| r.offset == offset)
@@ -121,7 +121,7 @@ fn finish(srv: &Arc<Server>) -> Prepared {
     srv.pause.start_shutdown_hold();
     log_replicas(srv);
     // A first AOF rewrite in progress is the only copy of the dataset the AOF will have.
-    let aof = &crate::aof::AOF;
+    let aof = &srv.aof;
     if aof.rewrite_in_progress.load(Relaxed) && aof.wait_rewrite.load(Relaxed) {
         if force {
             log::warning("Writing initial AOF. Exit anyway.");
@@ -156,7 +156,7 @@ fn finish(srv: &Arc<Server>) -> Prepared {
     }
     // After the save (not before it, as Redis): stopping the AOF writer cannot be undone if
     // the save fails and the server has to go on.
-    crate::aof::shutdown();
+    crate::aof::shutdown(srv);
     let pidfile = srv.config.get("pidfile").unwrap_or_default();
     if !pidfile.is_empty() {
         log::notice("Removing the pid file.");
@@ -171,7 +171,7 @@ fn finish(srv: &Arc<Server>) -> Prepared {
 
 /// The lagging replicas, then how many are in sync (only with replicas).
 fn log_replicas(srv: &Server) {
-    let offset = crate::propagate::LOG.repl_offset();
+    let offset = srv.propagation.log.repl_offset();
     let rows = crate::replication::replica_rows(srv);
     let mut lagging = 0;
     for r in &rows {

@@ -296,7 +296,7 @@ pub fn run_locked<R>(srv: &Server, plan: LockPlan, f: impl FnOnce() -> R) -> R {
     }
     srv.store.run_locked(&plan, || {
         let r = f();
-        crate::propagate::flush();
+        crate::propagate::flush(srv);
         r
     })
 }

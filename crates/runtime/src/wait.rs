@@ -12,7 +12,7 @@ pub const ERR_WAITAOF_NO_AOF: &str =
 /// `[1 if the AOF is fsynced up to woff, replicas whose AOF holds repl_woff]`.
 pub fn waitaof_counts(srv: &Server, woff: u64, repl_woff: u64) -> (i64, i64) {
     (
-        crate::aof::fsynced_to(woff) as i64,
+        crate::aof::fsynced_to(srv, woff) as i64,
         crate::replication::count_aof_acks(srv, repl_woff),
     )
 }
@@ -66,7 +66,7 @@ pub async fn satisfied(
                 }
                 if numlocal && local == 0 {
                     tokio::select! {
-                        synced = crate::aof::wait_fsynced(woff) => {
+                        synced = crate::aof::wait_fsynced(srv, woff) => {
                             if !synced {
                                 return Err(waitaof_aof_off());
                             }

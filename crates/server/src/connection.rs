@@ -80,7 +80,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                         let n = rx.drain_into(&mut out.buf);
                         if n > 0 {
                             // A keyspace event or invalidation reveals a write.
-                            conn.observe_all();
+                            conn.observe_all(&srv);
                         }
                         let ok = send_replies(
                             &srv,
@@ -183,11 +183,11 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                     // PUBLISH to itself, its own keyspace events) after it, as in Redis 7.2.
                     let pushes = conn.push_rx.is_some();
                     if pushes {
-                        conn.drain_pushes(&mut out);
+                        conn.drain_pushes(&srv, &mut out);
                     }
                     dispatch::execute(&srv, &mut conn, &mut out, &args);
                     if pushes || conn.push_rx.is_some() {
-                        conn.drain_pushes(&mut out);
+                        conn.drain_pushes(&srv, &mut out);
                     }
                     pos += used;
                     if std::mem::take(&mut conn.pending_pause) {
@@ -333,7 +333,7 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             }
             blocking::write_outcome(&srv, &conn, &mut out, &w, outcome);
             // Served by whichever thread wrote its key: what it reveals is not tracked here.
-            conn.observe_all();
+            conn.observe_all(&srv);
             conn.start_batch();
             resume = true;
         }
@@ -493,8 +493,8 @@ async fn send_replies<S: ClientStream>(
         return true;
     }
     let lsn = conn.take_observed();
-    if tern_runtime::aof::must_wait() && tern_runtime::propagate::LOG.durable() < lsn {
-        tern_runtime::aof::wait_durable(lsn).await;
+    if tern_runtime::aof::must_wait(srv) && srv.propagation.log.durable() < lsn {
+        tern_runtime::aof::wait_durable(srv, lsn).await;
     }
     let handle = &*conn.handle;
     stats.net_output_bytes.add(out.buf.len() as u64);

@@ -45,8 +45,6 @@ fn main() {
     }
     tern_runtime::log::set_logger(log::log);
     crash::install();
-    // Keys the engine expires reach the write log as DEL (while an AOF is on).
-    tern_engine::events::set_expire_hook(tern_runtime::propagate::on_expired);
     tern_commands::server::debug::digest::maybe_enable_watch_check();
     let threads = match config.get_i64("threads") {
         n if n > 0 => n as usize,
@@ -57,6 +55,8 @@ fn main() {
     let has_config_file = config.file.read().is_some();
     let srv = Arc::new(Server::new(config, threads));
     log::set_server(&srv);
+    // Keys the engine expires reach the write log as DEL (while an AOF is on).
+    tern_runtime::propagate::install_expire_hook(&srv);
     log_startup(&srv, has_config_file, threads);
     if let Err(e) = tern_runtime::acl::load_at_startup(&srv) {
         warning!("{e}");
@@ -71,7 +71,7 @@ fn main() {
 
     // Load the RDB file while already accepting connections: until it is in, commands
     // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
-    tern_runtime::aof::set_fsync_policy(&srv.config.get("appendfsync").unwrap_or_default());
+    tern_runtime::aof::set_fsync_policy(&srv, &srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
     register_client_eviction_hooks(&srv);
     tern_runtime::replication::register_hooks(&srv);
@@ -193,17 +193,18 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
     std::thread::Builder::new()
         .name(format!("tern-worker-{i}"))
         .spawn(move || {
-            tern_runtime::propagate::LOG.defer_wakes_on_this_thread();
+            srv.propagation.log.defer_wakes_on_this_thread();
+            let park_srv = srv.clone();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .on_thread_park(|| {
-                    tern_runtime::aof::on_worker_park();
+                .on_thread_park(move || {
+                    tern_runtime::aof::on_worker_park(&park_srv);
                     connection::on_worker_park();
                 })
                 .build()
                 .expect("worker runtime");
             rt.block_on(async move {
-                tern_runtime::aof::start_durable_relay();
+                tern_runtime::aof::start_durable_relay(&srv);
                 tokio::spawn(drain::respond(Some(i)));
                 // A task of its own, not block_on's future (which the runtime polls only
                 // between rounds of tasks): a connection handed over is started in the same
@@ -337,10 +338,12 @@ fn register_aof_hooks(srv: &Arc<Server>) {
             tern_runtime::aof::auto_gc_changed(&srv, v == "yes")
         }),
     );
+    let s = Arc::downgrade(srv);
     srv.config.set_apply_hook(
         "appendfsync",
-        Box::new(|v| {
-            tern_runtime::aof::set_fsync_policy(v);
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            tern_runtime::aof::set_fsync_policy(&srv, v);
             Ok(())
         }),
     );

@@ -140,8 +140,7 @@ async fn stream_to_replica<S: ClientStream>(
             return;
         }
         // With an AOF, only what it already holds (written; fsynced under `always`).
-        let durable =
-            tern_runtime::aof::must_wait().then(|| tern_runtime::propagate::LOG.durable());
+        let durable = tern_runtime::aof::must_wait(srv).then(|| srv.propagation.log.durable());
         let Some(bytes) = sub.take(spare, durable) else {
             if sub.overflowed() {
                 overflowed();

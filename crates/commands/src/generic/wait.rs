@@ -68,7 +68,9 @@ fn waitaof(ctx: &mut Ctx, args: &Args) {
         return ctx.error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
     }
     if numlocal == 1
-        && !tern_runtime::aof::AOF
+        && !ctx
+            .srv
+            .aof
             .enabled
             .load(std::sync::atomic::Ordering::Relaxed)
     {

@@ -2,7 +2,7 @@
 //! (`tern_runtime::persistence`, `tern_runtime::aof`).
 
 use std::sync::atomic::Ordering::Relaxed;
-use tern_runtime::aof::{self, AOF};
+use tern_runtime::aof;
 use tern_runtime::args::{eq_ic, Args, ERR_SYNTAX};
 use tern_runtime::ctx::Ctx;
 use tern_runtime::persistence::{rdb_save, start_bgsave, RDB};
@@ -68,11 +68,11 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "se
 };
 
 fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) {
-    if AOF.rewrite_in_progress.load(Relaxed) {
+    if ctx.srv.aof.rewrite_in_progress.load(Relaxed) {
         return ctx.error("ERR Background append only file rewriting already in progress");
     }
     if RDB.bgsave_in_progress.load(Relaxed) || tern_engine::Store::in_atomic_unit() {
-        AOF.rewrite_scheduled.store(true, Relaxed);
+        ctx.srv.aof.rewrite_scheduled.store(true, Relaxed);
         return ctx
             .out
             .simple(b"Background append only file rewriting scheduled");

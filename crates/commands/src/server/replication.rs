@@ -132,8 +132,7 @@ fn role(ctx: &mut Ctx, _args: &Args) {
     let replicas = replication::replica_rows(ctx.srv);
     ctx.out.array(3);
     ctx.out.bulk(b"master");
-    ctx.out
-        .int(tern_runtime::propagate::LOG.repl_offset() as i64);
+    ctx.out.int(ctx.srv.propagation.log.repl_offset() as i64);
     ctx.out.array(replicas.len());
     for r in replicas {
         ctx.out.array(3);

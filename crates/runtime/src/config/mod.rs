@@ -77,6 +77,8 @@ pub struct Hot {
     pub lazyfree_lazy_user_flush: AtomicBool,
     pub lazyfree_lazy_expire: AtomicBool,
     pub lazyfree_lazy_server_del: AtomicBool,
+    /// aof-timestamp-enabled: `#TS:` annotations in the AOF (read by its writer thread).
+    pub aof_timestamp_enabled: AtomicBool,
     /// client-output-buffer-limit as (hard bytes, soft bytes, soft seconds) per class, in
     /// `OBUF_CLASSES` order (normal, slave, pubsub).
     pub obuf_limits: [[AtomicU64; 3]; 3],
@@ -162,6 +164,7 @@ impl Config {
                 lazyfree_lazy_user_flush: AtomicBool::new(false),
                 lazyfree_lazy_expire: AtomicBool::new(false),
                 lazyfree_lazy_server_del: AtomicBool::new(false),
+                aof_timestamp_enabled: AtomicBool::new(false),
                 obuf_limits: Default::default(),
             },
             file: RwLock::new(None),
@@ -547,7 +550,7 @@ impl Config {
         match name {
             "hz" => h.hz.store(n().clamp(1, 500) as u64, Relaxed),
             "rdb-key-save-delay" => tern_engine::save_delay::KEY_SAVE_DELAY_US.store(n(), Relaxed),
-            "aof-timestamp-enabled" => crate::aof::AOF_TIMESTAMPS.store(yes, Relaxed),
+            "aof-timestamp-enabled" => h.aof_timestamp_enabled.store(yes, Relaxed),
             "proto-max-bulk-len" => h.proto_max_bulk_len.store(n(), Relaxed),
             "client-query-buffer-limit" => h
                 .client_query_buffer_limit
@@ -609,10 +612,7 @@ impl Config {
             "min-replicas-max-lag" => h.min_replicas_max_lag.store(n() as u64, Relaxed),
             "lazyfree-lazy-user-del" => h.lazyfree_lazy_user_del.store(yes, Relaxed),
             "lazyfree-lazy-user-flush" => h.lazyfree_lazy_user_flush.store(yes, Relaxed),
-            "lazyfree-lazy-expire" => {
-                h.lazyfree_lazy_expire.store(yes, Relaxed);
-                crate::propagate::LAZY_EXPIRE.store(yes, Relaxed);
-            }
+            "lazyfree-lazy-expire" => h.lazyfree_lazy_expire.store(yes, Relaxed),
             "lazyfree-lazy-server-del" => h.lazyfree_lazy_server_del.store(yes, Relaxed),
             _ => {
                 tern_engine::limits::set(name, n());

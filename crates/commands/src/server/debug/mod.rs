@@ -89,7 +89,7 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         }
         ("aof-flush-sleep", 3) => {
             let us = atoi(&args[2]).max(0) as u64;
-            tern_runtime::aof::AOF_FLUSH_SLEEP_US.store(us, Relaxed);
+            ctx.srv.aof.flush_sleep_us.store(us, Relaxed);
             ctx.out.ok()
         }
         ("segfault", 2) => crash_segfault(),
