@@ -578,7 +578,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
             AOF.last_write_ok.store(true, Relaxed);
             AOF.generation.fetch_add(1, Relaxed);
         }
-        if crate::persistence::RDB.bgsave_in_progress.load(Relaxed) {
+        if srv.rdb.bgsave_in_progress.load(Relaxed) {
             AOF.rewrite_scheduled.store(true, Relaxed);
             crate::log::notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
             return Ok(());
@@ -591,7 +591,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
         if AOF.rewrite_in_progress.load(Relaxed) {
             // It writes no incremental file the AOF could go on with: start over, as Redis.
             crate::log::notice("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now.");
-            kill_rewrite();
+            kill_rewrite(srv);
             if AOF.rewrite_in_progress.load(Relaxed) {
                 AOF.rewrite_scheduled.store(true, Relaxed);
                 return Ok(());
@@ -609,7 +609,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
         }
         // As Redis: a running rewrite is of no use any more; it is given up at once.
         AOF.generation.fetch_add(1, Relaxed);
-        kill_rewrite();
+        kill_rewrite(srv);
         let _c = CONTROL.lock();
         AOF.generation.fetch_add(1, Relaxed);
         stop_writer();
@@ -888,11 +888,11 @@ fn drop_temp_incr(srv: &Server, gen: u64) {
 /// killAppendOnlyChild: its writer process is gone, its temp file removed and
 /// `aof_rewrite_in_progress` 0 when this returns (unless called inside an atomic unit, whose
 /// held shards the rewrite may need: then it ends on its own shortly after).
-fn kill_rewrite() {
+fn kill_rewrite(srv: &Server) {
     let Some(h) = REWRITE_THREAD.lock().take() else {
         return;
     };
-    if let Some(pid) = crate::save_child::running_pid("temp-rewriteaof-bg-") {
+    if let Some(pid) = srv.save_children.running_pid("temp-rewriteaof-bg-") {
         crate::log::notice(&format!("Killing running AOF rewrite child: {pid}"));
         // SAFETY: signalling our own child, not yet collected (its owner still waits for it).
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
@@ -962,8 +962,12 @@ fn begin_rewrite(srv: &Arc<Server>, gen: u64) -> Result<(RewritePlan, RewriteWri
         }
     }
     REWRITE_ABORT.store(false, Relaxed);
-    let writer = crate::save_child::SaveChild::spawn("temp-rewriteaof-bg-%d.aof", &REWRITE_ABORT)
-        .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
+    let writer = crate::save_child::SaveChild::spawn(
+        &srv.save_children,
+        "temp-rewriteaof-bg-%d.aof",
+        || REWRITE_ABORT.store(true, Relaxed),
+    )
+    .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
     crate::log::notice(&format!(
         "Background append only file rewriting started by pid {}",
         writer.0.pid()
@@ -1040,9 +1044,7 @@ fn finish_rewrite(
 
 /// The cron's part: a scheduled rewrite, or the automatic one on growth.
 pub fn cron(srv: &Arc<Server>) {
-    if AOF.rewrite_in_progress.load(Relaxed)
-        || crate::persistence::RDB.bgsave_in_progress.load(Relaxed)
-    {
+    if AOF.rewrite_in_progress.load(Relaxed) || srv.rdb.bgsave_in_progress.load(Relaxed) {
         return;
     }
     if AOF.rewrite_scheduled.load(Relaxed) && !rewrite_limited() {
@@ -1221,7 +1223,7 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
     if total == 0 {
         return Ok(Loaded::Empty);
     }
-    let rdbst = &crate::persistence::RDB;
+    let rdbst = &srv.rdb;
     rdbst.loading_total.store(total, Relaxed);
     rdbst.loading_loaded.store(0, Relaxed);
     rdbst.loading_start.store(unix_secs(), Relaxed);
@@ -1281,9 +1283,9 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
         crate::persistence::empty_keyspace(&srv);
         // As Redis while it loads: other clients get -LOADING (not BUSY, should a replayed
         // script run long) and INFO shows the load.
-        crate::persistence::RDB.loading.store(true, Relaxed);
+        srv.rdb.loading.store(true, Relaxed);
         let r = load(&srv);
-        crate::persistence::RDB.loading.store(false, Relaxed);
+        srv.rdb.loading.store(false, Relaxed);
         r
     });
     match res {
@@ -1346,9 +1348,7 @@ fn load_one(
 fn load_rdb_part(srv: &Server, data: &[u8], done_before: u64) -> Result<usize, String> {
     use crate::persistence::RdbLoadError;
     let loaded = crate::persistence::load_rdb_into(srv, data, false, false, |p| {
-        crate::persistence::RDB
-            .loading_loaded
-            .store(done_before + p as u64, Relaxed)
+        srv.rdb.loading_loaded.store(done_before + p as u64, Relaxed)
     })
     .map_err(|e| match e {
         RdbLoadError::Corrupt(e) | RdbLoadError::Functions(e) => e,
@@ -1385,7 +1385,7 @@ fn replay(
     let end = loop {
         if n.is_multiple_of(1024) {
             conn.start_batch();
-            crate::persistence::RDB
+            srv.rdb
                 .loading_loaded
                 .store(done_before + reader.pos() as u64, Relaxed);
         }
