@@ -588,7 +588,7 @@ impl<'a> Locked<'a> {
         let now = ctx.now_ms;
         let shard = self.g.shard(self.db, h);
         if result.is_empty() {
-            let existed = tern_runtime::background::delete_live(shard, h, dst, now);
+            let existed = tern_runtime::background::delete_live(ctx.srv, shard, h, dst, now);
             drop(self);
             ctx.out.int(0);
             if existed {
@@ -600,7 +600,7 @@ impl<'a> Locked<'a> {
         let n = result.len();
         let mut result = result;
         result.compact();
-        tern_runtime::background::replace_value(shard, h, dst, Value::Set(result), now);
+        tern_runtime::background::replace_value(ctx.srv, shard, h, dst, Value::Set(result), now);
         drop(self);
         ctx.out.int(n as i64);
         ctx.notify(notify::SET, event, dst);

@@ -719,6 +719,7 @@ fn store_result(
     let n = pairs.len();
     if n > 0 {
         tern_runtime::background::replace_value(
+            ctx.srv,
             shard,
             h,
             dst,
@@ -730,7 +731,7 @@ fn store_result(
         ctx.dirty(1);
     } else {
         ctx.out.int(0);
-        if tern_runtime::background::delete_live(shard, h, dst, ctx.now_ms) {
+        if tern_runtime::background::delete_live(ctx.srv, shard, h, dst, ctx.now_ms) {
             ctx.notify(notify::GENERIC, "del", dst);
             ctx.dirty(1);
         }

@@ -14,9 +14,12 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+// Process-wide: the config's mirror hook has no store at hand, and the delay is a test knob
+// read by the snapshotting thread between keys.
 /// The configured delay (mirrored from the config by the server).
 pub static KEY_SAVE_DELAY_US: AtomicI64 = AtomicI64::new(0);
 
+// Per thread by nature: the state of the snapshot this thread is walking.
 thread_local! {
     /// Keys this snapshotting thread wrote since its last pause; None on other threads and
     /// while its snapshot has no delay.
@@ -75,6 +78,7 @@ pub(crate) fn settle(abort: &std::sync::atomic::AtomicBool) {
     }
     let d = delay_us();
     if d < 0 {
+        // Process-wide, as KEY_SAVE_DELAY_US: which keys of the test knob's 1-in-N pause.
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let hits = (0..keys)
             .filter(|_| {

@@ -27,7 +27,7 @@ use crate::entry::Entry;
 use crate::store::Store;
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Encodes one key's records. Shared with every thread that writes a key out before changing
@@ -58,6 +58,8 @@ pub(crate) struct SnapShared {
     /// entries: (database, parity, table). Nobody else reaches them any more, so the
     /// snapshotting thread writes their owed entries out at leisure, then frees them.
     detached: Mutex<Vec<(usize, bool, Dict)>>,
+    /// The store's copy-on-write counter (`SnapState::cow_bytes`).
+    cow_bytes: Arc<AtomicU64>,
 }
 
 struct SidePiece {
@@ -66,6 +68,7 @@ struct SidePiece {
     keys: u64,
 }
 
+// Per thread by nature: scratch buffer.
 thread_local! {
     /// Encoding scratch of threads that write a key out before changing it.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -81,7 +84,7 @@ impl SnapShared {
             if !self.encoder.encode(&mut s, e) {
                 return;
             }
-            COW_BYTES.fetch_add(s.len() as u64, Ordering::Relaxed);
+            self.cow_bytes.fetch_add(s.len() as u64, Ordering::Relaxed);
             let mut side = self.side.lock();
             match side.last_mut() {
                 Some(p) if p.db == db => {
@@ -144,17 +147,16 @@ impl SnapShared {
     }
 }
 
-/// Bytes the writing threads copied for the running snapshot (keys they changed before the
-/// walk reached them): the snapshot's copy-on-write cost, what Redis reports as a child's COW
-/// size. Reset when a snapshot starts.
-pub static COW_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// Per-store snapshot state.
 pub(crate) struct SnapState {
     /// True from the cut until every shard was walked.
     pub(crate) active: AtomicBool,
     /// One snapshot at a time.
     running: Mutex<()>,
+    /// Bytes the writing threads copied for the running snapshot (keys they changed before the
+    /// walk reached them): the snapshot's copy-on-write cost, what Redis reports as a child's
+    /// COW size. Reset when a snapshot starts; shared with the snapshot's `SnapShared`.
+    cow_bytes: Arc<AtomicU64>,
 }
 
 impl SnapState {
@@ -162,6 +164,7 @@ impl SnapState {
         SnapState {
             active: AtomicBool::new(false),
             running: Mutex::new(()),
+            cow_bytes: Default::default(),
         }
     }
 }
@@ -172,6 +175,11 @@ const STEP_BYTES: usize = 64 * 1024;
 const STEP_ENTRIES: usize = 256;
 
 impl Store {
+    /// The running (or last) snapshot's copy-on-write bytes (see `SnapState::cow_bytes`).
+    pub fn snapshot_cow_bytes(&self) -> u64 {
+        self.snap().cow_bytes.load(Ordering::Relaxed)
+    }
+
     /// Point-in-time snapshot. `make_at_cut` runs while every shard is locked (the cut) and
     /// returns the sink; then every key present at the cut reaches the sink exactly once, as
     /// it was at the cut (see the module comment). Returns the sink when all are in.
@@ -201,6 +209,7 @@ impl Store {
                 encoder: sink.encoder(),
                 side: Mutex::new(Vec::new()),
                 detached: Mutex::new(Vec::new()),
+                cow_bytes: snap.cow_bytes.clone(),
             });
             let mut sizes = vec![(0u64, 0u64); self.databases()];
             for (i, g) in guards.iter_mut() {
@@ -210,7 +219,7 @@ impl Store {
                 g.begin_snapshot(shared.clone());
             }
             sink.db_sizes(&sizes);
-            COW_BYTES.store(0, Ordering::Relaxed);
+            snap.cow_bytes.store(0, Ordering::Relaxed);
             snap.active.store(true, Ordering::Release);
             (sink, shared)
         };

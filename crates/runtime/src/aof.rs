@@ -605,7 +605,7 @@ pub fn config_changed(srv: &Arc<Server>, on: bool) -> Result<(), String> {
             srv.aof.last_write_ok.store(true, Relaxed);
             srv.aof.generation.fetch_add(1, Relaxed);
         }
-        if crate::persistence::RDB.bgsave_in_progress.load(Relaxed) {
+        if srv.rdb.bgsave_in_progress.load(Relaxed) {
             srv.aof.rewrite_scheduled.store(true, Relaxed);
             crate::log::notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
             return Ok(());
@@ -918,7 +918,7 @@ fn kill_rewrite(srv: &Server) {
     let Some(h) = srv.aof.rewrite_thread.lock().take() else {
         return;
     };
-    if let Some(pid) = crate::save_child::running_pid("temp-rewriteaof-bg-") {
+    if let Some(pid) = srv.save_children.running_pid("temp-rewriteaof-bg-") {
         crate::log::notice(&format!("Killing running AOF rewrite child: {pid}"));
         // SAFETY: signalling our own child, not yet collected (its owner still waits for it).
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
@@ -988,9 +988,13 @@ fn begin_rewrite(srv: &Arc<Server>, gen: u64) -> Result<(RewritePlan, RewriteWri
         }
     }
     srv.aof.rewrite_abort.store(false, Relaxed);
-    let writer =
-        crate::save_child::SaveChild::spawn("temp-rewriteaof-bg-%d.aof", srv.aof.rewrite_abort)
-            .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
+    let abort = srv.aof.rewrite_abort;
+    let writer = crate::save_child::SaveChild::spawn(
+        &srv.save_children,
+        "temp-rewriteaof-bg-%d.aof",
+        move || abort.store(true, Relaxed),
+    )
+    .map_err(|e| format!("Can't rewrite append only file in background: fork: {e}"))?;
     crate::log::notice(&format!(
         "Background append only file rewriting started by pid {}",
         writer.0.pid()
@@ -1068,9 +1072,7 @@ fn finish_rewrite(
 
 /// The cron's part: a scheduled rewrite, or the automatic one on growth.
 pub fn cron(srv: &Arc<Server>) {
-    if srv.aof.rewrite_in_progress.load(Relaxed)
-        || crate::persistence::RDB.bgsave_in_progress.load(Relaxed)
-    {
+    if srv.aof.rewrite_in_progress.load(Relaxed) || srv.rdb.bgsave_in_progress.load(Relaxed) {
         return;
     }
     if srv.aof.rewrite_scheduled.load(Relaxed) && !rewrite_limited(srv) {
@@ -1248,7 +1250,7 @@ pub fn load(srv: &Arc<Server>) -> Result<Loaded, String> {
     if total == 0 {
         return Ok(Loaded::Empty);
     }
-    let rdbst = &crate::persistence::RDB;
+    let rdbst = &srv.rdb;
     rdbst.loading_total.store(total, Relaxed);
     rdbst.loading_loaded.store(0, Relaxed);
     rdbst.loading_start.store(unix_secs(), Relaxed);
@@ -1310,9 +1312,9 @@ pub fn debug_loadaof(ctx: &mut Ctx) {
         crate::persistence::empty_keyspace(&srv);
         // As Redis while it loads: other clients get -LOADING (not BUSY, should a replayed
         // script run long) and INFO shows the load.
-        crate::persistence::RDB.loading.store(true, Relaxed);
+        srv.rdb.loading.store(true, Relaxed);
         let r = load(&srv);
-        crate::persistence::RDB.loading.store(false, Relaxed);
+        srv.rdb.loading.store(false, Relaxed);
         r
     });
     match res {
@@ -1375,9 +1377,7 @@ fn load_one(
 fn load_rdb_part(srv: &Server, data: &[u8], done_before: u64) -> Result<usize, String> {
     use crate::persistence::RdbLoadError;
     let loaded = crate::persistence::load_rdb_into(srv, data, false, false, |p| {
-        crate::persistence::RDB
-            .loading_loaded
-            .store(done_before + p as u64, Relaxed)
+        srv.rdb.loading_loaded.store(done_before + p as u64, Relaxed)
     })
     .map_err(|e| match e {
         RdbLoadError::Corrupt(e) | RdbLoadError::Functions(e) => e,
@@ -1414,7 +1414,7 @@ fn replay(
     let end = loop {
         if n.is_multiple_of(1024) {
             conn.start_batch();
-            crate::persistence::RDB
+            srv.rdb
                 .loading_loaded
                 .store(done_before + reader.pos() as u64, Relaxed);
         }

@@ -3,13 +3,18 @@
 //! workers serving ordinary commands win the CPU and a big ZINTERSTORE or DEL slows only the
 //! client that asked for it.
 
+use crate::server::Server;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+// Process-wide: a pool of OS threads sized to the machine's cores is a resource of the
+// process (servers sharing one would compete for the same CPUs; one pool keeps the thread count
+// bounded), and its jobs carry whatever server state they need. Started on first use.
 static IDLE_POOL: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+// Process-wide, as IDLE_POOL.
 static SCRIPT_POOL: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
 
 /// Which background threads run a job.
@@ -94,25 +99,31 @@ fn spawn_on(kind: Pool, job: impl FnOnce() + Send + 'static) {
     debug_assert!(sent, "background pool gone");
 }
 
-/// Objects handed to the background and not freed yet, and objects freed there since the last
-/// CONFIG RESETSTAT: INFO memory's `lazyfree_pending_objects` / `lazyfreed_objects`.
-pub static LAZYFREE_PENDING: AtomicU64 = AtomicU64::new(0);
-pub static LAZYFREED: AtomicU64 = AtomicU64::new(0);
+/// INFO memory's lazyfree counters, owned by the server (`Server::lazyfree`; each background
+/// free holds a handle to count itself done).
+#[derive(Default)]
+pub struct Lazyfree {
+    /// Objects handed to the background and not freed yet (`lazyfree_pending_objects`).
+    pub pending: AtomicU64,
+    /// Objects freed there since the last CONFIG RESETSTAT (`lazyfreed_objects`).
+    pub freed: AtomicU64,
+}
 
 /// Drop `v` (one object) in the background when freeing it is expensive (`effort` ~
-/// allocations to free, Redis's free effort).
-pub fn drop_later<T: Send + 'static>(v: T, effort: usize) {
-    drop_later_counted(v, effort, 1)
+/// allocations to free, Redis's free effort); `srv` counts it.
+pub fn drop_later<T: Send + 'static>(srv: &Server, v: T, effort: usize) {
+    drop_later_counted(srv, v, effort, 1)
 }
 
 /// `drop_later` for a value standing for `objects` objects (a flushed table: its keys).
-pub fn drop_later_counted<T: Send + 'static>(v: T, effort: usize, objects: u64) {
+pub fn drop_later_counted<T: Send + 'static>(srv: &Server, v: T, effort: usize, objects: u64) {
     if effort > LAZYFREE_THRESHOLD {
-        LAZYFREE_PENDING.fetch_add(objects, Relaxed);
+        let counters = srv.lazyfree.clone();
+        counters.pending.fetch_add(objects, Relaxed);
         spawn(move || {
             drop(v);
-            LAZYFREE_PENDING.fetch_sub(objects, Relaxed);
-            LAZYFREED.fetch_add(objects, Relaxed);
+            counters.pending.fetch_sub(objects, Relaxed);
+            counters.freed.fetch_add(objects, Relaxed);
         });
     } else {
         drop(v);
@@ -132,6 +143,7 @@ pub async fn run<R: Send + 'static>(kind: Pool, f: impl FnOnce() -> R + Send + '
 /// Store `value` under `key` in place of whatever was there (TTL dropped), as the STORE
 /// variants do; a big replaced value is freed off this thread.
 pub fn replace_value(
+    srv: &Server,
     shard: &mut tern_engine::ShardData,
     h: u64,
     key: &[u8],
@@ -140,20 +152,26 @@ pub fn replace_value(
 ) {
     if let Some(old) = shard.set(h, key, value, false, now_ms) {
         let effort = old.free_effort();
-        drop_later(old, effort);
+        drop_later(srv, old, effort);
     }
 }
 
 /// Delete `key` if it is live (an empty STORE result); a big value is freed off this thread.
 /// True if there was a live key (then touched for WATCH by `remove`; an absent key is not).
-pub fn delete_live(shard: &mut tern_engine::ShardData, h: u64, key: &[u8], now_ms: u64) -> bool {
+pub fn delete_live(
+    srv: &Server,
+    shard: &mut tern_engine::ShardData,
+    h: u64,
+    key: &[u8],
+    now_ms: u64,
+) -> bool {
     if shard.get_quiet(h, key, now_ms).is_none() {
         return false;
     }
     match shard.remove(h, key) {
         Some(e) => {
             let effort = e.value.free_effort();
-            drop_later(e, effort);
+            drop_later(srv, e, effort);
             true
         }
         None => false,

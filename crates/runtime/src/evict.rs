@@ -30,11 +30,18 @@ pub const OOM_SCRIPT_ERROR: &str = "-OOM command not allowed when used memory > 
 /// A refresh is forced once this thread allocated this much since the last one.
 const THREAD_ALLOC_SLACK: u64 = 2 * 1024;
 
-// Used memory is the allocator's figure, and the allocator belongs to the process; read on
-// every write command's OOM check, it stays a lock-free process static.
-static USED: AtomicU64 = AtomicU64::new(0);
-static REFRESHED_MS: AtomicU64 = AtomicU64::new(0);
+/// The used-memory figure the maxmemory checks read (the allocator's, cached), owned by the
+/// server (`Server::used_memory`): two lock-free atomics, read on every command's OOM check.
+#[derive(Default)]
+pub struct UsedMemory {
+    /// Bytes allocated at the last refresh.
+    bytes: AtomicU64,
+    /// When that refresh was (clock ms).
+    refreshed_ms: AtomicU64,
+}
 
+// Per thread by nature: what the allocator counted for this thread, and the command this
+// thread is running.
 thread_local! {
     /// This thread's net allocated bytes at the last refresh it saw.
     static THREAD_BASE: Cell<u64> = const { Cell::new(0) };
@@ -51,24 +58,26 @@ fn thread_net_allocated() -> u64 {
     a.get().wrapping_sub(d.get())
 }
 
-/// Used memory as eviction sees it (bytes allocated), fresh enough for `now_ms`.
-pub fn used_memory(now_ms: u64) -> u64 {
-    let mine = thread_net_allocated();
-    let base = THREAD_BASE.with(|b| b.get());
-    let stale = now_ms > REFRESHED_MS.load(Relaxed)
-        || mine.wrapping_sub(base) as i64 > THREAD_ALLOC_SLACK as i64;
-    if stale {
-        refresh(now_ms);
+impl UsedMemory {
+    /// Used memory as eviction sees it (bytes allocated), fresh enough for `now_ms`.
+    pub fn get(&self, now_ms: u64) -> u64 {
+        let mine = thread_net_allocated();
+        let base = THREAD_BASE.with(|b| b.get());
+        let stale = now_ms > self.refreshed_ms.load(Relaxed)
+            || mine.wrapping_sub(base) as i64 > THREAD_ALLOC_SLACK as i64;
+        if stale {
+            self.refresh(now_ms);
+        }
+        self.bytes.load(Relaxed)
     }
-    USED.load(Relaxed)
-}
 
-fn refresh(now_ms: u64) -> u64 {
-    let (allocated, _, _) = crate::info_sections::jemalloc_stats();
-    USED.store(allocated, Relaxed);
-    REFRESHED_MS.store(now_ms, Relaxed);
-    THREAD_BASE.with(|b| b.set(thread_net_allocated()));
-    allocated
+    fn refresh(&self, now_ms: u64) -> u64 {
+        let (allocated, _, _) = crate::info_sections::jemalloc_stats();
+        self.bytes.store(allocated, Relaxed);
+        self.refreshed_ms.store(now_ms, Relaxed);
+        THREAD_BASE.with(|b| b.set(thread_net_allocated()));
+        allocated
+    }
 }
 
 /// Policies, as `MAXMEMORY_POLICIES` numbers them.
@@ -132,7 +141,7 @@ fn over_limit(
     limit: u64,
     budget: Option<std::time::Duration>,
 ) -> bool {
-    let mut used = used_memory(now);
+    let mut used = srv.used_memory.get(now);
     // A CLIENT PAUSE holds eviction (and then nothing is refused for memory), as Redis.
     if used <= limit || srv.pause.holds_expiry() {
         return false;
@@ -153,13 +162,13 @@ fn over_limit(
         while to_free > 0 {
             match evict_one(srv, rng, stats, policy, &mut shards) {
                 Some(freed) => to_free = to_free.saturating_sub(freed.max(1)),
-                None => return refresh(now) > limit,
+                None => return srv.used_memory.refresh(now) > limit,
             }
             if start.elapsed() > budget {
                 return false;
             }
         }
-        used = refresh(now);
+        used = srv.used_memory.refresh(now);
         if used <= limit {
             return false;
         }
@@ -183,6 +192,7 @@ fn command_budget(srv: &Server) -> std::time::Duration {
 /// The cron's share: keep evicting while over the limit between commands (Redis's eviction
 /// time proc), for at most `budget`.
 pub fn cron(srv: &Server, budget: std::time::Duration) {
+    // Per thread by nature: the cron thread's own sampling generator.
     thread_local! {
         static RNG: std::cell::RefCell<SmallRng> =
             std::cell::RefCell::new(rand::SeedableRng::from_entropy());
@@ -303,7 +313,7 @@ fn evict_one(
     drop(shard);
     let effort = entry.value.free_effort();
     if lazy {
-        crate::background::drop_later(entry, effort);
+        crate::background::drop_later(srv, entry, effort);
     } else {
         drop(entry);
     }

@@ -139,6 +139,7 @@ fn safe_info(s: &str) -> String {
 }
 
 fn uname() -> (String, String, String) {
+    // A fact of the machine, read once per process: every server in it would see the same.
     static U: OnceLock<(String, String, String)> = OnceLock::new();
     U.get_or_init(|| {
         // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
@@ -301,6 +302,7 @@ pub fn bytes_to_human(n: u64) -> String {
 }
 
 fn total_system_memory() -> u64 {
+    // A fact of the machine, read once per process: every server in it would see the same.
     static M: OnceLock<u64> = OnceLock::new();
     *M.get_or_init(|| {
         // SAFETY: sysconf has no preconditions.
@@ -318,12 +320,15 @@ fn total_system_memory() -> u64 {
     })
 }
 
-// The memory figures are the allocator's, and the allocator belongs to the process: these two
-// stay process statics.
-/// Highest used_memory seen (updated whenever INFO or MEMORY reads memory).
-static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
-/// used_memory when INFO first ran, an approximation of Redis's used_memory_startup.
-static STARTUP_MEMORY: OnceLock<u64> = OnceLock::new();
+/// The marks INFO memory measures used memory against, owned by the server
+/// (`Server::memory_marks`).
+#[derive(Default)]
+pub struct MemoryMarks {
+    /// Highest used_memory seen (updated whenever INFO or MEMORY reads memory).
+    peak: AtomicU64,
+    /// used_memory when INFO first ran, an approximation of Redis's used_memory_startup.
+    startup: OnceLock<u64>,
+}
 
 /// The memory figures INFO memory and MEMORY STATS share.
 pub struct MemoryFigures {
@@ -343,8 +348,8 @@ pub fn memory_figures(srv: &Server) -> MemoryFigures {
         active,
         resident,
         rss: crate::info_sections::rss_bytes(),
-        peak: PEAK_MEMORY.fetch_max(used, Relaxed).max(used),
-        startup: *STARTUP_MEMORY.get_or_init(|| used),
+        peak: srv.memory_marks.peak.fetch_max(used, Relaxed).max(used),
+        startup: *srv.memory_marks.startup.get_or_init(|| used),
         clients_normal: srv
             .clients
             .all()
@@ -393,8 +398,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let (libraries, functions) = crate::lua::libraries::counts(srv);
     let mem_functions = crate::lua::libraries::memory_overhead(srv);
     let mem_scripts = scripts_eval + mem_functions;
-    let lazy_pending = crate::background::LAZYFREE_PENDING.load(Relaxed);
-    let lazyfreed = crate::background::LAZYFREED.load(Relaxed);
+    let lazy_pending = srv.lazyfree.pending.load(Relaxed);
+    let lazyfreed = srv.lazyfree.freed.load(Relaxed);
     // The replication stream waiting in replicas' buffers (tern has no backlog).
     let repl_buffers = srv.propagation.log.subs_pending();
     let _ = write!(
@@ -470,15 +475,15 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
 }
 
 fn persistence_section(srv: &Server, out: &mut String) {
-    use crate::persistence::RDB;
+    let rdb = &srv.rdb;
     let dirty = srv
         .dirty_total()
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
     let now = tern_engine::clock::now_ms() / 1000;
-    let loading = RDB.loading.load(Relaxed);
-    let bg = RDB.bgsave_in_progress.load(Relaxed);
-    let total = RDB.loading_total.load(Relaxed).max(1);
-    let loaded = RDB.loading_loaded.load(Relaxed);
+    let loading = rdb.loading.load(Relaxed);
+    let bg = rdb.bgsave_in_progress.load(Relaxed);
+    let total = rdb.loading_total.load(Relaxed).max(1);
+    let loaded = rdb.loading_loaded.load(Relaxed);
     let _ = write!(
         out,
         "loading:{}\r\n\
@@ -487,7 +492,7 @@ fn persistence_section(srv: &Server, out: &mut String) {
     );
     crate::save_progress::info_current(srv, out, bg || srv.aof.rewrite_in_progress.load(Relaxed));
     if loading {
-        let start = RDB.loading_start.load(Relaxed);
+        let start = rdb.loading_start.load(Relaxed);
         // As Redis: the time so far scaled by what is left (1 until there is progress).
         let elapsed = now.saturating_sub(start);
         let eta = (elapsed * total.saturating_sub(loaded))
@@ -518,21 +523,21 @@ fn persistence_section(srv: &Server, out: &mut String) {
          rdb_last_load_keys_loaded:{}\r\n",
         bg as u8,
         srv.lastsave.load(Relaxed),
-        if RDB.last_bgsave_ok.load(Relaxed) {
+        if rdb.last_bgsave_ok.load(Relaxed) {
             "ok"
         } else {
             "err"
         },
-        RDB.last_bgsave_time_sec.load(Relaxed),
+        rdb.last_bgsave_time_sec.load(Relaxed),
         if bg {
-            now.saturating_sub(RDB.bgsave_started.load(Relaxed)) as i64
+            now.saturating_sub(rdb.bgsave_started.load(Relaxed)) as i64
         } else {
             -1
         },
-        RDB.saves.load(Relaxed),
+        rdb.saves.load(Relaxed),
         srv.save_progress.rdb_last_cow.load(Relaxed),
-        RDB.last_load_keys_expired.load(Relaxed),
-        RDB.last_load_keys_loaded.load(Relaxed),
+        rdb.last_load_keys_expired.load(Relaxed),
+        rdb.last_load_keys_loaded.load(Relaxed),
     );
     crate::aof::info_fields(srv, out);
 }
@@ -599,8 +604,8 @@ fn stats_section(srv: &Server, out: &mut String) {
     let (ops, in_kbps, out_kbps) = rates(srv, cmds, input, output);
     let (ps_channels, ps_patterns, ps_shard) = srv.pubsub.counts();
     let (tr_keys, tr_items, tr_prefixes) = srv.tracking.totals();
-    let forks = crate::save_child::FORKS.load(Relaxed);
-    let fork_usec = crate::save_child::LATEST_FORK_USEC.load(Relaxed);
+    let forks = srv.save_children.forks.load(Relaxed);
+    let fork_usec = srv.save_children.latest_fork_usec.load(Relaxed);
     let _ = write!(
         out,
         "total_connections_received:{}\r\n\

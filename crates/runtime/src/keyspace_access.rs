@@ -259,7 +259,7 @@ pub fn store_value(
             ctx.touch(e);
             let old = std::mem::replace(&mut e.value, value);
             let effort = old.free_effort();
-            crate::background::drop_later(old, effort);
+            crate::background::drop_later(ctx.srv, old, effort);
             let drop_ttl = !keep_ttl && e.expire_at() != 0;
             shard.touch(key);
             if drop_ttl {

@@ -190,7 +190,7 @@ fn set_state(srv: &Server, gen: u64, f: impl FnOnce(&mut Link)) {
 
 fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
     // A dataset still loading at start-up is replaced by the master's once it is in.
-    while crate::persistence::RDB.loading.load(Relaxed) {
+    while srv.rdb.loading.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));

@@ -189,7 +189,7 @@ fn memory(srv: &Server, o: &mut Out) {
 
 fn persistence(srv: &Server, o: &mut Out) {
     let aof = &srv.aof;
-    use crate::persistence::RDB;
+    let rdb = &srv.rdb;
     let dirty = srv
         .dirty_total()
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
@@ -197,7 +197,7 @@ fn persistence(srv: &Server, o: &mut Out) {
     o.info_fields(
         "gauge",
         &[
-            ("redis_loading_dump_file", "loading", flag(&RDB.loading)),
+            ("redis_loading_dump_file", "loading", flag(&rdb.loading)),
             (
                 "redis_rdb_changes_since_last_save",
                 "rdb_changes_since_last_save",
@@ -206,7 +206,7 @@ fn persistence(srv: &Server, o: &mut Out) {
             (
                 "redis_rdb_bgsave_in_progress",
                 "rdb_bgsave_in_progress",
-                flag(&RDB.bgsave_in_progress),
+                flag(&rdb.bgsave_in_progress),
             ),
             (
                 "redis_rdb_last_save_timestamp_seconds",
@@ -216,12 +216,12 @@ fn persistence(srv: &Server, o: &mut Out) {
             (
                 "redis_rdb_last_bgsave_status",
                 "rdb_last_bgsave_status",
-                flag(&RDB.last_bgsave_ok),
+                flag(&rdb.last_bgsave_ok),
             ),
             (
                 "redis_rdb_last_bgsave_duration_sec",
                 "rdb_last_bgsave_time_sec",
-                RDB.last_bgsave_time_sec.load(Relaxed) as f64,
+                rdb.last_bgsave_time_sec.load(Relaxed) as f64,
             ),
             ("redis_aof_enabled", "aof_enabled", flag(&aof.enabled)),
             (
@@ -251,7 +251,7 @@ fn persistence(srv: &Server, o: &mut Out) {
         &[(
             "redis_rdb_saves_total",
             "rdb_saves",
-            RDB.saves.load(Relaxed) as f64,
+            rdb.saves.load(Relaxed) as f64,
         )],
     );
 }

@@ -10,17 +10,15 @@ use tern_engine::clock;
 use tern_engine::EntryBox;
 use tern_persist::rdb::RestoreError;
 
-/// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE and RDB loading take payloads whatever their
-/// CRC-64 says (the corruption tests feed hand-made payloads).
-pub static SKIP_CHECKSUM_VALIDATION: AtomicBool = AtomicBool::new(false);
-
 // ---------------------------------------------------------------------------------------------
 // RDB save / load
 
 use crate::server::Server;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use std::sync::Arc;
 
-/// Save/load state for INFO persistence and the save commands.
+/// Save/load state for INFO persistence and the save commands, owned by the server
+/// (`Server::rdb`).
 pub struct RdbState {
     pub bgsave_in_progress: AtomicBool,
     pub bgsave_scheduled: AtomicBool,
@@ -37,28 +35,41 @@ pub struct RdbState {
     pub last_load_keys_expired: AtomicU64,
     /// Unix seconds of the last save attempt (for the save-points retry delay).
     pub last_attempt: AtomicU64,
-    /// Set to give up the running BGSAVE (FLUSHALL, as Redis kills its RDB child).
-    abort_bgsave: AtomicBool,
+    /// Set to give up the running BGSAVE (FLUSHALL, as Redis kills its RDB child); shared with
+    /// the thread that watches the save's writer process.
+    abort_bgsave: Arc<AtomicBool>,
     save_lock: parking_lot::Mutex<()>,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE and RDB loading take payloads whatever their
+    /// CRC-64 says (the corruption tests feed hand-made payloads).
+    pub skip_checksum_validation: AtomicBool,
+    /// Set once the dataset read at start-up is in (and its log lines written): only then is
+    /// "Ready to accept connections" logged, as Redis logs it after loading.
+    pub startup_load_done: AtomicBool,
 }
 
-pub static RDB: RdbState = RdbState {
-    bgsave_in_progress: AtomicBool::new(false),
-    bgsave_scheduled: AtomicBool::new(false),
-    bgsave_started: AtomicU64::new(0),
-    last_bgsave_ok: AtomicBool::new(true),
-    last_bgsave_time_sec: AtomicI64::new(-1),
-    saves: AtomicU64::new(0),
-    loading: AtomicBool::new(false),
-    loading_total: AtomicU64::new(0),
-    loading_loaded: AtomicU64::new(0),
-    loading_start: AtomicU64::new(0),
-    last_load_keys_loaded: AtomicU64::new(0),
-    last_load_keys_expired: AtomicU64::new(0),
-    last_attempt: AtomicU64::new(0),
-    abort_bgsave: AtomicBool::new(false),
-    save_lock: parking_lot::const_mutex(()),
-};
+impl Default for RdbState {
+    fn default() -> RdbState {
+        RdbState {
+            bgsave_in_progress: AtomicBool::new(false),
+            bgsave_scheduled: AtomicBool::new(false),
+            bgsave_started: AtomicU64::new(0),
+            last_bgsave_ok: AtomicBool::new(true),
+            last_bgsave_time_sec: AtomicI64::new(-1),
+            saves: AtomicU64::new(0),
+            loading: AtomicBool::new(false),
+            loading_total: AtomicU64::new(0),
+            loading_loaded: AtomicU64::new(0),
+            loading_start: AtomicU64::new(0),
+            last_load_keys_loaded: AtomicU64::new(0),
+            last_load_keys_expired: AtomicU64::new(0),
+            last_attempt: AtomicU64::new(0),
+            abort_bgsave: Default::default(),
+            save_lock: parking_lot::const_mutex(()),
+            skip_checksum_validation: AtomicBool::new(false),
+            startup_load_done: AtomicBool::new(false),
+        }
+    }
+}
 
 /// The RDB file's path: `dbfilename` in the working directory (`dir`).
 pub fn rdb_path(srv: &Server) -> std::path::PathBuf {
@@ -124,8 +135,8 @@ fn rdb_save_abortable(
     abort: &AtomicBool,
     child: Option<(crate::save_child::SaveChild, std::process::ChildStdin)>,
 ) -> Result<Option<u64>, String> {
-    let _one = RDB.save_lock.lock();
-    RDB.last_attempt.store(unix_secs(), Relaxed);
+    let _one = srv.rdb.save_lock.lock();
+    srv.rdb.last_attempt.store(unix_secs(), Relaxed);
     let path = rdb_path(srv);
     let open_err = |tmp: &std::path::Path, e: std::io::Error| {
         format!(
@@ -243,7 +254,7 @@ fn rdb_save_abortable(
     }
     srv.dirty_at_save.store(dirty_at_cut.load(Relaxed), Relaxed);
     srv.lastsave.store(unix_secs(), Relaxed);
-    RDB.saves.fetch_add(1, Relaxed);
+    srv.rdb.saves.fetch_add(1, Relaxed);
     Ok(Some(keys))
 }
 
@@ -265,9 +276,9 @@ pub fn save_after_flushall(srv: &Server) {
 }
 
 /// FLUSHALL: give up a running BGSAVE (its data is gone), as Redis kills its RDB child.
-pub fn abort_bgsave() {
-    if RDB.bgsave_in_progress.load(Relaxed) {
-        RDB.abort_bgsave.store(true, Relaxed);
+pub fn abort_bgsave(srv: &Server) {
+    if srv.rdb.bgsave_in_progress.load(Relaxed) {
+        srv.rdb.abort_bgsave.store(true, Relaxed);
     }
 }
 
@@ -294,14 +305,14 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<boo
         Some(map)
     };
     let data: &[u8] = map.as_deref().unwrap_or(&[]);
-    RDB.loading.store(true, Relaxed);
-    RDB.loading_total.store(data.len() as u64, Relaxed);
-    RDB.loading_loaded.store(0, Relaxed);
-    RDB.loading_start.store(unix_secs(), Relaxed);
+    srv.rdb.loading.store(true, Relaxed);
+    srv.rdb.loading_total.store(data.len() as u64, Relaxed);
+    srv.rdb.loading_loaded.store(0, Relaxed);
+    srv.rdb.loading_start.store(unix_secs(), Relaxed);
     let res = load_rdb_into(srv, data, true, merge, |pos| {
-        RDB.loading_loaded.store(pos as u64, Relaxed)
+        srv.rdb.loading_loaded.store(pos as u64, Relaxed)
     });
-    RDB.loading.store(false, Relaxed);
+    srv.rdb.loading.store(false, Relaxed);
     let loaded = match res {
         Ok(l) => l,
         Err(RdbLoadError::Corrupt(e)) => {
@@ -333,8 +344,10 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<boo
             loaded.empty_keys.len()
         ));
     }
-    RDB.last_load_keys_loaded.store(loaded.keys, Relaxed);
-    RDB.last_load_keys_expired.store(loaded.expired, Relaxed);
+    srv.rdb.last_load_keys_loaded.store(loaded.keys, Relaxed);
+    srv.rdb
+        .last_load_keys_expired
+        .store(loaded.expired, Relaxed);
     srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
     srv.lastsave.store(unix_secs(), Relaxed);
     Ok(true)
@@ -415,7 +428,7 @@ pub(crate) fn load_rdb_into(
     let opts = tern_persist::rdb::file::LoadOptions {
         // `clients` leaves files (and the master's payload) to the shallow checks.
         deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
-        verify_crc: !SKIP_CHECKSUM_VALIDATION.load(Relaxed),
+        verify_crc: !srv.rdb.skip_checksum_validation.load(Relaxed),
     };
     let loaded = tern_persist::rdb::file::load(
         data,
@@ -481,19 +494,22 @@ pub(crate) fn load_rdb_into(
 
 /// Start a background save unless one runs; false when one was already running.
 pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
-    if RDB.bgsave_in_progress.swap(true, Relaxed) {
+    if srv.rdb.bgsave_in_progress.swap(true, Relaxed) {
         return false;
     }
-    RDB.bgsave_scheduled.store(false, Relaxed);
-    RDB.bgsave_started.store(unix_secs(), Relaxed);
-    RDB.abort_bgsave.store(false, Relaxed);
+    srv.rdb.bgsave_scheduled.store(false, Relaxed);
+    srv.rdb.bgsave_started.store(unix_secs(), Relaxed);
+    srv.rdb.abort_bgsave.store(false, Relaxed);
     // The writer process exists before BGSAVE replies, as Redis forks before it replies.
-    let child = match crate::save_child::SaveChild::spawn("temp-%d.rdb", &RDB.abort_bgsave) {
+    let abort = srv.rdb.abort_bgsave.clone();
+    let on_end = move || abort.store(true, Relaxed);
+    let spawned = crate::save_child::SaveChild::spawn(&srv.save_children, "temp-%d.rdb", on_end);
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => {
             crate::log::warning(&format!("Can't save in background: fork: {e}"));
-            RDB.last_bgsave_ok.store(false, Relaxed);
-            RDB.bgsave_in_progress.store(false, Relaxed);
+            srv.rdb.last_bgsave_ok.store(false, Relaxed);
+            srv.rdb.bgsave_in_progress.store(false, Relaxed);
             return false;
         }
     };
@@ -507,27 +523,28 @@ pub fn start_bgsave(srv: std::sync::Arc<Server>) -> bool {
         .spawn(move || {
             tern_engine::save_delay::keep_delay_of_start();
             let start = std::time::Instant::now();
-            let r = rdb_save_abortable(&srv, &RDB.abort_bgsave, Some(child));
-            RDB.last_bgsave_time_sec
+            let r = rdb_save_abortable(&srv, &srv.rdb.abort_bgsave, Some(child));
+            srv.rdb
+                .last_bgsave_time_sec
                 .store(start.elapsed().as_secs() as i64, Relaxed);
             crate::save_progress::finish(&srv, false);
             match r {
                 Ok(Some(_)) => {
-                    RDB.last_bgsave_ok.store(true, Relaxed);
+                    srv.rdb.last_bgsave_ok.store(true, Relaxed);
                     crate::log::notice("Background saving terminated with success")
                 }
                 // Like a child killed on purpose: the last status stays what it was.
                 Ok(None) => crate::log::warning("Background saving aborted (FLUSHALL)"),
                 Err(e) if e.starts_with("terminated by signal") => {
-                    RDB.last_bgsave_ok.store(false, Relaxed);
+                    srv.rdb.last_bgsave_ok.store(false, Relaxed);
                     crate::log::warning(&format!("Background saving {e}"))
                 }
                 Err(e) => {
-                    RDB.last_bgsave_ok.store(false, Relaxed);
+                    srv.rdb.last_bgsave_ok.store(false, Relaxed);
                     crate::log::warning(&format!("Background saving error: {e}"))
                 }
             }
-            RDB.bgsave_in_progress.store(false, Relaxed);
+            srv.rdb.bgsave_in_progress.store(false, Relaxed);
         })
         .expect("spawn bgsave thread");
     true
@@ -541,10 +558,10 @@ pub fn has_save_points(srv: &Server) -> bool {
 /// The cron's part: a scheduled BGSAVE, or one a save point asks for (`save <secs> <changes>`;
 /// after a failed save, not before 5 seconds passed, as Redis).
 pub fn cron(srv: &std::sync::Arc<Server>) {
-    if RDB.bgsave_in_progress.load(Relaxed) {
+    if srv.rdb.bgsave_in_progress.load(Relaxed) {
         return;
     }
-    if RDB.bgsave_scheduled.load(Relaxed) {
+    if srv.rdb.bgsave_scheduled.load(Relaxed) {
         start_bgsave(srv.clone());
         return;
     }
@@ -563,8 +580,8 @@ pub fn cron(srv: &std::sync::Arc<Server>) {
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
     let now = unix_secs();
     let since = now.saturating_sub(srv.lastsave.load(Relaxed));
-    let retry_ok =
-        RDB.last_bgsave_ok.load(Relaxed) || now.saturating_sub(RDB.last_attempt.load(Relaxed)) > 5;
+    let retry_ok = srv.rdb.last_bgsave_ok.load(Relaxed)
+        || now.saturating_sub(srv.rdb.last_attempt.load(Relaxed)) > 5;
     for p in nums.chunks(2) {
         if let [secs, changes] = *p {
             if dirty >= changes && since >= secs && retry_ok {
@@ -616,7 +633,7 @@ const ERR_MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 /// MISCONF when writes are held back because the last background save failed (and
 /// `stop-writes-on-bgsave-error` with save points): scripts check it before a write.
 pub fn disk_error(srv: &Server) -> Option<&'static str> {
-    (!RDB.last_bgsave_ok.load(Relaxed)
+    (!srv.rdb.last_bgsave_ok.load(Relaxed)
         && srv.config.get_bool("stop-writes-on-bgsave-error")
         && has_save_points(srv))
     .then_some(ERR_MISCONF)
@@ -626,10 +643,10 @@ pub fn disk_error(srv: &Server) -> Option<&'static str> {
 /// may run then), or the last background save failed and `stop-writes-on-bgsave-error` holds
 /// writes (and PING) back. Two relaxed loads in the common case.
 pub fn deny_reason(srv: &Server, spec: &CommandSpec) -> Option<&'static str> {
-    if RDB.loading.load(Relaxed) && spec.flags & f::LOADING == 0 {
+    if srv.rdb.loading.load(Relaxed) && spec.flags & f::LOADING == 0 {
         return Some("LOADING Redis is loading the dataset in memory");
     }
-    if !RDB.last_bgsave_ok.load(Relaxed)
+    if !srv.rdb.last_bgsave_ok.load(Relaxed)
         && (spec.flags & f::WRITE != 0 || spec.name == "ping")
         && srv.config.get_bool("stop-writes-on-bgsave-error")
         && has_save_points(srv)

@@ -21,19 +21,25 @@ use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// INFO stats `total_forks`: writer processes started (Redis counts its forks).
-pub static FORKS: AtomicU64 = AtomicU64::new(0);
-/// INFO stats `latest_fork_usec`: how long starting the last one took.
-pub static LATEST_FORK_USEC: AtomicU64 = AtomicU64::new(0);
+/// The server's writer processes and the fork counters INFO reports, owned by the server
+/// (`Server::save_children`; each `SaveChild` keeps a handle to take itself off the table).
+#[derive(Default)]
+pub struct SaveChildren {
+    /// INFO stats `total_forks`: writer processes started (Redis counts its forks).
+    pub forks: AtomicU64,
+    /// INFO stats `latest_fork_usec`: how long starting the last one took.
+    pub latest_fork_usec: AtomicU64,
+    /// Writer processes running now: (pid, temp file). SHUTDOWN kills them and removes the
+    /// files.
+    running: Mutex<Vec<(u32, PathBuf)>>,
+}
 
 /// The first argument that starts this binary as a save's writer process.
 pub const CHILD_FLAG: &str = "--tern-save-writer";
-
-/// Writer processes running now: (pid, temp file). SHUTDOWN kills them and removes the files.
-static RUNNING: Mutex<Vec<(u32, PathBuf)>> = parking_lot::const_mutex(Vec::new());
 
 /// The writer role (`tern-server --tern-save-writer <name template>`): `%d` in the template is
 /// this process's pid. Never returns.
@@ -69,6 +75,8 @@ fn copy_stdin_to(path: &str) -> std::io::Result<()> {
 /// A running writer process.
 pub struct SaveChild {
     child: Child,
+    /// The table it is listed in while it runs.
+    children: Arc<SaveChildren>,
     /// Sets the save's abort flag when the process ends (for whatever reason).
     watcher: Option<JoinHandle<()>>,
     /// The temp file it writes, relative to the working directory.
@@ -85,11 +93,13 @@ pub enum Ended {
 }
 
 impl SaveChild {
-    /// Start a writer of `template` (`%d`: its pid). `abort` is set as soon as the process
-    /// ends, so a snapshot feeding it stops at once if it is killed.
+    /// Start a writer of `template` (`%d`: its pid), listed in `children`. `on_end` runs as
+    /// soon as the process ends (it sets the save's abort flag), so a snapshot feeding it
+    /// stops at once if it is killed.
     pub fn spawn(
+        children: &Arc<SaveChildren>,
         template: &str,
-        abort: &'static AtomicBool,
+        on_end: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<(SaveChild, ChildStdin)> {
         let started = std::time::Instant::now();
         // /proc/self/exe: the running binary even if the file was replaced since.
@@ -99,12 +109,14 @@ impl SaveChild {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()?;
-        FORKS.fetch_add(1, Relaxed);
-        LATEST_FORK_USEC.store(started.elapsed().as_micros() as u64, Relaxed);
+        children.forks.fetch_add(1, Relaxed);
+        children
+            .latest_fork_usec
+            .store(started.elapsed().as_micros() as u64, Relaxed);
         let stdin = child.stdin.take().expect("piped stdin");
         let pid = child.id();
         let path = PathBuf::from(template.replace("%d", &pid.to_string()));
-        RUNNING.lock().push((pid, path.clone()));
+        children.running.lock().push((pid, path.clone()));
         let watcher = std::thread::Builder::new()
             .name("save-child-watch".into())
             .spawn(move || {
@@ -118,11 +130,12 @@ impl SaveChild {
                     {
                     }
                 }
-                abort.store(true, Relaxed);
+                on_end();
             })?;
         Ok((
             SaveChild {
                 child,
+                children: children.clone(),
                 watcher: Some(watcher),
                 path,
             },
@@ -146,7 +159,7 @@ impl SaveChild {
             let _ = w.join();
         }
         let pid = self.child.id();
-        RUNNING.lock().retain(|(p, _)| *p != pid);
+        self.children.running.lock().retain(|(p, _)| *p != pid);
         match status {
             Ok(s) if s.success() => Ended::Ok,
             Ok(s) => match s.signal() {
@@ -166,25 +179,27 @@ impl SaveChild {
     }
 }
 
-/// Kill every writer process and remove its temp file (shutting down: the saves they were
-/// writing are given up). Returns the pids killed.
-pub fn kill_all() -> Vec<u32> {
-    let running = std::mem::take(&mut *RUNNING.lock());
-    let mut pids = Vec::new();
-    for (pid, path) in running {
-        // SAFETY: signalling a child of ours; it has not been collected (it is in RUNNING).
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-        let _ = std::fs::remove_file(path);
-        pids.push(pid);
+impl SaveChildren {
+    /// Kill every writer process and remove its temp file (shutting down: the saves they were
+    /// writing are given up). Returns the pids killed.
+    pub fn kill_all(&self) -> Vec<u32> {
+        let running = std::mem::take(&mut *self.running.lock());
+        let mut pids = Vec::new();
+        for (pid, path) in running {
+            // SAFETY: signalling a child of ours; it has not been collected (it is in `running`).
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let _ = std::fs::remove_file(path);
+            pids.push(pid);
+        }
+        pids
     }
-    pids
-}
 
-/// The pid of the writer process whose temp file name starts with `prefix`, if one runs.
-pub fn running_pid(prefix: &str) -> Option<u32> {
-    RUNNING
-        .lock()
-        .iter()
-        .find(|(_, p)| p.to_string_lossy().starts_with(prefix))
-        .map(|(pid, _)| *pid)
+    /// The pid of the writer process whose temp file name starts with `prefix`, if one runs.
+    pub fn running_pid(&self, prefix: &str) -> Option<u32> {
+        self.running
+            .lock()
+            .iter()
+            .find(|(_, p)| p.to_string_lossy().starts_with(prefix))
+            .map(|(pid, _)| *pid)
+    }
 }

@@ -5,7 +5,7 @@
 use crate::server::Server;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use tern_engine::snapshot::{KeyEncoder, SnapshotSink, COW_BYTES};
+use tern_engine::snapshot::{KeyEncoder, SnapshotSink};
 
 /// The running save's progress, owned by the server (`Server::save_progress`; shared with the
 /// sink that counts, which may run on another thread).
@@ -76,7 +76,7 @@ pub fn starting(srv: &Server) {
 /// current numbers go back to 0.
 pub fn finish(srv: &Server, aof: bool) {
     let p = &srv.save_progress;
-    let cow = COW_BYTES.load(Relaxed);
+    let cow = srv.store.snapshot_cow_bytes();
     if aof {
         p.aof_last_cow.store(cow, Relaxed);
     } else {
@@ -94,7 +94,7 @@ pub fn info_current(srv: &Server, out: &mut String, running: bool) {
     let p = &srv.save_progress;
     let (cow, total, done) = if running {
         (
-            COW_BYTES.load(Relaxed),
+            srv.store.snapshot_cow_bytes(),
             p.keys_total.load(Relaxed),
             p.keys_processed.load(Relaxed),
         )

@@ -92,6 +92,17 @@ pub struct Server {
     pub aof: crate::aof::AofState,
     /// The write log (AOF, replicas) and what replies wait for of it.
     pub propagation: crate::propagate::Propagation,
+    /// RDB save/load state (INFO persistence, BGSAVE, loading, DEBUG
+    /// SET-SKIP-CHECKSUM-VALIDATION, the start-up load's end).
+    pub rdb: crate::persistence::RdbState,
+    /// Background saves' writer processes and INFO's fork counters.
+    pub save_children: std::sync::Arc<crate::save_child::SaveChildren>,
+    /// INFO memory's lazyfree counters (shared with the background frees).
+    pub lazyfree: std::sync::Arc<crate::background::Lazyfree>,
+    /// The used-memory figure maxmemory checks read, refreshed at most once a millisecond.
+    pub used_memory: crate::evict::UsedMemory,
+    /// INFO memory's peak and startup used-memory marks.
+    pub memory_marks: crate::info_sections::MemoryMarks,
 }
 
 impl Server {
@@ -166,6 +177,11 @@ impl Server {
             save_progress: Default::default(),
             aof: Default::default(),
             propagation: Default::default(),
+            rdb: Default::default(),
+            save_children: Default::default(),
+            lazyfree: Default::default(),
+            used_memory: Default::default(),
+            memory_marks: Default::default(),
         }
     }
 

@@ -85,7 +85,7 @@ pub fn prepare(srv: &Arc<Server>, mut flags: u32) -> Prepared {
         return Prepared::Waiting;
     }
     // A dataset half loaded must not overwrite the file it comes from.
-    if crate::persistence::RDB.loading.load(Relaxed) {
+    if srv.rdb.loading.load(Relaxed) {
         flags = (flags & !SAVE) | NOSAVE;
     }
     st.flags.store(flags, Relaxed);
@@ -131,13 +131,17 @@ fn finish(srv: &Arc<Server>) -> Prepared {
         }
     }
     // Background writers would race the final save; their temp files go with them.
-    if crate::save_child::running_pid("temp-rewriteaof-bg-").is_some() {
+    if srv
+        .save_children
+        .running_pid("temp-rewriteaof-bg-")
+        .is_some()
+    {
         log::warning("There is a child rewriting the AOF. Killing it!");
     }
-    if crate::persistence::RDB.bgsave_in_progress.load(Relaxed) {
+    if srv.rdb.bgsave_in_progress.load(Relaxed) {
         log::warning("There is a child saving an .rdb. Killing it!");
     }
-    crate::save_child::kill_all();
+    srv.save_children.kill_all();
     let has_save_points = crate::persistence::has_save_points(srv);
     if (has_save_points && flags & NOSAVE == 0) || flags & SAVE != 0 {
         log::notice("Saving the final RDB snapshot before exiting.");
@@ -234,10 +238,10 @@ pub fn on_signal(srv: &Server, sig: i32) {
         log::warning("You insist... exiting now.");
         // The final save's temp file, and the background writers' with them.
         let _ = std::fs::remove_file(format!("temp-{}.rdb", std::process::id()));
-        crate::save_child::kill_all();
+        srv.save_children.kill_all();
         std::process::exit(1);
     }
-    let msg = if crate::persistence::RDB.loading.load(Relaxed) {
+    let msg = if srv.rdb.loading.load(Relaxed) {
         "Received shutdown signal during loading, scheduling shutdown."
     } else if sig == libc::SIGINT {
         "Received SIGINT scheduling shutdown..."

@@ -413,16 +413,22 @@ impl Workers {
 /// Redis serves no client while a short load runs (it answers -LOADING only between chunks
 /// of a long one): connections wait in the backlog until the start-up load ends, or until
 /// it has run for `LOAD_SERVE_AFTER` (then they are served, with -LOADING).
-async fn wait_startup_load() {
+async fn wait_startup_load(workers: &Workers) {
     const LOAD_SERVE_AFTER: Duration = Duration::from_millis(200);
     let t0 = std::time::Instant::now();
-    while !crate::STARTUP_LOAD_DONE.load(Relaxed) && t0.elapsed() < LOAD_SERVE_AFTER {
+    let loaded = || {
+        workers
+            .srv
+            .upgrade()
+            .is_none_or(|srv| srv.rdb.startup_load_done.load(Relaxed))
+    };
+    while !loaded() && t0.elapsed() < LOAD_SERVE_AFTER {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
 async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Workers>) {
-    wait_startup_load().await;
+    wait_startup_load(&workers).await;
     loop {
         match l.accept().await {
             Ok((s, _)) => {
@@ -443,7 +449,7 @@ async fn accept_tcp(l: tokio::net::TcpListener, kind: Kind, workers: Arc<Workers
 }
 
 async fn accept_unix(l: tokio::net::UnixListener, workers: Arc<Workers>) {
-    wait_startup_load().await;
+    wait_startup_load(&workers).await;
     loop {
         match l.accept().await {
             Ok((s, _)) => {
@@ -543,15 +549,16 @@ pub fn start(srv: &Arc<Server>, listeners: &Arc<Listeners>) -> Result<(), String
     .collect();
     // "Ready" once the dataset is loaded, as Redis: the suite and operators' tooling wait for
     // it, and a client connecting earlier gets -LOADING.
+    let loaded_srv = srv.clone();
     let ready = move || {
-        while !crate::STARTUP_LOAD_DONE.load(Relaxed) {
+        while !loaded_srv.rdb.startup_load_done.load(Relaxed) {
             std::thread::sleep(Duration::from_millis(1));
         }
         for kind in kinds {
             notice!("Ready to accept connections {kind}");
         }
     };
-    if crate::STARTUP_LOAD_DONE.load(Relaxed) {
+    if srv.rdb.startup_load_done.load(Relaxed) {
         ready();
     } else {
         std::thread::Builder::new()

@@ -10,15 +10,11 @@ mod replica;
 mod startup;
 
 use listeners::{Accepted, Listeners, Worker};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tern_runtime::Server;
 use tokio::sync::mpsc::unbounded_channel;
-
-/// Set once the dataset read at start-up is in (and its log lines written): only then is
-/// "Ready to accept connections" logged, as Redis logs it after loading.
-pub static STARTUP_LOAD_DONE: AtomicBool = AtomicBool::new(false);
 
 // jemalloc, as Redis uses: low fragmentation, and the allocation stats INFO memory reports.
 #[global_allocator]
@@ -80,7 +76,7 @@ fn main() {
     if srv.config.get_bool("appendonly") {
         // With the AOF on, the AOF alone is the dataset (as in Redis): load it, then open it
         // for appending. Refused or corrupt files stop the server and are left as they are.
-        tern_runtime::persistence::RDB.loading.store(true, Relaxed);
+        srv.rdb.loading.store(true, Relaxed);
         let srv2 = srv.clone();
         std::thread::Builder::new()
             .name("aof-load".into())
@@ -105,12 +101,12 @@ fn main() {
                     warning!("{e}");
                     std::process::exit(1);
                 }
-                tern_runtime::persistence::RDB.loading.store(false, Relaxed);
-                STARTUP_LOAD_DONE.store(true, Relaxed);
+                srv2.rdb.loading.store(false, Relaxed);
+                srv2.rdb.startup_load_done.store(true, Relaxed);
             })
             .expect("spawn loader thread");
     } else if rdb.exists() {
-        tern_runtime::persistence::RDB.loading.store(true, Relaxed);
+        srv.rdb.loading.store(true, Relaxed);
         let srv2 = srv.clone();
         std::thread::Builder::new()
             .name("rdb-load".into())
@@ -128,11 +124,11 @@ fn main() {
                         std::process::exit(1);
                     }
                 }
-                STARTUP_LOAD_DONE.store(true, Relaxed);
+                srv2.rdb.startup_load_done.store(true, Relaxed);
             })
             .expect("spawn loader thread");
     } else {
-        STARTUP_LOAD_DONE.store(true, Relaxed);
+        srv.rdb.startup_load_done.store(true, Relaxed);
     }
     drain::init(threads);
     let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();

@@ -7,7 +7,6 @@ use tern_persist::rdb::{dump_payload, restore_payload_with, RestoreError};
 use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX};
 use tern_runtime::ctx::Ctx;
 use tern_runtime::notify;
-use tern_runtime::persistence::{RDB, SKIP_CHECKSUM_VALIDATION};
 use tern_runtime::table::CommandSpec;
 
 pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "generic";
@@ -51,7 +50,7 @@ fn deep_sanitize(ctx: &Ctx) -> bool {
                     .conn
                     .handle
                     .has_flag(tern_runtime::clients::cflags::MASTER)
-                || RDB.loading.load(Relaxed);
+                || ctx.srv.rdb.loading.load(Relaxed);
             !internal
                 && !ctx
                     .conn
@@ -108,7 +107,7 @@ fn restore(ctx: &mut Ctx, args: &Args) {
         Some(t) if t < 0 => return ctx.error("ERR Invalid TTL value, must be >= 0"),
         Some(t) => t,
     };
-    let verify_crc = !SKIP_CHECKSUM_VALIDATION.load(Relaxed);
+    let verify_crc = !ctx.srv.rdb.skip_checksum_validation.load(Relaxed);
     let value = match restore_payload_with(&args[3], verify_crc, deep_sanitize(ctx)) {
         Ok(v) => v,
         Err(RestoreError::VersionOrChecksum) => {

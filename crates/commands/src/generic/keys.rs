@@ -133,10 +133,10 @@ fn parse_db(ctx: &Ctx, arg: &[u8], not_int: &'static str) -> Result<usize, &'sta
 
 /// Free removed keys, each big one on a background thread (counted as lazyfreed, as Redis
 /// counts the objects it frees lazily).
-fn free_removed(removed: Vec<EntryBox>) {
+fn free_removed(srv: &tern_runtime::Server, removed: Vec<EntryBox>) {
     for e in removed {
         let effort = e.value.free_effort();
-        tern_runtime::background::drop_later(e, effort);
+        tern_runtime::background::drop_later(srv, e, effort);
     }
 }
 
@@ -181,7 +181,7 @@ fn del(ctx: &mut Ctx, args: &Args) {
     notify_removed(ctx, &removed);
     let n = removed.len();
     // Freeing never changes a reply, so huge values go to the background even for DEL.
-    free_removed(removed);
+    free_removed(ctx.srv, removed);
     ctx.dirty(n as u64);
     ctx.out.int(n as i64);
 }
@@ -665,7 +665,7 @@ pub fn flush_dbs(srv: &tern_runtime::Server, dbs: &[usize], asynchronous: bool) 
     // A big table is always freed away from the client's thread; ASYNC only changes when
     // the memory comes back, which no reply depends on.
     let effort = if asynchronous { usize::MAX } else { removed };
-    tern_runtime::background::drop_later_counted(old, effort, removed as u64);
+    tern_runtime::background::drop_later_counted(srv, old, effort, removed as u64);
     removed
 }
 
@@ -690,7 +690,7 @@ fn flushall(ctx: &mut Ctx, args: &Args) {
     ctx.dirty(n as u64);
     // As Redis: a running BGSAVE is given up, and with save points the empty dataset is
     // saved at once (which resets the changes since the last save).
-    tern_runtime::persistence::abort_bgsave();
+    tern_runtime::persistence::abort_bgsave(ctx.srv);
     if tern_runtime::persistence::has_save_points(ctx.srv) {
         ctx.conn.save_after = true;
     }

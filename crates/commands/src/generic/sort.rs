@@ -377,12 +377,19 @@ fn store_result(ctx: &mut Ctx, dest: &[u8], output: Vec<Option<Vec<u8>>>) {
         let mut list = ListValue::new();
         list.push_all(output.iter().map(|v| v.as_deref().unwrap_or(b"")), false);
         list.try_auto();
-        tern_runtime::background::replace_value(&mut shard, h, dest, Value::List(list), now);
+        tern_runtime::background::replace_value(
+            ctx.srv,
+            &mut shard,
+            h,
+            dest,
+            Value::List(list),
+            now,
+        );
         drop(shard);
         ctx.notify(notify::LIST, "sortstore", dest);
         ctx.dirty(n as u64);
     } else {
-        let removed = tern_runtime::background::delete_live(&mut shard, h, dest, now);
+        let removed = tern_runtime::background::delete_live(ctx.srv, &mut shard, h, dest, now);
         drop(shard);
         if removed {
             ctx.notify(notify::GENERIC, "del", dest);

@@ -658,7 +658,7 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Search, nostore: bool) {
     let shard = g.shard(db, dh);
     let points = found.points.unwrap_or_default();
     if points.is_empty() {
-        let existed = tern_runtime::background::delete_live(shard, dh, dst, ctx.now_ms);
+        let existed = tern_runtime::background::delete_live(ctx.srv, shard, dh, dst, ctx.now_ms);
         drop(g);
         if existed {
             ctx.notify(notify::GENERIC, "del", dst);
@@ -681,6 +681,7 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Search, nostore: bool) {
         })
         .collect();
     tern_runtime::background::replace_value(
+        ctx.srv,
         shard,
         dh,
         dst,

@@ -130,9 +130,15 @@ fn resetstat(ctx: &mut Ctx, _args: &Args) {
         .store(0, std::sync::atomic::Ordering::Relaxed);
     srv.stat_expired_time_cap
         .store(0, std::sync::atomic::Ordering::Relaxed);
-    tern_runtime::background::LAZYFREED.store(0, std::sync::atomic::Ordering::Relaxed);
-    tern_runtime::save_child::FORKS.store(0, std::sync::atomic::Ordering::Relaxed);
-    tern_runtime::save_child::LATEST_FORK_USEC.store(0, std::sync::atomic::Ordering::Relaxed);
+    srv.lazyfree
+        .freed
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    srv.save_children
+        .forks
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    srv.save_children
+        .latest_fork_usec
+        .store(0, std::sync::atomic::Ordering::Relaxed);
     ctx.out.ok();
 }
 

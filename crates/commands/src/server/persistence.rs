@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use tern_runtime::aof;
 use tern_runtime::args::{eq_ic, Args, ERR_SYNTAX};
 use tern_runtime::ctx::Ctx;
-use tern_runtime::persistence::{rdb_save, start_bgsave, RDB};
+use tern_runtime::persistence::{rdb_save, start_bgsave};
 use tern_runtime::table::CommandSpec;
 
 fn save(ctx: &mut Ctx, _args: &Args) {
-    if RDB.bgsave_in_progress.load(Relaxed) {
+    if ctx.srv.rdb.bgsave_in_progress.load(Relaxed) {
         return ctx.error("ERR Background save already in progress");
     }
     if tern_engine::Store::in_atomic_unit() {
@@ -17,7 +17,7 @@ fn save(ctx: &mut Ctx, _args: &Args) {
     }
     match rdb_save(ctx.srv) {
         Ok(_) => {
-            RDB.last_bgsave_ok.store(true, Relaxed);
+            ctx.srv.rdb.last_bgsave_ok.store(true, Relaxed);
             tern_runtime::log::notice("DB saved on disk");
             ctx.out.ok()
         }
@@ -34,16 +34,16 @@ fn bgsave(ctx: &mut Ctx, args: &Args) {
         2 if eq_ic(&args[1], "schedule") => true,
         _ => return ctx.error(ERR_SYNTAX),
     };
-    if RDB.bgsave_in_progress.load(Relaxed) {
+    if ctx.srv.rdb.bgsave_in_progress.load(Relaxed) {
         if schedule {
-            RDB.bgsave_scheduled.store(true, Relaxed);
+            ctx.srv.rdb.bgsave_scheduled.store(true, Relaxed);
             return ctx.out.simple(b"Background saving scheduled");
         }
         return ctx.error("ERR Background save already in progress");
     }
     if start_bgsave(ctx.srv.clone()) {
         ctx.out.simple(b"Background saving started");
-    } else if RDB.bgsave_in_progress.load(Relaxed) {
+    } else if ctx.srv.rdb.bgsave_in_progress.load(Relaxed) {
         ctx.error("ERR Background save already in progress");
     } else {
         ctx.error("ERR");
@@ -71,7 +71,7 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) {
     if ctx.srv.aof.rewrite_in_progress.load(Relaxed) {
         return ctx.error("ERR Background append only file rewriting already in progress");
     }
-    if RDB.bgsave_in_progress.load(Relaxed) || tern_engine::Store::in_atomic_unit() {
+    if ctx.srv.rdb.bgsave_in_progress.load(Relaxed) || tern_engine::Store::in_atomic_unit() {
         ctx.srv.aof.rewrite_scheduled.store(true, Relaxed);
         return ctx
             .out

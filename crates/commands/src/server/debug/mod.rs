@@ -84,7 +84,7 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         }
         ("set-skip-checksum-validation", 3) => {
             let skip = atoi(&args[2]) != 0;
-            tern_runtime::persistence::SKIP_CHECKSUM_VALIDATION.store(skip, Relaxed);
+            ctx.srv.rdb.skip_checksum_validation.store(skip, Relaxed);
             ctx.out.ok();
         }
         ("aof-flush-sleep", 3) => {
