@@ -4,6 +4,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
 
 /// Whether an LFU maxmemory-policy is in force: decides what a new object's access field holds.
+// Process-wide: read on every key creation inside the entry and shard code, where no store is
+// reachable (a server mirrors its maxmemory-policy here).
 pub static LFU_POLICY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub fn lfu_mode() -> bool {

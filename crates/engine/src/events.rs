@@ -17,11 +17,15 @@ pub const NEW: u8 = 2;
 /// A read lookup found no key (Redis's `keymiss`); recorded by the command layer.
 pub const KEYMISS: u8 = 4;
 
+// Process-wide: read (one relaxed load) on every key added or expired, inside the shard and
+// entry code where no store is reachable; the config layer mirrors notify-keyspace-events here.
 static WANTED: AtomicU8 = AtomicU8::new(0);
 /// Set while some client tracks keys (client-side caching): expired keys are then also kept
 /// for the tracking layer, apart from the keyspace events above.
+// Process-wide for the same reason as WANTED (read on every expiry, no store at hand).
 static TRACKED: AtomicBool = AtomicBool::new(false);
 
+// Per thread by nature: the events of the engine code that ran on this thread, taken by it.
 thread_local! {
     static PENDING: RefCell<Vec<KeyEvent>> = const { RefCell::new(Vec::new()) };
     static EXPIRED_KEYS: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
@@ -107,6 +111,7 @@ pub fn forget_keymiss(mut n: usize) {
 /// cycle), with the shard still locked: the write log turns it into a DEL in order with the
 /// writes around it. Set once at start-up; expiry is the cold path, so this costs nothing on
 /// the hot one.
+// Process-wide: a callback with a fixed signature, called deep in the shard code (no store).
 static EXPIRE_HOOK: std::sync::OnceLock<fn(usize, &[u8])> = std::sync::OnceLock::new();
 
 /// Install the expiry hook (first call wins).

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// True while an append-only file is replayed: nothing expires then (a later command of the
 /// log may still refer to a key whose time has passed since, as Redis's loading rule says).
+// Process-wide: read inside `Entry`'s expiry test, where no store is reachable.
 static LOADING: AtomicBool = AtomicBool::new(false);
 
 /// Suspend (true) or resume expiry, lazy and active (AOF loading).
@@ -22,6 +23,7 @@ pub fn loading() -> bool {
 /// CLIENT PAUSE: until this unix ms, keys are not expired (a read sees an expired key as
 /// absent but leaves it), as Redis's PAUSE_ACTION_EXPIRE. 0: no pause. The one record of the
 /// pause's end (the command layer's `pause` reads it too).
+// Process-wide: read by the shard's lookups, which have no store at hand.
 static PAUSED_UNTIL: AtomicU64 = AtomicU64::new(0);
 
 /// Pause until `ms` at least (a later end already set is kept).

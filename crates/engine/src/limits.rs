@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
 macro_rules! limits {
     ($($name:ident = $default:expr, $config:literal;)*) => {
+        // Process-wide: read inside the value types' encoding decisions, where no store is
+        // reachable (CONFIG mirrors the server's thresholds here).
         $(pub static $name: AtomicI64 = AtomicI64::new($default);)*
 
         /// Mirror a config parameter into its atomic; false if the name is not a threshold.
@@ -45,6 +47,7 @@ pub fn get_usize(l: &AtomicI64) -> usize {
 
 /// Elements at least this large get a quicklist node of their own ("plain" nodes);
 /// DEBUG QUICKLIST-PACKED-THRESHOLD changes it (0 restores the 1 GB default).
+// Process-wide like the thresholds above (a list encoding setting, no store reachable there).
 pub static QUICKLIST_PACKED_THRESHOLD: AtomicI64 = AtomicI64::new(1 << 30);
 
 /// Redis's quicklistisSetPackedThreshold: false when `sz` is too close to 4 GB.

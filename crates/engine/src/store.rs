@@ -114,6 +114,7 @@ impl Drop for HeldSet<'_> {
     }
 }
 
+// Per thread by nature: the atomic unit running on this thread.
 thread_local! {
     /// Points at the HeldSet of the atomic unit running on this thread, or null.
     static HELD: Cell<*mut ()> = const { Cell::new(std::ptr::null_mut()) };

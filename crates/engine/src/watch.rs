@@ -24,6 +24,7 @@ impl Watcher {
 
 pub(crate) type WatchTable = HashMap<Box<[u8]>, Vec<Watcher>>;
 
+// Per thread by nature: the command running on this thread (as TOUCHED / COLLECTING below).
 thread_local! {
     /// True while this thread runs a command flagged `write`: such a command's lookups of a
     /// watched key count as touching it (it may change the entry in place).
@@ -43,6 +44,7 @@ pub(crate) fn writing() -> bool {
 /// expiry that ignores its encoding and access clock (see `enable_check`).
 pub type Fingerprint = fn(&crate::entry::Entry) -> Vec<u8>;
 
+// Process-wide: a debug switch with a fixed callback, read when a shard's lock is released.
 static CHECK: std::sync::OnceLock<Fingerprint> = std::sync::OnceLock::new();
 
 /// Turn on the WATCH checker (debug builds, tests): every watched key a handler looks up with

@@ -704,6 +704,8 @@ pub fn lossy(b: &[u8]) -> String {
 /// (ACLAppendUserForLoading): rules with syntax errors are refused at once; unknown commands
 /// are not (they are reported when the users are loaded). Err: (argument to show, message).
 pub fn validate_user_line(argv: &[String]) -> Result<(), (usize, &'static str)> {
+    // Process-wide: the config file is checked before any server (and its registry) exists;
+    // the plain command table is code, the same for every server.
     static REG: std::sync::OnceLock<crate::registry::Registry> = std::sync::OnceLock::new();
     let reg = REG.get_or_init(crate::registry::Registry::build);
     let cx = RuleCtx {

@@ -21,7 +21,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     srv.world.wait_while_stopped();
     // Over maxmemory: evict first (unless a script is busy), as Redis does for every command.
     let oom = srv.config.hot.maxmemory.load(Relaxed) > 0
-        && crate::lua::busy_error().is_none()
+        && crate::lua::busy_error(srv).is_none()
         && crate::evict::before_command(srv, conn);
     if srv.tracking.active() {
         // A lowered tracking-table-max-keys applies before the next command, queued or not;
@@ -187,7 +187,7 @@ pub fn execute_queued(
 /// except for the commands flagged allow-busy (SCRIPT KILL, FUNCTION KILL, ...).
 #[inline]
 fn is_busy(srv: &Server, conn: &mut Conn, out: &mut Reply, entry: &CmdEntry) -> bool {
-    match crate::lua::busy_error() {
+    match crate::lua::busy_error(srv) {
         Some(e) => {
             crate::txn::reject(srv, conn, out, entry.spec, e);
             true
@@ -234,7 +234,7 @@ pub fn execute_for_script(
             "Wrong number of args calling Redis command from script",
         );
     }
-    if f & flags::NOSCRIPT != 0 && !crate::lua::DISABLE_DENY_SCRIPTS.load(Relaxed) {
+    if f & flags::NOSCRIPT != 0 && !srv.lua.disable_deny_scripts.load(Relaxed) {
         return reject(Some(entry), "This Redis command is not allowed from script");
     }
     if !crate::acl::allowed(conn) {

@@ -389,6 +389,7 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     let (vm_eval, vm_functions) = crate::lua::vm_memory(
+        srv,
         crate::lua::scripts::generation(srv),
         crate::lua::libraries::generation(srv),
     );

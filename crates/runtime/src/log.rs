@@ -3,6 +3,8 @@
 
 use std::sync::OnceLock;
 
+// Process-wide: the log goes to the process's stderr / logfile, and is written from code that
+// has no server at hand (Lua's redis.log, start-up, background threads).
 static LOGGER: OnceLock<fn(u8, &str)> = OnceLock::new();
 
 /// Redis's levels: 0 debug, 1 verbose, 2 notice, 3 warning.

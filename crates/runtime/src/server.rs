@@ -84,6 +84,9 @@ pub struct Server {
     pub migrate_links: crate::migrate_link::MigrateLinks,
     /// The FUNCTION libraries.
     pub functions: crate::lua::libraries::FunctionLibraries,
+    /// The Lua runtime's shared state: running scripts (SCRIPT KILL, BUSY), VM memory lines,
+    /// math.random's rand48 state, DEBUG SET-DISABLE-DENY-SCRIPTS.
+    pub lua: crate::lua::LuaRuntime,
     /// INFO's instantaneous_* rates between samples.
     pub rates: crate::info_sections::Rates,
     /// The running snapshot save's progress (INFO persistence `current_*`).
@@ -173,6 +176,7 @@ impl Server {
             scripts: Default::default(),
             migrate_links: Default::default(),
             functions: Default::default(),
+            lua: Default::default(),
             rates: Default::default(),
             save_progress: Default::default(),
             aof: Default::default(),

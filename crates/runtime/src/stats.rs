@@ -175,6 +175,8 @@ pub struct StatsRegistry {
     pub errors: Mutex<BTreeMap<String, u64>>,
 }
 
+// Per thread by nature: this thread's counters, found without a lock. Not keyed by registry:
+// a thread serving two servers would count for the first one only (one server per process today).
 thread_local! {
     static LOCAL: RefCell<Option<Arc<ThreadStats>>> = const { RefCell::new(None) };
 }

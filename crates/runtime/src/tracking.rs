@@ -226,6 +226,7 @@ pub fn invalidate(srv: &Server, writer: Option<u64>, keys: &[&[u8]], bcast: bool
     }
 }
 
+// Per thread by nature: what the command running on this thread has yet to hand over.
 thread_local! {
     /// Keys modified on this thread not yet broadcast to BCAST clients, with the client that
     /// modified each last (None: expiry).

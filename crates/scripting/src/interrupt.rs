@@ -19,6 +19,8 @@ pub type CheckFn = unsafe fn(state: *mut lua_State) -> u8;
 /// Rust value that needs dropping is alive in the caller's frames.
 pub type RaiseFn = unsafe fn(state: *mut lua_State, reason: u8) -> !;
 
+// Process-wide: the C functions that poll it have only a `lua_State`, and the handler is the
+// same code for every VM (it finds the running script through its own thread's state).
 static HANDLER: OnceLock<(CheckFn, RaiseFn)> = OnceLock::new();
 
 /// Install the server's handler (the first call wins; it is the same for every VM).

@@ -20,6 +20,7 @@ const READ_CHUNK: usize = 16 * 1024;
 /// An argument this big is read whole as soon as it arrives (Redis's PROTO_MBULK_BIG_ARG).
 const BIG_ARG: usize = 32 * 1024;
 
+// Per worker thread by nature (reset by that worker's park hook, which has no server at hand).
 thread_local! {
     /// Replies this worker has written since it last went idle (see `on_worker_park`).
     static BATCHES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };

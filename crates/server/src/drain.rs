@@ -15,8 +15,9 @@
 //! (`BOUND`): a worker busy in a long command does not hold the observer longer than that, and
 //! two observers on two workers answer each other's passes while they wait, so none deadlocks.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -56,24 +57,38 @@ impl Passes {
     }
 }
 
-struct Drain {
+/// The passes of one server's acceptor and worker threads: made by whoever starts them, and
+/// handed to each thread's responder.
+pub struct Drain {
     acceptor: Passes,
     workers: Vec<Passes>,
 }
 
-static DRAIN: OnceLock<Drain> = OnceLock::new();
-
-/// Set up the passes of the acceptor and of `workers` worker threads (before they start).
-pub fn init(workers: usize) {
-    let _ = DRAIN.set(Drain {
-        acceptor: Passes::default(),
-        workers: (0..workers).map(|_| Passes::default()).collect(),
-    });
+impl Drain {
+    /// The passes of the acceptor and of `workers` worker threads (made before they start).
+    pub fn new(workers: usize) -> Arc<Drain> {
+        Arc::new(Drain {
+            acceptor: Passes::default(),
+            workers: (0..workers).map(|_| Passes::default()).collect(),
+        })
+    }
 }
 
-/// The task answering passes on one thread's runtime: `None` the acceptor, `Some(i)` worker i.
-pub async fn respond(worker: Option<usize>) {
-    let Some(d) = DRAIN.get() else { return };
+// Per thread by nature: the drain of the thread set this thread serves in, set when its
+// responder starts; an observing command runs on its connection's worker and finds it here.
+thread_local! {
+    static THIS_THREADS: RefCell<Option<Arc<Drain>>> = const { RefCell::new(None) };
+}
+
+/// The task answering passes of `drain` on this thread's runtime: `None` the acceptor,
+/// `Some(i)` worker i. Called on that thread (it records `drain` as this thread's at once,
+/// before any connection the thread serves can observe).
+pub fn respond(drain: Arc<Drain>, worker: Option<usize>) -> impl std::future::Future<Output = ()> {
+    THIS_THREADS.with(|t| *t.borrow_mut() = Some(drain.clone()));
+    respond_on(drain, worker)
+}
+
+async fn respond_on(d: Arc<Drain>, worker: Option<usize>) {
     let passes = match worker {
         None => &d.acceptor,
         Some(i) => &d.workers[i],
@@ -96,7 +111,9 @@ pub async fn respond(worker: Option<usize>) {
 /// Wait (at most `BOUND`) until the acceptor, then every worker, has taken in what was sent
 /// to it before this call.
 pub async fn before_observing() {
-    let Some(d) = DRAIN.get() else { return };
+    let Some(d) = THIS_THREADS.with(|t| t.borrow().clone()) else {
+        return;
+    };
     let _ = tokio::time::timeout(BOUND, async {
         let n = d.acceptor.ask();
         d.acceptor.wait_done(n).await;

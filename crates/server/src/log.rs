@@ -3,10 +3,14 @@
 use parking_lot::Mutex;
 use std::io::Write;
 
+// Process-wide by nature: the log file (or stdout) and its level belong to the process, and
+// lines are written from everywhere, start-up and panics included, with no server at hand.
 static SINK: Mutex<Option<std::fs::File>> = Mutex::new(None);
+// Process-wide with SINK (loglevel applies to the one log).
 static LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(2);
 /// The server whose role the line prefix shows. The log file belongs to the process (one
 /// binary, one server), so it is process state; lines written before the server exists say `M`.
+// Process-wide with SINK; a Weak, so the log never keeps the server alive.
 static SERVER: std::sync::OnceLock<std::sync::Weak<tern_runtime::Server>> =
     std::sync::OnceLock::new();
 
@@ -161,6 +165,7 @@ macro_rules! warning {
 }
 
 /// Set once `Server initialized` is logged (the port listens).
+// Process-wide with SINK: a fact about the process's log (what it printed), read by start-up.
 static INITIALIZED: (parking_lot::Mutex<bool>, parking_lot::Condvar) =
     (parking_lot::const_mutex(false), parking_lot::Condvar::new());
 

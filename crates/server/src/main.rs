@@ -130,8 +130,10 @@ fn main() {
     } else {
         srv.rdb.startup_load_done.store(true, Relaxed);
     }
-    drain::init(threads);
-    let workers: Vec<Worker> = (0..threads).map(|i| spawn_worker(srv.clone(), i)).collect();
+    let drain = drain::Drain::new(threads);
+    let workers: Vec<Worker> = (0..threads)
+        .map(|i| spawn_worker(srv.clone(), drain.clone(), i))
+        .collect();
     spawn_cron(srv.clone());
     // `replicaof host port` in the configuration: follow that master from the start.
     if let Some((host, Ok(port))) = srv.config.get("replicaof").and_then(|v| {
@@ -146,7 +148,7 @@ fn main() {
         .build()
         .expect("acceptor runtime");
     // Returns only when the listeners could not start: a shutdown exits from its last step.
-    let code = rt.block_on(accept_loop(srv.clone(), workers));
+    let code = rt.block_on(accept_loop(srv.clone(), drain, workers));
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }
@@ -182,7 +184,7 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
     }
 }
 
-fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
+fn spawn_worker(srv: Arc<Server>, drain: Arc<drain::Drain>, i: usize) -> Worker {
     let (tx, mut rx) = unbounded_channel::<Accepted>();
     let load = Arc::new(AtomicUsize::new(0));
     let load2 = load.clone();
@@ -201,7 +203,7 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
                 .expect("worker runtime");
             rt.block_on(async move {
                 tern_runtime::aof::start_durable_relay(&srv);
-                tokio::spawn(drain::respond(Some(i)));
+                tokio::spawn(drain::respond(drain, Some(i)));
                 // A task of its own, not block_on's future (which the runtime polls only
                 // between rounds of tasks): a connection handed over is started in the same
                 // round as the tasks woken with it (see `drain`).
@@ -223,8 +225,8 @@ fn spawn_worker(srv: Arc<Server>, i: usize) -> Worker {
     Worker { tx, load }
 }
 
-async fn accept_loop(srv: Arc<Server>, workers: Vec<Worker>) -> i32 {
-    tokio::spawn(drain::respond(None));
+async fn accept_loop(srv: Arc<Server>, drain: Arc<drain::Drain>, workers: Vec<Worker>) -> i32 {
+    tokio::spawn(drain::respond(drain, None));
     let listeners = Listeners::new(&srv, workers);
     if let Err(e) = listeners::start(&srv, &listeners) {
         warning!("{e}");

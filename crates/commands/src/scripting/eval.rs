@@ -91,6 +91,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
         ro || (script.flags & sflags::EVAL_COMPAT == 0 && script.flags & sflags::NO_WRITES != 0);
     let gen = scripts::generation(ctx.srv);
     let r = lua::with_vm(
+        ctx.srv,
         true,
         gen,
         |_| Ok(()),
@@ -138,7 +139,7 @@ fn script_flush(ctx: &mut Ctx, args: &Args) {
 }
 
 fn script_kill(ctx: &mut Ctx, _args: &Args) {
-    match lua::kill(true) {
+    match lua::kill(ctx.srv, true) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.error(e),
     }

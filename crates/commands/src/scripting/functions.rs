@@ -155,7 +155,7 @@ fn flush(ctx: &mut Ctx, args: &Args) {
 }
 
 fn kill(ctx: &mut Ctx, _args: &Args) {
-    match lua::kill(false) {
+    match lua::kill(ctx.srv, false) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.error(e),
     }
@@ -221,7 +221,7 @@ fn list(ctx: &mut Ctx, args: &Args) {
 }
 
 fn stats(ctx: &mut Ctx, _args: &Args) {
-    let running = match lua::running_function() {
+    let running = match lua::running_function(ctx.srv) {
         Ok(r) => r,
         Err(e) => return ctx.error(e),
     };

@@ -48,7 +48,7 @@ fn shutdown(ctx: &mut Ctx, args: &Args) {
     }
     // A script past busy-reply-threshold: only SHUTDOWN NOSAVE may stop the server.
     if flags & NOSAVE == 0 {
-        if let Some(busy) = tern_runtime::lua::busy_error() {
+        if let Some(busy) = tern_runtime::lua::busy_error(ctx.srv) {
             return ctx.error(busy);
         }
     }

@@ -30,6 +30,7 @@ impl BuildHasher for MemberHasher {
     type Hasher = ahash::AHasher;
     #[inline]
     fn build_hasher(&self) -> ahash::AHasher {
+        // Process-wide: a zero-sized hasher inside every set value carries no state of its own.
         static STATE: OnceLock<ahash::RandomState> = OnceLock::new();
         STATE.get_or_init(ahash::RandomState::new).build_hasher()
     }

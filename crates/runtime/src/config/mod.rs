@@ -95,6 +95,9 @@ pub struct Config {
     pub file: RwLock<Option<PathBuf>>,
     /// A `save` line was already read from a config file (later ones append).
     save_seen: AtomicBool,
+    /// notify-keyspace-events: `n` was given together with every class of `A` (the canonical
+    /// string, only `A` then, cannot carry it).
+    notify_new_with_all: AtomicBool,
     /// Lines of the top-level config file, so command-line option errors get Redis's line numbers
     /// (Redis parses `file + "\n" + options` as one text).
     file_lines: AtomicUsize,
@@ -169,6 +172,7 @@ impl Config {
             },
             file: RwLock::new(None),
             save_seen: AtomicBool::new(false),
+            notify_new_with_all: AtomicBool::new(false),
             file_lines: AtomicUsize::new(0),
             set_lock: Mutex::new(()),
             hooks: RwLock::new(HashMap::new()),
@@ -354,7 +358,7 @@ impl Config {
                     .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
                 // Redis prints only `A` when every class in A is on, so the canonical string
                 // cannot carry `n` then: remember it on the side.
-                NOTIFY_NEW_WITH_ALL
+                self.notify_new_with_all
                     .store(f & NOTIFY_ALL == NOTIFY_ALL && f & NOTIFY_NEW != 0, Relaxed);
                 Ok(notify_flags_to_str(f))
             }
@@ -579,7 +583,7 @@ impl Config {
             "active-expire-effort" => h.active_expire_effort.store(n() as u64, Relaxed),
             "notify-keyspace-events" => {
                 let mut f = notify_flags_from_str(v).unwrap_or(0);
-                if f & NOTIFY_ALL == NOTIFY_ALL && NOTIFY_NEW_WITH_ALL.load(Relaxed) {
+                if f & NOTIFY_ALL == NOTIFY_ALL && self.notify_new_with_all.load(Relaxed) {
                     f |= NOTIFY_NEW;
                 }
                 h.notify_flags.store(f, Relaxed);

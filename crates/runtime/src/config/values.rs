@@ -318,9 +318,6 @@ pub const NOTIFY_ALL: u32 = (1 << 2)
     | (1 << 10)
     | (1 << 13);
 
-/// `n` was given together with every class of `A` (see notify-keyspace-events' canonical form).
-pub(super) static NOTIFY_NEW_WITH_ALL: AtomicBool = AtomicBool::new(false);
-
 /// keyspaceEventsStringToFlags; None on an unknown class character.
 pub fn notify_flags_from_str(s: &str) -> Option<u32> {
     let mut f = 0;

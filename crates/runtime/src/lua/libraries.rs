@@ -228,6 +228,7 @@ pub fn with_functions<R>(srv: &Server, f: impl FnOnce(&mut lua::Vm) -> R) -> Res
     // The libraries are copied only when this thread's VM is (re)built; one newer than `gen`
     // makes the VM be rebuilt once more on its next use, which is harmless.
     lua::with_vm(
+        srv,
         false,
         gen,
         |vm| {

@@ -128,6 +128,7 @@ pub fn run_atomic(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, history: 
 /// `PROBE_KEEP` (a stream of new scripts keeps it).
 const PROBE_KEEP: std::time::Duration = std::time::Duration::from_millis(100);
 
+// Per thread by nature: a run's verdict for the VM of its own thread, read by `with_vm`.
 thread_local! {
     static DROP_VM: Cell<bool> = const { Cell::new(false) };
 }
@@ -144,7 +145,48 @@ fn keep_vm_if_busy(vm: &mut Vm) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Running scripts, process-wide
+// Running scripts, per server
+
+/// The Lua runtime's state shared by every thread of one server: the scripts in execution,
+/// DEBUG's switch, and what the server's VMs share (memory lines, math.random's state).
+pub struct LuaRuntime {
+    /// Scripts and functions in execution, as other threads see them.
+    running: Mutex<Vec<Arc<RunInfo>>>,
+    /// How many of `running` are past busy-reply-threshold: the one load `busy_error` makes
+    /// per command while nothing is slow.
+    timed_out: AtomicUsize,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands (tests use it).
+    pub disable_deny_scripts: AtomicBool,
+    /// Held by every VM built for this server (a thread-local VM may outlive a run).
+    vms: Arc<VmShared>,
+}
+
+impl Default for LuaRuntime {
+    fn default() -> Self {
+        LuaRuntime {
+            running: Mutex::new(Vec::new()),
+            timed_out: AtomicUsize::new(0),
+            disable_deny_scripts: AtomicBool::new(false),
+            vms: Arc::new(VmShared {
+                memory: Mutex::new(Vec::new()),
+                next_id: AtomicU64::new(1),
+                rand48: AtomicU64::new(RAND48_INIT),
+            }),
+        }
+    }
+}
+
+/// What one server's VMs share; each VM keeps a handle, taken when it is built.
+struct VmShared {
+    /// (vm id, is_eval, generation, bytes) of every thread's VMs; each VM updates its own
+    /// bytes.
+    #[allow(clippy::type_complexity)]
+    memory: Mutex<Vec<(u64, bool, u64, Arc<std::sync::atomic::AtomicI64>)>>,
+    next_id: AtomicU64,
+    /// Redis's rand48 state behind math.random, one for all scripts as in Redis (FUNCTION
+    /// LOAD's top-level code may call it too, outside any run).
+    rand48: AtomicU64,
+}
 
 /// One script or function in execution (FUNCTION STATS, SCRIPT KILL, BUSY replies).
 pub struct RunInfo {
@@ -163,7 +205,8 @@ pub struct RunInfo {
 
 /// Generations of the script cache and the function libraries are unique in the process, not
 /// per server, so per-thread copies and Lua states keyed by a generation never mix two
-/// servers' scripts (a process-wide id allocator).
+/// servers' scripts.
+// Stays process-wide on purpose: an id allocator whose ids must not repeat across servers.
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// A generation no script cache or library set has had.
@@ -171,19 +214,13 @@ pub fn fresh_generation() -> u64 {
     NEXT_GENERATION.fetch_add(1, Relaxed)
 }
 
-/// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands (tests use it).
-pub static DISABLE_DENY_SCRIPTS: AtomicBool = AtomicBool::new(false);
-
-static RUNNING: Mutex<Vec<Arc<RunInfo>>> = Mutex::new(Vec::new());
-static TIMED_OUT: AtomicUsize = AtomicUsize::new(0);
-
 /// The BUSY error other clients get while a script is past `busy-reply-threshold`, or None.
 /// One atomic load when nothing is slow.
-pub fn busy_error() -> Option<&'static str> {
-    if TIMED_OUT.load(Relaxed) == 0 {
+pub fn busy_error(srv: &Server) -> Option<&'static str> {
+    if srv.lua.timed_out.load(Relaxed) == 0 {
         return None;
     }
-    let r = RUNNING.lock();
+    let r = srv.lua.running.lock();
     let slow = r.iter().find(|i| i.timed_out.load(Relaxed))?;
     Some(if slow.is_eval {
         "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
@@ -194,8 +231,8 @@ pub fn busy_error() -> Option<&'static str> {
 
 /// SCRIPT KILL (`is_eval`) / FUNCTION KILL: Redis's replies, applied to a running script of
 /// the right kind that has not written.
-pub fn kill(is_eval: bool) -> Result<(), &'static str> {
-    let r = RUNNING.lock();
+pub fn kill(srv: &Server, is_eval: bool) -> Result<(), &'static str> {
+    let r = srv.lua.running.lock();
     if r.is_empty() {
         return Err("NOTBUSY No scripts in execution right now.");
     }
@@ -222,8 +259,8 @@ pub fn kill(is_eval: bool) -> Result<(), &'static str> {
 
 /// The running function FUNCTION STATS reports (the oldest), or Err while an EVAL script is
 /// past `busy-reply-threshold` (Redis then answers FUNCTION STATS with BUSY).
-pub fn running_function() -> Result<Option<Arc<RunInfo>>, &'static str> {
-    let r = RUNNING.lock();
+pub fn running_function(srv: &Server) -> Result<Option<Arc<RunInfo>>, &'static str> {
+    let r = srv.lua.running.lock();
     if r.iter().any(|i| i.is_eval && i.timed_out.load(Relaxed)) {
         return Err(
             "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
@@ -235,17 +272,11 @@ pub fn running_function() -> Result<Option<Arc<RunInfo>>, &'static str> {
 // ---------------------------------------------------------------------------------------------
 // Memory accounting (INFO memory)
 
-/// (vm id, is_eval, generation, bytes) of every thread's VMs; each VM updates its own bytes.
-#[allow(clippy::type_complexity)]
-static VM_MEMORY: Mutex<Vec<(u64, bool, u64, Arc<std::sync::atomic::AtomicI64>)>> =
-    Mutex::new(Vec::new());
-static NEXT_VM_ID: AtomicU64 = AtomicU64::new(1);
-
 /// Bytes used by the script VMs and the function VMs of every thread, counting only VMs of
 /// the current script cache (`eval_gen`) and library set (`function_gen`): a VM left over
 /// from before SCRIPT FLUSH is dropped by its thread on its next use.
-pub fn vm_memory(eval_gen: u64, function_gen: u64) -> (u64, u64) {
-    let m = VM_MEMORY.lock();
+pub fn vm_memory(srv: &Server, eval_gen: u64, function_gen: u64) -> (u64, u64) {
+    let m = srv.lua.vms.memory.lock();
     let sum = |eval: bool, gen: u64| {
         m.iter()
             .filter(|e| e.1 == eval && e.2 == gen)
@@ -256,24 +287,25 @@ pub fn vm_memory(eval_gen: u64, function_gen: u64) -> (u64, u64) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// rand48, process-wide as in Redis (math.random)
+// rand48, shared by all scripts as in Redis (math.random)
 
-static RAND48: AtomicU64 = AtomicU64::new(0x1234_ABCD_330E);
+/// rand48's state before any seed.
+const RAND48_INIT: u64 = 0x1234_ABCD_330E;
 
-fn lrand48() -> i64 {
+fn lrand48(state: &AtomicU64) -> i64 {
     const A: u64 = 0x5_DEEC_E66D;
     const MASK: u64 = (1 << 48) - 1;
     let mut next = 0;
-    let _ = RAND48.fetch_update(Relaxed, Relaxed, |x| {
+    let _ = state.fetch_update(Relaxed, Relaxed, |x| {
         next = (x.wrapping_mul(A).wrapping_add(0xB)) & MASK;
         Some(next)
     });
     (next >> 17) as i64
 }
 
-fn srand48(seed: i64) {
+fn srand48(state: &AtomicU64, seed: i64) {
     let s = seed as i32 as u32 as u64;
-    RAND48.store((s << 16) | 0x330E, Relaxed);
+    state.store((s << 16) | 0x330E, Relaxed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -310,7 +342,7 @@ pub struct RunCtx {
 }
 
 impl RunCtx {
-    /// Make the run visible to other threads (RUNNING), if it is not yet.
+    /// Make the run visible to other threads (the server's running list), if it is not yet.
     fn register(&mut self) -> &Arc<RunInfo> {
         if self.info.is_none() {
             // SAFETY: `name` and `command` point into the frame of `run`, which outlives
@@ -325,7 +357,9 @@ impl RunCtx {
                 killed: AtomicBool::new(false),
                 timed_out: AtomicBool::new(false),
             });
-            RUNNING.lock().push(info.clone());
+            // SAFETY: the run's server outlives it (see `with_run`).
+            let srv = unsafe { &*self.srv };
+            srv.lua.running.lock().push(info.clone());
             self.info = Some(info);
         }
         self.info.as_ref().expect("just registered")
@@ -342,15 +376,19 @@ impl RunCtx {
 impl Drop for RunCtx {
     fn drop(&mut self) {
         if let Some(info) = self.info.take() {
-            let mut r = RUNNING.lock();
+            // SAFETY: the run's server outlives it (see `with_run`).
+            let srv = unsafe { &*self.srv };
+            let mut r = srv.lua.running.lock();
             r.retain(|i| !Arc::ptr_eq(i, &info));
             if info.timed_out.load(Relaxed) {
-                TIMED_OUT.fetch_sub(1, Relaxed);
+                srv.lua.timed_out.fetch_sub(1, Relaxed);
             }
         }
     }
 }
 
+// Per thread by nature: the run (or library load) on this thread, which the raw functions Lua
+// calls (fixed C signatures, no server at hand) reach; the run context holds its server.
 thread_local! {
     static CURRENT: Cell<*mut RunCtx> = const { Cell::new(std::ptr::null_mut()) };
     /// Functions collected by `redis.register_function` during FUNCTION LOAD, and when the
@@ -431,8 +469,10 @@ pub struct Vm {
     is_eval: bool,
     id: u64,
     runs: u32,
-    /// This VM's line in VM_MEMORY (INFO memory), once reported.
+    /// This VM's line in its server's VM memory list (INFO memory), once reported.
     mem: Option<Arc<std::sync::atomic::AtomicI64>>,
+    /// What the VMs of the server this VM was built for share.
+    shared: Arc<VmShared>,
     /// redis.call's reply buffer, reused by every run.
     scratch: Reply,
     /// When this VM, on a script thread, last ran a new script that proved fast.
@@ -441,7 +481,7 @@ pub struct Vm {
 
 impl Drop for Vm {
     fn drop(&mut self) {
-        VM_MEMORY.lock().retain(|e| e.0 != self.id);
+        self.shared.memory.lock().retain(|e| e.0 != self.id);
     }
 }
 
@@ -470,6 +510,7 @@ fn lua_args(args: &MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
 /// Argument bytes, then each argument's range in them.
 type ArgBuffer = (Vec<u8>, Vec<(usize, usize)>);
 
+// Per-thread scratch buffer.
 thread_local! {
     /// redis.call's arguments, read off the Lua stack by `call_trampoline` into one buffer this
     /// thread reuses.
@@ -829,7 +870,9 @@ fn hook_check() -> u8 {
                 return 0;
             }
             i.timed_out.store(true, Relaxed);
-            TIMED_OUT.fetch_add(1, Relaxed);
+            // SAFETY: see `with_run`.
+            let srv = unsafe { &*rc.srv };
+            srv.lua.timed_out.fetch_add(1, Relaxed);
             crate::log::write(
                 3,
                 &format!(
@@ -955,7 +998,7 @@ fn wrap(lua: &Lua, f: Function) -> mlua::Result<Function> {
 }
 
 impl Vm {
-    fn new(is_eval: bool) -> mlua::Result<Vm> {
+    fn new(is_eval: bool, shared: &Arc<VmShared>) -> mlua::Result<Vm> {
         // SAFETY: the debug library is loaded only for the prelude's error handler, which
         // keeps debug.getinfo in a local; scripts never see `debug`.
         let lua = unsafe {
@@ -996,11 +1039,16 @@ impl Vm {
                 Ok(())
             })?,
         )?;
-        raw.set("lrand48", lua.create_function(|_, ()| Ok(lrand48()))?)?;
+        let rand = shared.clone();
+        raw.set(
+            "lrand48",
+            lua.create_function(move |_, ()| Ok(lrand48(&rand.rand48)))?,
+        )?;
+        let rand = shared.clone();
         raw.set(
             "srand48",
-            lua.create_function(|_, s: i64| {
-                srand48(s);
+            lua.create_function(move |_, s: i64| {
+                srand48(&rand.rand48, s);
                 Ok(())
             })?,
         )?;
@@ -1055,9 +1103,10 @@ impl Vm {
             scripts: Default::default(),
             gen: 0,
             is_eval,
-            id: NEXT_VM_ID.fetch_add(1, Relaxed),
+            id: shared.next_id.fetch_add(1, Relaxed),
             runs: 0,
             mem: None,
+            shared: shared.clone(),
             scratch: Reply::with_buffer(Vec::new()),
             last_probe: None,
         };
@@ -1083,7 +1132,8 @@ impl Vm {
             return;
         }
         let m = Arc::new(std::sync::atomic::AtomicI64::new(now));
-        VM_MEMORY
+        self.shared
+            .memory
             .lock()
             .push((self.id, self.is_eval, self.gen, m.clone()));
         self.mem = Some(m);
@@ -1165,15 +1215,20 @@ impl Vm {
     }
 }
 
+// Per thread by nature (a Lua state is used by one thread at a time). Safe with two servers in
+// one process: a VM is tied to a script-cache / library generation, and generations are unique
+// in the process, so a VM built for one server is rebuilt before another server's run uses it.
 thread_local! {
     static EVAL_VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
     static FUNCTION_VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
 /// Use this thread's script VM (`is_eval`) or function VM, created on first use. `gen` is the
-/// generation of the script cache / library set: a VM built for another one is rebuilt
-/// (SCRIPT FLUSH, FUNCTION LOAD/DELETE/...), and `fill` then loads what it needs.
+/// generation of the script cache / library set of `srv`: a VM built for another one is
+/// rebuilt (SCRIPT FLUSH, FUNCTION LOAD/DELETE/..., or another server in the process: the
+/// generations are unique in the process), and `fill` then loads what it needs.
 pub fn with_vm<R>(
+    srv: &Server,
     is_eval: bool,
     gen: u64,
     fill: impl FnOnce(&mut Vm) -> Result<(), String>,
@@ -1188,8 +1243,8 @@ pub fn with_vm<R>(
             *slot = None;
         }
         if slot.is_none() {
-            let mut vm =
-                Vm::new(is_eval).map_err(|e| format!("ERR Lua initialization failed: {e}"))?;
+            let mut vm = Vm::new(is_eval, &srv.lua.vms)
+                .map_err(|e| format!("ERR Lua initialization failed: {e}"))?;
             vm.gen = gen;
             fill(&mut vm)?;
             vm.report_memory();

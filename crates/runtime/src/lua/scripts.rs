@@ -124,6 +124,8 @@ type ScriptRef = Rc<Arc<Script>>;
 
 type LocalScripts = HashMap<HexKey, ScriptRef, std::hash::BuildHasherDefault<ShaHasher>>;
 
+// Per-thread cache by nature; keyed by a generation unique in the process, so another server's
+// lookup refills it rather than reading this server's scripts.
 thread_local! {
     /// This thread's view of the script cache for the generation it was filled in: EVALSHA
     /// finds a script without the shared lock, and takes a thread-local reference to it, so
@@ -295,6 +297,7 @@ pub fn create(srv: &Server, body: &[u8]) -> Result<Arc<Script>, String> {
     });
     let gen = srv.scripts.gen.load(Relaxed);
     lua::with_vm(
+        srv,
         true,
         gen,
         |_| Ok(()),

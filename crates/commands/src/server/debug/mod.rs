@@ -55,7 +55,10 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         }
         ("replybuffer", 4) => replybuffer(ctx, args),
         ("set-disable-deny-scripts", 3) => {
-            tern_runtime::lua::DISABLE_DENY_SCRIPTS.store(atoi(&args[2]) != 0, Relaxed);
+            ctx.srv
+                .lua
+                .disable_deny_scripts
+                .store(atoi(&args[2]) != 0, Relaxed);
             ctx.out.ok();
         }
         ("change-repl-id", 2) => {
