@@ -101,12 +101,7 @@ fn redis_replica_of_tern_continues_after_a_dropped_link() {
 
 #[test]
 fn tern_replica_of_redis_continues_after_a_dropped_link() {
-    let Some(master) = Server::redis(&[
-        "--repl-diskless-sync-delay",
-        "0",
-        "--enable-debug-command",
-        "yes",
-    ]) else {
+    let Some(master) = Server::redis_master() else {
         return;
     };
     continue_after_dropped_links(&master, &Server::tern(&["--enable-debug-command", "yes"]));
@@ -135,6 +130,21 @@ fn a_psync_the_backlog_cannot_serve_is_a_full_sync() {
         .contains("Unable to partial resync with replica 127.0.0.1:"));
 }
 
+/// A replica connection asking for a full sync (`PSYNC ? -1`): the connection, read up to the
+/// `+FULLRESYNC` line, and the replication ID it names.
+fn full_resync(s: &Server) -> (BufReader<std::net::TcpStream>, String) {
+    let mut t = s.raw();
+    t.write_all(b"PSYNC ? -1\r\n").unwrap();
+    let mut r = BufReader::new(t);
+    let mut line = String::new();
+    while !line.starts_with("+FULLRESYNC") {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+    }
+    let replid = line.split(' ').nth(1).unwrap().to_string();
+    (r, replid)
+}
+
 /// The protocol as a replica speaks it: the IDs and offsets INFO shows, +CONTINUE with our
 /// replication ID, the backlog's bytes from the requested offset, then the live stream.
 #[test]
@@ -146,15 +156,8 @@ fn psync_protocol_and_backlog_info() {
         "0"
     );
     // The first replica creates the backlog.
-    let mut first = s.raw();
-    first.write_all(b"PSYNC ? -1\r\n").unwrap();
-    let mut first = BufReader::new(first);
+    let (_first, replid) = full_resync(&s);
     let mut line = String::new();
-    while !line.starts_with("+FULLRESYNC") {
-        line.clear();
-        first.read_line(&mut line).unwrap();
-    }
-    let replid = line.split(' ').nth(1).unwrap().to_string();
     assert_eq!(info_field(&mut c, "replication", "master_replid"), replid);
     assert_eq!(
         info_field(&mut c, "replication", "repl_backlog_active"),
@@ -223,15 +226,7 @@ fn psync_protocol_and_backlog_info() {
 fn the_backlog_is_freed_after_its_ttl_without_replicas() {
     let s = Server::tern(&["--repl-backlog-ttl", "1"]);
     let mut c = s.conn();
-    let mut t = s.raw();
-    t.write_all(b"PSYNC ? -1\r\n").unwrap();
-    let mut r = BufReader::new(t);
-    let mut line = String::new();
-    while !line.starts_with("+FULLRESYNC") {
-        line.clear();
-        r.read_line(&mut line).unwrap();
-    }
-    let replid = info_field(&mut c, "replication", "master_replid");
+    let (r, replid) = full_resync(&s);
     assert_eq!(
         info_field(&mut c, "replication", "repl_backlog_active"),
         "1"

@@ -326,12 +326,7 @@ fn follow_master(master: &Server) {
 
 #[test]
 fn tern_replicates_from_redis_server() {
-    let Some(master) = Server::redis(&[
-        "--repl-diskless-sync-delay",
-        "0",
-        "--enable-debug-command",
-        "yes",
-    ]) else {
+    let Some(master) = Server::redis_master() else {
         return;
     };
     follow_master(&master);

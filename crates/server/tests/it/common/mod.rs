@@ -74,6 +74,16 @@ impl Server {
         Self::spawn(cmd, port)
     }
 
+    /// A redis-server to replicate from: its diskless sync starts at once, DEBUG enabled.
+    pub fn redis_master() -> Option<Server> {
+        Server::redis(&[
+            "--repl-diskless-sync-delay",
+            "0",
+            "--enable-debug-command",
+            "yes",
+        ])
+    }
+
     /// Start Debian's redis-server with the same conventions; None if it is not installed.
     pub fn redis(extra: &[&str]) -> Option<Server> {
         let path = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
