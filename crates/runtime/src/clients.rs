@@ -343,6 +343,12 @@ impl ClientRegistry {
         self.clients.lock().insert(h.id, h);
     }
 
+    /// A client this server opened itself (the link to its master): listed and killable, not
+    /// counted as a received connection.
+    pub fn register_link(&self, h: Arc<ClientHandle>) {
+        self.clients.lock().insert(h.id, h);
+    }
+
     pub fn unregister(&self, id: u64) {
         if let Some(h) = self.clients.lock().remove(&id) {
             crate::client_eviction::forget(self, &h);

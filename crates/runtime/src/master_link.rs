@@ -211,6 +211,8 @@ fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
             }
         });
         std::thread::sleep(Duration::from_secs(1));
+        // DEBUG SLEEP stops the whole server in Redis, its link to the master included.
+        srv.world.wait_while_stopped();
     }
 }
 
@@ -578,18 +580,46 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
 }
 
 /// Apply the master's stream until the link breaks or REPLICAOF changes.
-fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Result<(), String> {
-    let mut read_offset = offset;
-    let mut fsynced = Fsynced::new(offset);
-    use tern_resp::{Limits, RequestParser};
+fn follow(srv: &Arc<Server>, wire: &mut Wire, offset: u64, gen: u64) -> Result<(), String> {
+    // The master is a client as Redis lists it (CLIENT LIST flags=M, addr = the master's
+    // address) and as CLIENT KILL finds it: killing it drops the link, which reconnects.
+    let (addr, laddr, fd) = {
+        use std::os::fd::AsRawFd;
+        let tcp = wire.r.get_ref().tcp();
+        let name =
+            |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        (
+            name(tcp.peer_addr()),
+            name(tcp.local_addr()),
+            tcp.as_raw_fd(),
+        )
+    };
     let handle = Arc::new(crate::clients::ClientHandle::new(
         MASTER_CLIENT_ID,
-        String::new(),
-        String::new(),
-        -1,
+        addr,
+        laddr,
+        fd,
     ));
     handle.set_flag(crate::clients::cflags::MASTER, true);
-    let mut conn = Conn::new(handle, false, srv.stats.local());
+    srv.clients.register_link(handle.clone());
+    let result = follow_as(srv, wire, offset, gen, &handle);
+    // Off the registry before the socket closes (KILL must never touch a reused fd).
+    handle.detach_socket();
+    srv.clients.unregister(MASTER_CLIENT_ID);
+    result
+}
+
+fn follow_as(
+    srv: &Arc<Server>,
+    wire: &mut Wire,
+    mut offset: u64,
+    gen: u64,
+    handle: &Arc<crate::clients::ClientHandle>,
+) -> Result<(), String> {
+    use tern_resp::{Limits, RequestParser};
+    let mut read_offset = offset;
+    let mut fsynced = Fsynced::new(offset);
+    let mut conn = Conn::new(handle.clone(), false, srv.stats.local());
     conn.deny_blocking = true;
     let mut out = tern_resp::Reply::new();
     let mut parser = RequestParser::new();
@@ -606,6 +636,10 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, mut offset: u64, gen: u64) -> Resu
         if !current(srv, gen) {
             break Ok(());
         }
+        if handle.is_killed() {
+            break Err("Connection with master lost.".into());
+        }
+        srv.world.wait_while_stopped();
         // Every second, and as soon as more of the stream is fsynced in our AOF (so a
         // WAITAOF on the master need not wait for the next second).
         let fack = fsynced.advance(srv, offset);
