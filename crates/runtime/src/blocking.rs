@@ -226,6 +226,32 @@ impl Blocking {
         self.end_if_waiting(&w, o)
     }
 
+    /// This master became a replica: every blocked client gets Redis's UNBLOCKED error and is
+    /// closed after it (Redis's disconnectAllBlockedClients). Returns how many.
+    pub fn unblock_all_on_role_change(&self) -> usize {
+        let waiting: Vec<Arc<Waiter>> = self.queues.lock().by_client.values().cloned().collect();
+        waiting
+            .iter()
+            .filter(|w| {
+                // Flagged before the wake-up, so the connection sees it with the error.
+                let close = crate::clients::cflags::CLOSE_AFTER_REPLY;
+                w.handle.set_flag(close, true);
+                let ended = self.end_if_waiting(
+                    w,
+                    Outcome::Error(
+                        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                            .into(),
+                    ),
+                );
+                if !ended {
+                    // A writer served it just before: its reply goes out, the client stays.
+                    w.handle.set_flag(close, false);
+                }
+                ended
+            })
+            .count()
+    }
+
     /// End the wait of every client whose timeout reply is `which` (as if timed out); returns
     /// how many.
     pub fn time_out_all(&self, which: TimeoutReply) -> usize {

@@ -65,6 +65,9 @@ struct Link {
     /// The dataset is the master's up to `offset` (a sync completed): a reconnection may ask
     /// to continue from there (Redis's cached master).
     continuable: bool,
+    /// The database the master's stream had selected when the link was lost: a continued
+    /// stream goes on in it without a new SELECT, as Redis's cached master client keeps it.
+    stream_db: usize,
     last_io_ms: u64,
     /// When a connected link was lost (0: never connected since REPLICAOF, reported as -1).
     down_since_ms: u64,
@@ -161,6 +164,7 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         master_replid: "?".into(),
         offset: 0,
         continuable: false,
+        stream_db: 0,
         last_io_ms: 0,
         down_since_ms: 0,
         transfer_size: -1,
@@ -168,6 +172,8 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         transfer_last_io_ms: 0,
     });
     srv.master_link.is_replica.store(true, Relaxed);
+    // Clients blocked on this master's data or acknowledgements cannot be served any more.
+    srv.blocking.unblock_all_on_role_change();
     // Our own replicas were following another history: they must resync.
     srv.propagation.log.close_subs();
     let _ = std::thread::Builder::new()
@@ -529,7 +535,13 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
                 return Ok(());
             }
             srv.master_link.link_up.store(true, Relaxed);
-            return follow(srv, &mut wire, off, gen);
+            let db = srv
+                .master_link
+                .link
+                .lock()
+                .as_ref()
+                .map_or(0, |l| l.stream_db);
+            return follow(srv, &mut wire, off, db, gen);
         }
     };
     set_state(srv, gen, |l| {
@@ -576,11 +588,18 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     }
     srv.master_link.link_up.store(true, Relaxed);
     crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
-    follow(srv, &mut wire, offset, gen)
+    // A full sync's stream starts with a SELECT.
+    follow(srv, &mut wire, offset, 0, gen)
 }
 
 /// Apply the master's stream until the link breaks or REPLICAOF changes.
-fn follow(srv: &Arc<Server>, wire: &mut Wire, offset: u64, gen: u64) -> Result<(), String> {
+fn follow(
+    srv: &Arc<Server>,
+    wire: &mut Wire,
+    offset: u64,
+    db: usize,
+    gen: u64,
+) -> Result<(), String> {
     // The master is a client as Redis lists it (CLIENT LIST flags=M, addr = the master's
     // address) and as CLIENT KILL finds it: killing it drops the link, which reconnects.
     let (addr, laddr, fd) = {
@@ -602,7 +621,7 @@ fn follow(srv: &Arc<Server>, wire: &mut Wire, offset: u64, gen: u64) -> Result<(
     ));
     handle.set_flag(crate::clients::cflags::MASTER, true);
     srv.clients.register_link(handle.clone());
-    let result = follow_as(srv, wire, offset, gen, &handle);
+    let result = follow_as(srv, wire, offset, db, gen, &handle);
     // Off the registry before the socket closes (KILL must never touch a reused fd).
     handle.detach_socket();
     srv.clients.unregister(MASTER_CLIENT_ID);
@@ -613,6 +632,7 @@ fn follow_as(
     srv: &Arc<Server>,
     wire: &mut Wire,
     mut offset: u64,
+    db: usize,
     gen: u64,
     handle: &Arc<crate::clients::ClientHandle>,
 ) -> Result<(), String> {
@@ -620,6 +640,7 @@ fn follow_as(
     let mut read_offset = offset;
     let mut fsynced = Fsynced::new(offset);
     let mut conn = Conn::new(handle.clone(), false, srv.stats.local());
+    conn.set_db(db);
     conn.deny_blocking = true;
     let mut out = tern_resp::Reply::new();
     let mut parser = RequestParser::new();
@@ -710,6 +731,9 @@ fn follow_as(
         }
     };
     crate::txn::reset(srv, &mut conn);
+    // The database of the stream at `offset` (a MULTI cut short ran nothing).
+    let db = conn.db;
+    set_state(srv, gen, |l| l.stream_db = db);
     result
 }
 

@@ -333,6 +333,10 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 break;
             }
             blocking::write_outcome(&srv, &conn, &mut out, &w, outcome);
+            // Unblocked because this master became a replica: answered, then closed.
+            if handle.has_flag(tern_runtime::clients::cflags::CLOSE_AFTER_REPLY) {
+                fatal = true;
+            }
             // Served by whichever thread wrote its key: what it reveals is not tracked here.
             conn.observe_all(&srv);
             conn.start_batch();

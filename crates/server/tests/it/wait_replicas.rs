@@ -92,3 +92,28 @@ fn waitaof_counts_replicas_whose_aof_holds_the_write() {
     // Both have the write itself.
     assert_eq!(q(&mut m, &["WAIT", "2", "10000"]), int(2));
 }
+
+#[test]
+fn clients_blocked_on_a_master_that_becomes_a_replica_get_an_error_and_are_closed() {
+    let master = Server::tern(&[]);
+    let demoted = Server::tern(&["--appendonly", "yes"]);
+    let mut waiting = Raw::<false>::new(demoted.port);
+    waiting.send(&[b"INCR", b"foo"]);
+    assert_eq!(waiting.read(), ":1");
+    waiting.send(&[b"WAITAOF", b"0", b"1", b"0"]);
+    let mut popping = Raw::<false>::new(demoted.port);
+    popping.send(&[b"BLPOP", b"list", b"0"]);
+    let mut c = demoted.conn();
+    wait_blocked(&mut c, 2);
+    q(
+        &mut c,
+        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+    );
+    for client in [&mut waiting, &mut popping] {
+        assert_eq!(
+            client.read(),
+            "!UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+        );
+        assert!(client.closed_by_server());
+    }
+}

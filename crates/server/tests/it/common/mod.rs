@@ -355,6 +355,13 @@ impl<const DISTINCT_NILS: bool> Raw<DISTINCT_NILS> {
         self.w.write_all(&buf).unwrap();
     }
 
+    /// The server closed the connection: nothing more to read.
+    pub fn closed_by_server(&mut self) -> bool {
+        use std::io::Read;
+        let mut b = [0u8; 1];
+        matches!(self.r.read(&mut b), Ok(0) | Err(_))
+    }
+
     fn line(&mut self) -> String {
         use std::io::BufRead;
         let mut l = String::new();
