@@ -385,9 +385,9 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
         .lock()
         .as_ref()
         .filter(|l| l.continuable)
-        .map(|l| (l.master_replid.clone(), l.offset));
+        .map(|l| (l.master_replid.clone(), l.offset, l.stream_db));
     let r = match &cached {
-        Some((id, off)) => {
+        Some((id, off, _)) => {
             let next = (off + 1).to_string();
             crate::log::notice(&format!(
                 "Trying a partial resynchronization (request {id}:{next})."
@@ -407,7 +407,7 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
             crate::log::notice(&format!("Full resync from master: {id}:{off}"));
             Ok(Psync::Full(id, off))
         }
-        (Some("+CONTINUE"), Some((id, off))) => {
+        (Some("+CONTINUE"), Some((id, off, db))) => {
             crate::log::notice("Successful partial resynchronization with master.");
             let id = match parts.next().filter(|n| !n.is_empty() && *n != id) {
                 Some(new) => {
@@ -419,17 +419,17 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
             crate::log::notice(
                 "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
             );
-            Ok(Psync::Continue(id, off))
+            Ok(Psync::Continue(id, off, db))
         }
         _ => Err(format!("Unexpected reply to PSYNC from master: {r}")),
     }
 }
 
 /// How the master answered PSYNC: a full resynchronization from (replid, offset), or the
-/// stream continuing after (replid, offset).
+/// stream continuing after (replid, offset) in the database it had selected.
 enum Psync {
     Full(String, u64),
-    Continue(String, u64),
+    Continue(String, u64, usize),
 }
 
 /// Receive the RDB payload into `path`.
@@ -525,7 +525,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     crate::log::notice("Non blocking connect for SYNC fired the event.");
     let (replid, offset) = match handshake(srv, &mut wire, gen)? {
         Psync::Full(id, off) => (id, off),
-        Psync::Continue(id, off) => {
+        Psync::Continue(id, off, db) => {
             set_state(srv, gen, |l| {
                 l.state = State::Connected;
                 l.master_replid = id;
@@ -535,12 +535,6 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
                 return Ok(());
             }
             srv.master_link.link_up.store(true, Relaxed);
-            let db = srv
-                .master_link
-                .link
-                .lock()
-                .as_ref()
-                .map_or(0, |l| l.stream_db);
             return follow(srv, &mut wire, off, db, gen);
         }
     };
@@ -663,13 +657,11 @@ fn follow_as(
         srv.world.wait_while_stopped();
         // Every second, and as soon as more of the stream is fsynced in our AOF (so a
         // WAITAOF on the master need not wait for the next second).
-        let fack = fsynced.advance(srv, offset);
-        if last_ack.elapsed() >= Duration::from_secs(1) || fack.is_some_and(|f| f > fsynced.sent) {
+        if last_ack.elapsed() >= Duration::from_secs(1) || fsynced.moved(srv, offset) {
             last_ack = Instant::now();
-            if let Err(e) = send_ack(wire, offset, fack) {
+            if let Err(e) = fsynced.ack(srv, wire, offset) {
                 break Err(e);
             }
-            fsynced.sent = fack.unwrap_or(0);
         }
         match wire.r.read(&mut chunk) {
             Ok(0) => break Err("Connection with master lost.".into()),
@@ -693,12 +685,10 @@ fn follow_as(
                 Ok(Some(used)) => {
                     let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
                     if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "getack") {
-                        let fack = fsynced.advance(srv, offset);
-                        if let Err(e) = send_ack(wire, offset, fack) {
+                        if let Err(e) = fsynced.ack(srv, wire, offset) {
                             err = Some(e);
                             break;
                         }
-                        fsynced.sent = fack.unwrap_or(0);
                     } else if !args.is_empty() {
                         crate::dispatch::execute(srv, &mut conn, &mut out, &args);
                         out.buf.clear();
@@ -737,18 +727,6 @@ fn follow_as(
     result
 }
 
-/// REPLCONF ACK <offset> [FACK <offset fsynced in our AOF>] (FACK only with an AOF, as Redis).
-fn send_ack(wire: &mut Wire, offset: u64, fack: Option<u64>) -> Result<(), String> {
-    let off = offset.to_string();
-    match fack {
-        Some(f) => {
-            let f = f.to_string();
-            wire.send(&[b"REPLCONF", b"ACK", off.as_bytes(), b"FACK", f.as_bytes()])
-        }
-        None => wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()]),
-    }
-}
-
 /// How far the master's stream is fsynced in our AOF: the stream offsets applied, each with
 /// the LSN of our log it was written at, until the AOF writer reports that LSN fsynced.
 struct Fsynced {
@@ -777,6 +755,27 @@ impl Fsynced {
             Some(last) if last.1 == lsn => last.0 = offset,
             _ => self.pending.push_back((offset, lsn)),
         }
+    }
+
+    /// REPLCONF ACK <processed> [FACK <offset fsynced in our AOF>] (FACK only with an AOF,
+    /// as Redis).
+    fn ack(&mut self, srv: &Server, wire: &mut Wire, processed: u64) -> Result<(), String> {
+        let fack = self.advance(srv, processed);
+        let off = processed.to_string();
+        match fack {
+            Some(f) => {
+                let f = f.to_string();
+                wire.send(&[b"REPLCONF", b"ACK", off.as_bytes(), b"FACK", f.as_bytes()])?
+            }
+            None => wire.send(&[b"REPLCONF", b"ACK", off.as_bytes()])?,
+        }
+        self.sent = fack.unwrap_or(0);
+        Ok(())
+    }
+
+    /// More is fsynced than the last FACK said.
+    fn moved(&mut self, srv: &Server, processed: u64) -> bool {
+        self.advance(srv, processed).is_some_and(|f| f > self.sent)
     }
 
     /// The offset our AOF holds fsynced (None without an AOF): `processed` once nothing

@@ -121,20 +121,22 @@ pub fn record_ack(srv: &Server, id: u64, offset: i64, fsynced: Option<i64>) {
     srv.replicas.acked.notify_waiters();
 }
 
-/// Online replicas that acknowledged `offset` (Redis's replicationCountAcksByOffset).
-pub fn count_acks(srv: &Server, offset: u64) -> i64 {
+/// Online replicas for which `pred` holds (only online ones ever count, as in Redis).
+fn count_online(srv: &Server, pred: impl Fn(&Replica) -> bool) -> usize {
     let list = srv.replicas.list.lock();
     list.iter()
-        .filter(|r| r.state == "online" && r.ack_offset >= offset)
-        .count() as i64
+        .filter(|r| r.state == "online" && pred(r))
+        .count()
+}
+
+/// Online replicas that acknowledged `offset` (Redis's replicationCountAcksByOffset).
+pub fn count_acks(srv: &Server, offset: u64) -> i64 {
+    count_online(srv, |r| r.ack_offset >= offset) as i64
 }
 
 /// Online replicas whose AOF holds `offset` fsynced.
 pub fn count_aof_acks(srv: &Server, offset: u64) -> i64 {
-    let list = srv.replicas.list.lock();
-    list.iter()
-        .filter(|r| r.state == "online" && r.aof_ack_offset >= offset)
-        .count() as i64
+    count_online(srv, |r| r.aof_ack_offset >= offset) as i64
 }
 
 /// A client started waiting for acknowledgements: ask the replicas for their offsets now
@@ -268,13 +270,7 @@ pub fn attach(
     handle: &crate::clients::ClientHandle,
     wake: Box<dyn Fn() + Send + Sync>,
 ) -> Attached {
-    handle.set_flag(crate::clients::cflags::REPLICA, true);
-    let first = {
-        let mut list = srv.replicas.list.lock();
-        list.push(replica_entry(srv, handle, "wait_bgsave"));
-        list.len() == 1
-    };
-    srv.replicas.no_replicas_since_ms.store(0, Relaxed);
+    let first = register(srv, handle, "wait_bgsave");
     // The first replica of a server without a backlog starts a new history, as in Redis.
     if first && srv.propagation.log.backlog_info().is_none() {
         new_replid(srv);
@@ -288,6 +284,16 @@ pub fn attach(
         id: handle.id,
         rdb: None,
     }
+}
+
+/// Flag the client a replica and list it in `state`; true if it is the only one now.
+fn register(srv: &Server, handle: &crate::clients::ClientHandle, state: &'static str) -> bool {
+    handle.set_flag(crate::clients::cflags::REPLICA, true);
+    let entry = replica_entry(srv, handle, state);
+    let mut list = srv.replicas.list.lock();
+    list.push(entry);
+    srv.replicas.no_replicas_since_ms.store(0, Relaxed);
+    list.len() == 1
 }
 
 /// The replica as INFO first shows it: its announced port and address.
@@ -386,12 +392,7 @@ pub fn try_continue(
         .lock()
         .iter()
         .any(|(c, a)| *c == handle.id && a.psync2);
-    handle.set_flag(crate::clients::cflags::REPLICA, true);
-    srv.replicas
-        .list
-        .lock()
-        .push(replica_entry(srv, handle, "online"));
-    srv.replicas.no_replicas_since_ms.store(0, Relaxed);
+    register(srv, handle, "online");
     srv.replicas.sync_partial_ok.fetch_add(1, Relaxed);
     crate::log::notice(&format!(
         "Partial resynchronization request from {name} accepted. Sending {sent} bytes of backlog starting from offset {offset}."
@@ -499,12 +500,7 @@ fn free_idle_backlog(srv: &Server) {
 /// Replicas online that acknowledged within `max_lag` seconds.
 fn good_replicas(srv: &Server, max_lag: u64) -> usize {
     let now = clock::now_ms();
-    srv.replicas
-        .list
-        .lock()
-        .iter()
-        .filter(|r| r.state == "online" && now.saturating_sub(r.ack_ms) / 1000 <= max_lag)
-        .count()
+    count_online(srv, |r| now.saturating_sub(r.ack_ms) / 1000 <= max_lag)
 }
 
 pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
