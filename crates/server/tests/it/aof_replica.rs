@@ -46,9 +46,7 @@ fn round(policy: &str, n: usize) {
         &mut r,
         &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
     );
-    wait_until("the replica's link to come up", || {
-        info_field(&mut r, "replication", "master_link_status") == "up"
-    });
+    wait_link_up(&mut r);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..WRITERS)
         .map(|t| {

@@ -16,14 +16,6 @@ fn sync_counts(m: &mut redis::Connection) -> (u64, u64, u64) {
     )
 }
 
-fn wait_caught_up(m: &mut redis::Connection, r: &mut redis::Connection) {
-    let offset = info_field(m, "replication", "master_repl_offset");
-    wait_until("the replica to catch up", || {
-        info_field(r, "replication", "master_link_status") == "up"
-            && info_field(r, "replication", "slave_repl_offset") == offset
-    });
-}
-
 /// Writes of every shape the stream carries: a list, a transaction, a script.
 fn write_while_down(m: &mut redis::Connection, round: usize) {
     for i in 0..50 {

@@ -161,9 +161,7 @@ fn redis_server_replicates_from_tern() {
         return;
     };
     let mut r = replica.conn();
-    wait_until("the replica's link to come up", || {
-        info_field(&mut r, "replication", "master_link_status") == "up"
-    });
+    wait_link_up(&mut r);
     // Writes after the sync: transactions, scripts, expiries, other databases.
     q(&mut t, &["MULTI"]);
     q(&mut t, &["RPUSH", "after:list", "a", "b", "c"]);
@@ -183,10 +181,7 @@ fn redis_server_replicates_from_tern() {
     q(&mut t, &["SET", "after:db5", "v"]);
     q(&mut t, &["SELECT", "0"]);
     q(&mut t, &["SPOP", "set:small"]);
-    let master_offset = info_field(&mut t, "replication", "master_repl_offset");
-    wait_until("the replica to catch up", || {
-        info_field(&mut r, "replication", "slave_repl_offset") == master_offset
-    });
+    wait_caught_up(&mut t, &mut r);
     assert_eq!(
         info_field(&mut t, "replication", "slave0")
             .split(',')
@@ -276,9 +271,7 @@ fn follow_master(master: &Server) {
         ),
         redis::Value::Okay
     );
-    wait_until("the link to come up", || {
-        info_field(&mut r, "replication", "master_link_status") == "up"
-    });
+    wait_link_up(&mut r);
     assert_eq!(info_field(&mut r, "replication", "role"), "slave");
     q(&mut m, &["MULTI"]);
     q(&mut m, &["INCR", "after:n"]);
@@ -288,10 +281,7 @@ fn follow_master(master: &Server) {
     q(&mut m, &["SELECT", "5"]);
     q(&mut m, &["SET", "after:db5", "v"]);
     q(&mut m, &["SELECT", "0"]);
-    let offset = info_field(&mut m, "replication", "master_repl_offset");
-    wait_until("the replica to catch up", || {
-        info_field(&mut r, "replication", "slave_repl_offset") == offset
-    });
+    wait_caught_up(&mut m, &mut r);
     compare(&mut m, &mut r);
     assert_eq!(
         q(&mut m, &["DEBUG", "DIGEST"]),

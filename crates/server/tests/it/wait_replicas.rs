@@ -10,9 +10,7 @@ fn replica_of(master: &Server, replica: &Server) {
         &mut r,
         &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
     );
-    wait_until("the replica's link to come up", || {
-        info_field(&mut r, "replication", "master_link_status") == "up"
-    });
+    wait_link_up(&mut r);
 }
 
 fn online_replicas(m: &mut redis::Connection) -> usize {

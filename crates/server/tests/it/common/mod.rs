@@ -634,6 +634,22 @@ pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Wait until the replica `r` reports its link to the master up.
+pub fn wait_link_up(r: &mut redis::Connection) {
+    wait_until("the replica's link to come up", || {
+        info_field(r, "replication", "master_link_status") == "up"
+    });
+}
+
+/// Wait until the replica `r` has processed the master `m`'s stream as far as it is now.
+pub fn wait_caught_up(m: &mut redis::Connection, r: &mut redis::Connection) {
+    let offset = info_field(m, "replication", "master_repl_offset");
+    wait_until("the replica to catch up", || {
+        info_field(r, "replication", "master_link_status") == "up"
+            && info_field(r, "replication", "slave_repl_offset") == offset
+    });
+}
+
 /// Poll `f` until it holds; fail after 20 s.
 pub fn wait_until(what: &str, f: impl FnMut() -> bool) {
     wait_for(what, Duration::from_secs(20), f)
