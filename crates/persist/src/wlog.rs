@@ -33,6 +33,11 @@ thread_local! {
     /// The replication offset right after this thread's last append (WAIT's target), until
     /// taken.
     static LAST_REPL_END: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    /// On a replica's link thread: the master's stream bytes of the command being applied
+    /// (and of a transaction's queued commands before it), passed on by the first append
+    /// the command makes, under the shard locks of its change, so a snapshot's cut never
+    /// falls between a change and the stream bytes that carry it.
+    static PROXY_STAGED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     static SLOT: usize = {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % SLOTS
@@ -144,6 +149,12 @@ struct Inner {
     rbuf: Vec<u8>,
     /// The replication backlog (while it exists the stream is encoded even with no replica).
     backlog: Option<Backlog>,
+    /// This server is a replica: its replication stream is its master's, passed on byte for
+    /// byte (`proxy_feed`), never encoded from its own writes (which go to the AOF only).
+    proxy: bool,
+    /// While proxying: the database the master's stream has selected after the bytes fed
+    /// so far (a sub-replica's full sync starts its stream in it).
+    proxy_db: usize,
 }
 
 impl Inner {
@@ -151,6 +162,13 @@ impl Inner {
     fn streaming(&self) -> bool {
         self.started > 0 || self.backlog.is_some()
     }
+}
+
+/// Where the replication stream is: its offset, and the database its last SELECT chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamPosition {
+    pub offset: u64,
+    pub db: usize,
 }
 
 /// The backlog as INFO replication reports it.
@@ -333,6 +351,8 @@ impl WriteLog {
                 repl_offset: 0,
                 rbuf: Vec::new(),
                 backlog: None,
+                proxy: false,
+                proxy_db: 0,
             }),
             cv: Condvar::new(),
             appended: AtomicU64::new(0),
@@ -418,8 +438,9 @@ impl WriteLog {
     }
 
     /// The subscriber's stream starts here. Call at a snapshot's cut (every shard locked).
-    /// Returns the replication offset at the start.
-    pub fn start_sub(&self, sub: &Arc<Sub>) -> u64 {
+    /// Returns where: the replication offset, and the database the stream has selected
+    /// there (0 on a master, whose next command selects again).
+    pub fn start_sub(&self, sub: &Arc<Sub>) -> StreamPosition {
         let mut g = self.inner.lock();
         let mut si = sub.inner.lock();
         if !si.started {
@@ -429,7 +450,82 @@ impl WriteLog {
         drop(si);
         // As Redis does for a new replica: the next command of the stream selects its db.
         g.repl_selected = -1;
-        g.repl_offset
+        Self::position(&g)
+    }
+
+    fn position(g: &Inner) -> StreamPosition {
+        StreamPosition {
+            offset: g.repl_offset,
+            db: if g.proxy { g.proxy_db } else { 0 },
+        }
+    }
+
+    /// The replication offset and the stream's database as an RDB saved now records them.
+    pub fn stream_position(&self) -> StreamPosition {
+        Self::position(&self.inner.lock())
+    }
+
+    /// Proxy mode on or off (this server became a replica, or a master again). Either way
+    /// the stream's next command selects its database.
+    pub fn set_proxy(&self, on: bool) {
+        let mut g = self.inner.lock();
+        g.proxy = on;
+        g.repl_selected = -1;
+        drop(g);
+        PROXY_STAGED.with(|p| p.borrow_mut().clear());
+    }
+
+    /// A new history at `offset` (a full sync from our master, or a restart from an RDB that
+    /// recorded it): the offset is set and the backlog starts empty there, created if
+    /// `backlog` is Some(size) and there was none.
+    pub fn reset_stream(&self, offset: u64, db: usize, backlog: Option<usize>) {
+        {
+            let mut g = self.inner.lock();
+            g.repl_offset = offset;
+            g.proxy_db = db;
+            g.repl_selected = -1;
+            let size = g.backlog.as_ref().map(|b| b.size()).or(backlog);
+            g.backlog = size.map(Backlog::new);
+            self.update_active(&g);
+        }
+        if backlog.is_some() {
+            self.start_logging();
+        }
+    }
+
+    /// On a replica's link thread, before applying a command of the master's stream: its
+    /// bytes, to be passed on by the command's first append or by `proxy_flush`.
+    pub fn proxy_stage(&self, bytes: &[u8]) {
+        PROXY_STAGED.with(|p| p.borrow_mut().extend_from_slice(bytes));
+    }
+
+    /// After a command (or a whole transaction) of the master's stream was applied: pass on
+    /// what its appends did not (commands that change nothing), leaving the stream in `db`.
+    pub fn proxy_flush(&self, db: usize) {
+        let mut g = self.inner.lock();
+        g.proxy_db = db;
+        PROXY_STAGED.with(|p| {
+            let mut p = p.borrow_mut();
+            if !p.is_empty() {
+                Self::feed_proxied(&mut g, &p);
+                p.clear();
+            }
+        });
+    }
+
+    /// The link dropped mid-transaction: the staged bytes will come again.
+    pub fn proxy_discard(&self) {
+        PROXY_STAGED.with(|p| p.borrow_mut().clear());
+    }
+
+    fn feed_proxied(g: &mut Inner, bytes: &[u8]) {
+        if g.streaming() {
+            g.rbuf.extend_from_slice(bytes);
+            Self::feed_subs(g);
+        } else {
+            // Nobody keeps the stream, but its offsets still count (INFO, ACKs).
+            g.repl_offset += bytes.len() as u64;
+        }
     }
 
     pub fn unsubscribe(&self, sub: &Arc<Sub>) {
@@ -562,7 +658,8 @@ impl WriteLog {
 
     fn feed_subs_raw(&self, command: &[u8]) {
         let mut g = self.inner.lock();
-        if !g.streaming() {
+        // A replica's stream is its master's: it adds nothing of its own.
+        if !g.streaming() || g.proxy {
             return;
         }
         g.rbuf.extend_from_slice(command);
@@ -585,7 +682,16 @@ impl WriteLog {
             let n = ops.iter().filter(|op| !op.2).count();
             Self::encode_unit(&mut g.buf, &mut g.selected, ops, n > 1, false);
         }
-        if g.streaming() {
+        if g.proxy {
+            let g = &mut *g;
+            PROXY_STAGED.with(|p| {
+                let mut p = p.borrow_mut();
+                if !p.is_empty() {
+                    Self::feed_proxied(g, &p);
+                    p.clear();
+                }
+            });
+        } else if g.streaming() {
             let g = &mut *g;
             Self::encode_unit(&mut g.rbuf, &mut g.repl_selected, ops, ops.len() > 1, true);
             Self::feed_subs(g);
@@ -767,7 +873,7 @@ mod tests {
             b"",
             "nothing before the cut"
         );
-        assert_eq!(log.start_sub(&sub), 0);
+        assert_eq!(log.start_sub(&sub).offset, 0);
         let mut unit = Ops::default();
         unit.push(0, [&b"INCR"[..], b"n"].into_iter());
         unit.push_replicas_only(0, [&b"PUBLISH"[..], b"c", b"m"].into_iter());

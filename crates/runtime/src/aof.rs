@@ -1376,7 +1376,7 @@ fn load_one(
 /// returns where it ends.
 fn load_rdb_part(srv: &Server, data: &[u8], done_before: u64) -> Result<usize, String> {
     use crate::persistence::RdbLoadError;
-    let loaded = crate::persistence::load_rdb_into(srv, data, false, false, |p| {
+    let loaded = crate::persistence::load_rdb_into(srv, data, false, false, false, |p| {
         srv.rdb.loading_loaded.store(done_before + p as u64, Relaxed)
     })
     .map_err(|e| match e {

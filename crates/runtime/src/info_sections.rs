@@ -700,9 +700,10 @@ fn replication_section(srv: &Server, out: &mut String) {
     let n = crate::replication::info_replicas(srv, &mut lines);
     let as_replica = crate::master_link::info_lines(srv);
     let (replid, offset) = match &as_replica {
-        Some((head, id, off)) => {
+        Some((head, id, _)) => {
             out.push_str(head);
-            (id.clone(), *off)
+            // A replica's stream is its master's: the same offsets.
+            (id.clone(), srv.propagation.log.repl_offset())
         }
         None => {
             out.push_str("role:master\r\n");

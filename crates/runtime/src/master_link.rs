@@ -10,9 +10,13 @@
 //! It acknowledges its offset every second and on REPLCONF GETACK, and reconnects after a
 //! failure: with the master's replication ID and the offset it had processed, so a master
 //! whose backlog still holds the rest answers `+CONTINUE` and only the missing stream comes
-//! (no new snapshot). Not yet: continuing after a restart of this server or after changing
-//! masters (PSYNC2's secondary ID), and passing the master's stream unchanged to our own
-//! replicas (they get it re-encoded, with offsets of our own).
+//! (no new snapshot).
+//!
+//! As PSYNC2 has it, a replica's replication history is its master's: the same ID and
+//! offsets, and the master's stream passed on byte for byte to its own replicas and backlog
+//! (the write log's proxy mode). So a replica restarted from its RDB (which records the ID
+//! and offset), a master turned replica, or a replica moved to a promoted sibling, asks to
+//! continue from its own history, and a promoted replica's siblings continue with it.
 
 use crate::args::{eq_ic, Args};
 use crate::ctx::Conn;
@@ -59,11 +63,12 @@ struct Link {
     host: String,
     port: u16,
     state: State,
-    /// The master's replication ID and the offset processed so far.
-    master_replid: String,
+    /// The master's stream offset processed so far (slave_repl_offset).
     offset: u64,
-    /// The dataset is the master's up to `offset` (a sync completed): a reconnection may ask
-    /// to continue from there (Redis's cached master).
+    /// The dataset is our replication history's (`replication::replid`, the stream's
+    /// offset) up to now: a (re)connection asks to continue from there (Redis's cached
+    /// master). False while a full sync replaces the data, and for a replica started
+    /// without a recorded history.
     continuable: bool,
     /// The database the master's stream had selected when the link was lost: a continued
     /// stream goes on in it without a new SELECT, as Redis's cached master client keeps it.
@@ -119,8 +124,8 @@ pub fn deny_reason(srv: &Server, write: bool, stale_ok: bool) -> Option<&'static
     None
 }
 
-/// REPLICAOF NO ONE: stop following the master, keeping the data. False if this server was
-/// not a replica.
+/// REPLICAOF NO ONE: stop following the master, keeping the data and (as ID 2) the
+/// history. False if this server was not a replica.
 pub fn become_master(srv: &Server) -> bool {
     if !srv.master_link.is_replica.swap(false, Relaxed) {
         return false;
@@ -128,7 +133,33 @@ pub fn become_master(srv: &Server) -> bool {
     srv.master_link.generation.fetch_add(1, Relaxed);
     srv.master_link.link_up.store(false, Relaxed);
     *srv.master_link.link.lock() = None;
+    crate::replication::promoted(srv);
     true
+}
+
+/// The link to the master is up (the stream is being applied).
+pub fn link_is_up(srv: &Server) -> bool {
+    srv.master_link.link_up.load(Relaxed)
+}
+
+/// This replica's data is its history's (see `Link::continuable`): an RDB saved now
+/// records the history.
+pub fn has_master_data(srv: &Server) -> bool {
+    srv.master_link
+        .link
+        .lock()
+        .as_ref()
+        .is_some_and(|l| l.continuable)
+}
+
+/// A replica restarted from an RDB that recorded its history: the link asks to continue it,
+/// the stream going on in database `db`.
+pub fn cache_own_history(srv: &Server, db: usize) {
+    if let Some(l) = srv.master_link.link.lock().as_mut() {
+        l.continuable = true;
+        l.stream_db = db;
+        l.offset = srv.propagation.log.repl_offset();
+    }
 }
 
 /// Whether the link already follows host:port (REPLICAOF to the same master is a no-op).
@@ -153,18 +184,44 @@ pub fn link_role(srv: &Server) -> Option<(String, u16, &'static str, i64)> {
     Some((l.host.clone(), l.port, l.state.name(), offset))
 }
 
-/// Become a replica of host:port (also from the `replicaof` config at start-up).
+/// Become a replica of host:port (REPLICAOF). A master offers its own history to the new
+/// master (it may be a promoted replica of ours); a replica keeps the history it had
+/// from its old master, as Redis's cached master.
 pub fn start(srv: Arc<Server>, host: String, port: u16) {
+    let was_master = !srv.master_link.is_replica();
+    let kept = srv
+        .master_link
+        .link
+        .lock()
+        .as_ref()
+        .map(|l| (l.continuable, l.stream_db));
+    let (continuable, stream_db) = match kept {
+        _ if was_master => {
+            crate::log::notice("Before turning into a replica, using my own master parameters to synthesize a cached master: I may be able to synchronize with the new master with just a partial transfer.");
+            (true, 0)
+        }
+        Some(k) => k,
+        None => (false, 0),
+    };
+    follow_master(srv, host, port, continuable, stream_db);
+}
+
+/// `replicaof host port` in the configuration: follow that master from the start, with no
+/// history to continue unless the RDB loaded at start-up recorded one.
+pub fn start_from_config(srv: Arc<Server>, host: String, port: u16) {
+    follow_master(srv, host, port, false, 0);
+}
+
+fn follow_master(srv: Arc<Server>, host: String, port: u16, continuable: bool, stream_db: usize) {
     let gen = srv.master_link.generation.fetch_add(1, Relaxed) + 1;
     srv.master_link.link_up.store(false, Relaxed);
     *srv.master_link.link.lock() = Some(Link {
         host: host.clone(),
         port,
         state: State::Connect,
-        master_replid: "?".into(),
-        offset: 0,
-        continuable: false,
-        stream_db: 0,
+        offset: srv.propagation.log.repl_offset(),
+        continuable,
+        stream_db,
         last_io_ms: 0,
         down_since_ms: 0,
         transfer_size: -1,
@@ -172,6 +229,8 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
         transfer_last_io_ms: 0,
     });
     srv.master_link.is_replica.store(true, Relaxed);
+    // From now on our replication stream is the master's, passed on.
+    srv.propagation.log.set_proxy(true);
     // Clients blocked on this master's data or acknowledgements cannot be served any more.
     srv.blocking.unblock_all_on_role_change();
     // Our own replicas were following another history: they must resync.
@@ -195,8 +254,8 @@ fn set_state(srv: &Server, gen: u64, f: impl FnOnce(&mut Link)) {
 }
 
 fn link_main(srv: &Arc<Server>, host: &str, port: u16, gen: u64) {
-    // A dataset still loading at start-up is replaced by the master's once it is in.
-    while srv.rdb.loading.load(Relaxed) {
+    // The dataset loading at start-up (and the history it records) comes first.
+    while srv.rdb.loading.load(Relaxed) || !srv.rdb.startup_load_done.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
@@ -385,7 +444,14 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
         .lock()
         .as_ref()
         .filter(|l| l.continuable)
-        .map(|l| (l.master_replid.clone(), l.offset, l.stream_db));
+        .map(|l| l.stream_db)
+        .map(|db| {
+            (
+                crate::replication::replid(srv),
+                srv.propagation.log.repl_offset(),
+                db,
+            )
+        });
     let r = match &cached {
         Some((id, off, _)) => {
             let next = (off + 1).to_string();
@@ -409,27 +475,25 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
         }
         (Some("+CONTINUE"), Some((id, off, db))) => {
             crate::log::notice("Successful partial resynchronization with master.");
-            let id = match parts.next().filter(|n| !n.is_empty() && *n != id) {
-                Some(new) => {
-                    crate::log::notice(&format!("Master replication ID changed to {new}"));
-                    new.to_string()
-                }
-                None => id,
-            };
+            if let Some(new) = parts.next().filter(|n| n.len() == 40 && *n != id) {
+                crate::log::notice(&format!("Master replication ID changed to {new}"));
+                crate::replication::master_renamed_history(srv, new);
+            }
+            crate::replication::ensure_backlog(srv);
             crate::log::notice(
                 "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
             );
-            Ok(Psync::Continue(id, off, db))
+            Ok(Psync::Continue(off, db))
         }
         _ => Err(format!("Unexpected reply to PSYNC from master: {r}")),
     }
 }
 
 /// How the master answered PSYNC: a full resynchronization from (replid, offset), or the
-/// stream continuing after (replid, offset) in the database it had selected.
+/// stream continuing after our offset in the database it had selected.
 enum Psync {
     Full(String, u64),
-    Continue(String, u64, usize),
+    Continue(u64, usize),
 }
 
 /// Receive the RDB payload into `path`.
@@ -525,10 +589,10 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     crate::log::notice("Non blocking connect for SYNC fired the event.");
     let (replid, offset) = match handshake(srv, &mut wire, gen)? {
         Psync::Full(id, off) => (id, off),
-        Psync::Continue(id, off, db) => {
+        Psync::Continue(off, db) => {
             set_state(srv, gen, |l| {
                 l.state = State::Connected;
-                l.master_replid = id;
+                l.offset = off;
                 l.last_io_ms = clock::now_ms();
             });
             if !current(srv, gen) {
@@ -560,19 +624,25 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         crate::replication::forget_history(srv);
         crate::persistence::empty_keyspace(srv);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
-        crate::persistence::rdb_load(srv, &path, false).map_err(|e| {
+        let how = crate::persistence::RdbLoadHow {
+            as_replica: true,
+            ..Default::default()
+        };
+        crate::persistence::rdb_load(srv, &path, how).map_err(|e| {
             format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
         })
     });
     let _ = std::fs::remove_file(&path);
-    loaded?;
+    // The stream goes on in the database the master's snapshot names (Redis's
+    // repl-stream-db), else the first command selects.
+    let db = loaded?.and_then(|l| l.repl).map_or(0, |r| r.db);
+    crate::replication::adopt_master_history(srv, &replid, offset, db);
     if crate::aof::enabled(srv) {
         // The AOF must restart from the new dataset, as Redis does after a sync.
         crate::aof::start_rewrite(srv.clone());
     }
     set_state(srv, gen, |l| {
         l.state = State::Connected;
-        l.master_replid = replid;
         l.offset = offset;
         l.continuable = true;
         l.last_io_ms = clock::now_ms();
@@ -582,8 +652,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     }
     srv.master_link.link_up.store(true, Relaxed);
     crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
-    // A full sync's stream starts with a SELECT.
-    follow(srv, &mut wire, offset, 0, gen)
+    follow(srv, &mut wire, offset, db, gen)
 }
 
 /// Apply the master's stream until the link breaks or REPLICAOF changes.
@@ -647,6 +716,8 @@ fn follow_as(
     let mut last_ack = Instant::now();
     let mut last_io = Instant::now();
     let timeout = repl_timeout(srv);
+    let log = &srv.propagation.log;
+    log.proxy_discard();
     let result = loop {
         if !current(srv, gen) {
             break Ok(());
@@ -684,6 +755,9 @@ fn follow_as(
             match parser.parse(&buf[pos..], &limits) {
                 Ok(Some(used)) => {
                     let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
+                    // Our replicas and backlog get the master's bytes as they are, passed
+                    // on by the command's own logging (or `proxy_flush` after it).
+                    log.proxy_stage(&buf[pos..pos + used]);
                     if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "getack") {
                         if let Err(e) = fsynced.ack(srv, wire, offset) {
                             err = Some(e);
@@ -693,6 +767,9 @@ fn follow_as(
                         crate::dispatch::execute(srv, &mut conn, &mut out, &args);
                         out.buf.clear();
                         fsynced.applied(srv, read_offset + used as u64, conn.woff);
+                    }
+                    if conn.multi.is_none() {
+                        log.proxy_flush(conn.db);
                     }
                     pos += used;
                     // The offset counts the stream's bytes, as the master's does; inside a
@@ -721,6 +798,7 @@ fn follow_as(
         }
     };
     crate::txn::reset(srv, &mut conn);
+    log.proxy_discard();
     // The database of the stream at `offset` (a MULTI cut short ran nothing).
     let db = conn.db;
     set_state(srv, gen, |l| l.stream_db = db);
@@ -854,5 +932,5 @@ pub fn info_lines(srv: &Server) -> Option<(String, String, u64)> {
         srv.config.hot.replica_read_only.load(Relaxed) as u8,
         srv.config.get_bool("replica-announced") as u8,
     );
-    Some((out, l.master_replid.clone(), l.offset))
+    Some((out, crate::replication::replid(srv), l.offset))
 }

@@ -160,6 +160,9 @@ fn rdb_save_abortable(
     let dirty_at_cut = AtomicU64::new(0);
     let w = srv.store.snapshot_abortable(
         || {
+            // The replication history as of the cut: a restart from this file continues it.
+            let mut aux = aux;
+            aux.extend(crate::replication::rdb_repl_aux(srv));
             let w = rdb_writer(
                 srv,
                 std::io::BufWriter::with_capacity(1 << 20, out),
@@ -282,15 +285,37 @@ pub fn abort_bgsave(srv: &Server) {
     }
 }
 
-/// Load an RDB file into the (empty) store. Ok(false) when the file does not exist.
-///
-/// `merge` (DEBUG RELOAD MERGE): a library already loaded is replaced by the file's instead
-/// of failing the load.
-pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<bool, String> {
+/// How an RDB file is loaded.
+#[derive(Default, Clone, Copy)]
+pub struct RdbLoadHow {
+    /// DEBUG RELOAD MERGE: a library already loaded is replaced by the file's instead of
+    /// failing the load.
+    pub merge: bool,
+    /// Loaded by a replica: keys already expired stay (its master's DEL removes them), as
+    /// Redis drops them only on a master.
+    pub as_replica: bool,
+    /// Name the keys dropped as expired (`RdbLoaded::expired_keys`).
+    pub name_expired: bool,
+}
+
+/// What a loaded RDB file holds beyond its keys.
+pub struct RdbLoaded {
+    /// The replication history it recorded, if complete.
+    pub repl: Option<crate::replication::ReplInfo>,
+    /// (database, key) of the keys dropped as expired, with `RdbLoadHow::name_expired`.
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
+}
+
+/// Load an RDB file into the (empty) store. Ok(None) when the file does not exist.
+pub fn rdb_load(
+    srv: &Server,
+    path: &std::path::Path,
+    how: RdbLoadHow,
+) -> Result<Option<RdbLoaded>, String> {
     let fatal = |e: std::io::Error| format!("Fatal error loading the DB {}: {e}", path.display());
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(fatal(e)),
     };
     // Mapped, not read: a heap copy of the file would double the memory a restart needs
@@ -309,9 +334,14 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<boo
     srv.rdb.loading_total.store(data.len() as u64, Relaxed);
     srv.rdb.loading_loaded.store(0, Relaxed);
     srv.rdb.loading_start.store(unix_secs(), Relaxed);
-    let res = load_rdb_into(srv, data, true, merge, |pos| {
-        srv.rdb.loading_loaded.store(pos as u64, Relaxed)
-    });
+    let res = load_rdb_into(
+        srv,
+        data,
+        !how.as_replica,
+        how.name_expired,
+        how.merge,
+        |pos| srv.rdb.loading_loaded.store(pos as u64, Relaxed),
+    );
     srv.rdb.loading.store(false, Relaxed);
     let loaded = match res {
         Ok(l) => l,
@@ -350,7 +380,10 @@ pub fn rdb_load(srv: &Server, path: &std::path::Path, merge: bool) -> Result<boo
         .store(loaded.expired, Relaxed);
     srv.dirty_at_save.store(srv.dirty_total(), Relaxed);
     srv.lastsave.store(unix_secs(), Relaxed);
-    Ok(true)
+    Ok(Some(RdbLoaded {
+        repl: crate::replication::ReplInfo::from_aux(&loaded.aux),
+        expired_keys: loaded.expired_keys,
+    }))
 }
 
 /// Drop every key of every database and every function library, without propagating it
@@ -418,6 +451,7 @@ pub(crate) fn load_rdb_into(
     srv: &Server,
     data: &[u8],
     drop_expired: bool,
+    name_expired: bool,
     merge: bool,
     progress: impl FnMut(usize),
 ) -> Result<tern_persist::rdb::file::Loaded, RdbLoadError> {
@@ -429,6 +463,7 @@ pub(crate) fn load_rdb_into(
         // `clients` leaves files (and the master's payload) to the shallow checks.
         deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
         verify_crc: !srv.rdb.skip_checksum_validation.load(Relaxed),
+        name_expired,
     };
     let loaded = tern_persist::rdb::file::load(
         data,
@@ -618,9 +653,14 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     if flush {
         empty_keyspace(srv);
     }
-    match rdb_load(srv, &rdb_path(srv), merge) {
-        Ok(true) => ctx.out.ok(),
-        Ok(false) => ctx.error("ERR Error trying to load the RDB dump, check server logs."),
+    let how = RdbLoadHow {
+        merge,
+        as_replica: srv.master_link.is_replica(),
+        name_expired: false,
+    };
+    match rdb_load(srv, &rdb_path(srv), how) {
+        Ok(Some(_)) => ctx.out.ok(),
+        Ok(None) => ctx.error("ERR Error trying to load the RDB dump, check server logs."),
         Err(e) => {
             crate::log::warning(&e);
             ctx.error("ERR Error trying to load the RDB dump, check server logs.")

@@ -82,6 +82,152 @@ pub fn forget_history(srv: &Server) {
     new_replid(srv);
 }
 
+/// A replica's full sync completed: its history is now the master's, from `offset` (Redis
+/// takes the master's ID and offset and clears ID 2), kept in a new backlog so that its own
+/// replicas, and itself once promoted, can continue it.
+pub fn adopt_master_history(srv: &Server, id: &str, offset: u64, db: usize) {
+    *srv.replicas.ids.lock() = ReplIds {
+        id: id.to_string(),
+        id2: NO_ID.into(),
+        second_offset: -1,
+    };
+    srv.propagation
+        .log
+        .reset_stream(offset, db, Some(backlog_size(srv)));
+}
+
+/// A continued link answered `+CONTINUE <new id>`: our master's history got a new name (it
+/// was promoted, or is another one that shares our past). The old name stays valid up to
+/// here as ID 2, and our replicas reconnect to learn the new one.
+pub fn master_renamed_history(srv: &Server, new_id: &str) {
+    let offset = srv.propagation.log.repl_offset() as i64;
+    {
+        let mut ids = srv.replicas.ids.lock();
+        ids.id2 = std::mem::replace(&mut ids.id, new_id.to_string());
+        ids.second_offset = offset + 1;
+    }
+    srv.propagation.log.close_subs();
+}
+
+/// The stream continues on a link whose backlog this server may not have yet (it restarted
+/// from an RDB): one is made, as Redis does after a successful PSYNC.
+pub fn ensure_backlog(srv: &Server) {
+    srv.propagation.log.create_backlog(backlog_size(srv));
+}
+
+/// This replica became a master (REPLICAOF NO ONE): the history it shared with its old
+/// master stays valid up to the current offset as ID 2, so its siblings continue with it
+/// partially; a new ID starts the new history (Redis's shiftReplicationId).
+pub fn shift_replid(srv: &Server) {
+    let offset = srv.propagation.log.repl_offset() as i64;
+    let mut ids = srv.replicas.ids.lock();
+    let old = std::mem::replace(&mut ids.id, random_replid());
+    ids.id2 = old;
+    ids.second_offset = offset + 1;
+    crate::log::notice(&format!(
+        "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+        ids.id2, ids.second_offset, ids.id
+    ));
+}
+
+/// REPLICAOF NO ONE on a replica: a new history (the old one as ID 2), our own stream
+/// again instead of the master's, and our replicas reconnect to learn the new ID (they
+/// continue partially). The backlog's time to live counts from now.
+pub fn promoted(srv: &Server) {
+    shift_replid(srv);
+    srv.propagation.log.set_proxy(false);
+    srv.propagation.log.close_subs();
+    srv.replicas
+        .no_replicas_since_ms
+        .store(clock::now_ms(), Relaxed);
+}
+
+/// The replication history an RDB file recorded (its `repl-id`, `repl-offset` and
+/// `repl-stream-db` AUX fields), when all three are valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplInfo {
+    pub id: String,
+    pub offset: u64,
+    pub db: usize,
+}
+
+impl ReplInfo {
+    pub fn from_aux(aux: &[(Vec<u8>, Vec<u8>)]) -> Option<ReplInfo> {
+        let field = |name: &str| {
+            aux.iter()
+                .find(|(k, _)| k.as_slice() == name.as_bytes())
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        };
+        let id = field("repl-id").filter(|id| id.len() == 40)?;
+        let offset = field("repl-offset")?.parse::<i64>().ok()?;
+        let db = field("repl-stream-db")?.parse::<i64>().ok()?;
+        // Older servers could record -1 for either; such a file says nothing usable.
+        (offset >= 0 && db >= 0).then_some(ReplInfo {
+            id,
+            offset: offset as u64,
+            db: db as usize,
+        })
+    }
+}
+
+/// The AUX fields that record our replication history in an RDB saved now (Redis's
+/// rdbPopulateSaveInfo): on a master with a backlog, or a replica holding its master's data.
+/// Call at the snapshot's cut.
+pub fn rdb_repl_aux(srv: &Server) -> Vec<(&'static str, String)> {
+    let has_history = if srv.master_link.is_replica() {
+        crate::master_link::has_master_data(srv)
+    } else {
+        srv.propagation.log.backlog_info().is_some()
+    };
+    if !has_history {
+        return Vec::new();
+    }
+    let pos = srv.propagation.log.stream_position();
+    vec![
+        ("repl-stream-db", pos.db.to_string()),
+        ("repl-id", replid(srv)),
+        ("repl-offset", pos.offset.to_string()),
+    ]
+}
+
+/// After the start-up load of an RDB that recorded a replication history: a replica
+/// continues it with its master (PSYNC from the recorded offset); a master keeps it as ID 2,
+/// so its replicas continue too, and sends them the DELs of the keys that expired while it
+/// was down (too many, and the backlog no longer reaches back: they sync in full).
+pub fn restore_history(srv: &Server, loaded: crate::persistence::RdbLoaded) {
+    let Some(info) = loaded.repl else {
+        return;
+    };
+    if srv.master_link.is_replica() {
+        srv.replicas.ids.lock().id = info.id.clone();
+        srv.propagation.log.reset_stream(info.offset, info.db, None);
+        crate::master_link::cache_own_history(srv, info.db);
+        return;
+    }
+    {
+        let mut ids = srv.replicas.ids.lock();
+        ids.id2 = info.id;
+        ids.second_offset = info.offset as i64 + 1;
+    }
+    srv.propagation
+        .log
+        .reset_stream(info.offset, 0, Some(backlog_size(srv)));
+    srv.replicas
+        .no_replicas_since_ms
+        .store(clock::now_ms(), Relaxed);
+    let del: &[u8] = if srv.config.get_bool("lazyfree-lazy-expire") {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    };
+    let mut ops = tern_persist::wlog::Ops::default();
+    for (db, key) in &loaded.expired_keys {
+        ops.clear();
+        ops.push(*db as i32, [del, key.as_slice()].into_iter());
+        srv.propagation.log.append(&ops);
+    }
+}
+
 fn backlog_size(srv: &Server) -> usize {
     (srv.config.get_i64("repl-backlog-size").max(0) as usize).max(MIN_BACKLOG)
 }
@@ -105,7 +251,15 @@ pub fn start_sync(ctx: &mut Ctx, kind: SyncKind) {
         // Redis ignores SYNC from a client that already is a replica.
         return;
     }
+    // A replica serves its own replicas only what it has from its master.
+    if srv_is_unlinked_replica(ctx.srv) {
+        return ctx.error("NOMASTERLINK Can't SYNC while not connected with my master");
+    }
     ctx.conn.pending_sync = Some(kind);
+}
+
+fn srv_is_unlinked_replica(srv: &Server) -> bool {
+    srv.master_link.is_replica() && !crate::master_link::link_is_up(srv)
 }
 
 /// REPLCONF ACK <offset> [FACK <aof offset>]: what the replica processed, and what its AOF
@@ -434,25 +588,21 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
     let offset = AtomicU64::new(0);
     let sub = rep.sub.clone();
     let now = clock::now_ms();
-    let extra = vec![
-        ("repl-stream-db", "0".to_string()),
-        ("repl-id", replid(srv)),
-    ];
-    let writer = crate::aof::snapshot_into(
-        srv,
-        Some(&|| offset.store(srv.propagation.log.start_sub(&sub), Relaxed)),
-        || {
-            let mut aux = crate::persistence::rdb_aux(now, false);
-            aux.extend(extra);
-            aux.push(("repl-offset", srv.propagation.log.repl_offset().to_string()));
-            crate::persistence::rdb_writer(
-                srv,
-                std::io::BufWriter::with_capacity(1 << 20, file),
-                &aux,
-                now,
-            )
-        },
-    );
+    let writer = crate::aof::snapshot_into(srv, None, || {
+        // At the cut: the replica's stream starts here, where its RDB says it does.
+        let pos = srv.propagation.log.start_sub(&sub);
+        offset.store(pos.offset, Relaxed);
+        let mut aux = crate::persistence::rdb_aux(now, false);
+        aux.push(("repl-stream-db", pos.db.to_string()));
+        aux.push(("repl-id", replid(srv)));
+        aux.push(("repl-offset", pos.offset.to_string()));
+        crate::persistence::rdb_writer(
+            srv,
+            std::io::BufWriter::with_capacity(1 << 20, file),
+            &aux,
+            now,
+        )
+    });
     writer
         .finish()
         .and_then(|bw| bw.into_inner().map_err(|e| e.into_error()))

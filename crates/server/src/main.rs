@@ -72,6 +72,14 @@ fn main() {
     register_client_eviction_hooks(&srv);
     tern_runtime::replication::register_hooks(&srv);
     tern_runtime::client_eviction::apply_limit(&srv);
+    // `replicaof host port` in the configuration: follow that master from the start (the
+    // link waits for the load below, which may give it a history to continue).
+    if let Some((host, Ok(port))) = srv.config.get("replicaof").and_then(|v| {
+        v.split_once(' ')
+            .map(|(h, p)| (h.to_string(), p.parse::<u16>()))
+    }) {
+        tern_runtime::master_link::start_from_config(srv.clone(), host, port);
+    }
     let rdb = tern_runtime::persistence::rdb_path(&srv);
     if srv.config.get_bool("appendonly") {
         // With the AOF on, the AOF alone is the dataset (as in Redis): load it, then open it
@@ -112,11 +120,21 @@ fn main() {
             .name("rdb-load".into())
             .spawn(move || {
                 let t0 = std::time::Instant::now();
-                match tern_runtime::persistence::rdb_load(&srv2, &rdb, false) {
-                    Ok(_) => notice!(
-                        "DB loaded from disk: {:.3} seconds",
-                        t0.elapsed().as_secs_f64()
-                    ),
+                let how = tern_runtime::persistence::RdbLoadHow {
+                    as_replica: srv2.master_link.is_replica(),
+                    name_expired: !srv2.master_link.is_replica(),
+                    ..Default::default()
+                };
+                match tern_runtime::persistence::rdb_load(&srv2, &rdb, how) {
+                    Ok(loaded) => {
+                        notice!(
+                            "DB loaded from disk: {:.3} seconds",
+                            t0.elapsed().as_secs_f64()
+                        );
+                        if let Some(loaded) = loaded {
+                            tern_runtime::replication::restore_history(&srv2, loaded);
+                        }
+                    }
                     Err(e) => {
                         log::wait_initialized(Duration::from_secs(5));
                         warning!("{e}");
@@ -135,13 +153,6 @@ fn main() {
         .map(|i| spawn_worker(srv.clone(), drain.clone(), i))
         .collect();
     spawn_cron(srv.clone());
-    // `replicaof host port` in the configuration: follow that master from the start.
-    if let Some((host, Ok(port))) = srv.config.get("replicaof").and_then(|v| {
-        v.split_once(' ')
-            .map(|(h, p)| (h.to_string(), p.parse::<u16>()))
-    }) {
-        tern_runtime::master_link::start(srv.clone(), host, port);
-    }
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

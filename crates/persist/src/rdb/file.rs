@@ -176,6 +176,8 @@ pub struct Loaded {
     pub end: usize,
     /// Keys whose collection had no elements: skipped, as Redis skips them.
     pub empty_keys: Vec<Vec<u8>>,
+    /// (database, key) of the keys dropped as expired, with `LoadOptions::name_expired`.
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
 }
 
 /// How a file is checked.
@@ -185,6 +187,9 @@ pub struct LoadOptions {
     pub deep: bool,
     /// Verify the CRC-64 trailer (off with DEBUG SET-SKIP-CHECKSUM-VALIDATION 1).
     pub verify_crc: bool,
+    /// Keep the names of the keys dropped as expired (`Loaded::expired_keys`): a master
+    /// restarting with its replication history sends their DELs to its replicas.
+    pub name_expired: bool,
 }
 
 impl Default for LoadOptions {
@@ -192,6 +197,7 @@ impl Default for LoadOptions {
         LoadOptions {
             deep: false,
             verify_crc: true,
+            name_expired: false,
         }
     }
 }
@@ -315,6 +321,9 @@ pub fn load(
         };
         if drop_expired && expire_at != 0 && expire_at <= now_ms {
             out.expired += 1;
+            if opts.name_expired {
+                out.expired_keys.push((db, key));
+            }
         } else {
             out.keys += 1;
             on_key(LoadedKey {

@@ -30,6 +30,7 @@ mod ordering;
 mod pause;
 mod protocol;
 mod psync;
+mod psync2;
 mod pubsub;
 mod rdb;
 mod replication;

@@ -54,7 +54,11 @@ impl Server {
 
     /// `tern` with extra environment variables for the server process.
     pub fn tern_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let port = free_port();
+        Self::tern_at(free_port(), extra, env)
+    }
+
+    /// `tern` on a given port (a restart where the old one ran: its peers reconnect).
+    pub fn tern_at(port: u16, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern-server"));
         cmd.args([
             "--port",
