@@ -133,6 +133,7 @@ pub fn become_master(srv: &Server) -> bool {
     srv.master_link.generation.fetch_add(1, Relaxed);
     srv.master_link.link_up.store(false, Relaxed);
     *srv.master_link.link.lock() = None;
+    let _ = srv.config.set("replicaof", "no one", false);
     crate::replication::promoted(srv);
     true
 }
@@ -229,6 +230,10 @@ fn follow_master(srv: Arc<Server>, host: String, port: u16, continuable: bool, s
         transfer_last_io_ms: 0,
     });
     srv.master_link.is_replica.store(true, Relaxed);
+    // CONFIG GET and CONFIG REWRITE see the master we follow, so a restart follows it too.
+    let _ = srv
+        .config
+        .set("replicaof", &format!("{host} {port}"), false);
     // From now on our replication stream is the master's, passed on.
     srv.propagation.log.set_proxy(true);
     // Clients blocked on this master's data or acknowledgements cannot be served any more.

@@ -482,6 +482,17 @@ fn replica_entry(
     }
 }
 
+/// CONFIG RESETSTAT: the sync counters start again.
+pub fn reset_stats(srv: &Server) {
+    for c in [
+        &srv.replicas.sync_full,
+        &srv.replicas.sync_partial_ok,
+        &srv.replicas.sync_partial_err,
+    ] {
+        c.store(0, Relaxed);
+    }
+}
+
 /// The log line of every SYNC / PSYNC, before anything is decided.
 pub fn sync_requested(srv: &Server, handle: &crate::clients::ClientHandle) {
     crate::log::notice(&format!(

@@ -139,6 +139,7 @@ fn resetstat(ctx: &mut Ctx, _args: &Args) {
     srv.save_children
         .latest_fork_usec
         .store(0, std::sync::atomic::Ordering::Relaxed);
+    tern_runtime::replication::reset_stats(srv);
     ctx.out.ok();
 }
 
