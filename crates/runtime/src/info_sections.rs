@@ -726,7 +726,7 @@ fn replication_section(srv: &Server, out: &mut String) {
     let backlog = srv.propagation.log.backlog_info();
     let _ = write!(
         out,
-        "master_failover_state:no-failover\r\n\
+        "master_failover_state:{}\r\n\
          master_replid:{}\r\n\
          master_replid2:{id2}\r\n\
          master_repl_offset:{}\r\n\
@@ -735,6 +735,7 @@ fn replication_section(srv: &Server, out: &mut String) {
          repl_backlog_size:{}\r\n\
          repl_backlog_first_byte_offset:{}\r\n\
          repl_backlog_histlen:{}\r\n",
+        crate::failover::state_name(srv),
         replid,
         offset,
         backlog.is_some() as u8,

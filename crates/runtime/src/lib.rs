@@ -16,6 +16,7 @@ pub mod ctx;
 pub mod dispatch;
 pub mod double;
 pub mod evict;
+pub mod failover;
 pub mod float;
 pub mod glob;
 pub mod info_sections;

@@ -457,19 +457,32 @@ fn handshake(srv: &Server, wire: &mut Wire, gen: u64) -> Result<Psync, String> {
                 db,
             )
         });
-    let r = match &cached {
+    let (id, next) = match &cached {
         Some((id, off, _)) => {
             let next = (off + 1).to_string();
             crate::log::notice(&format!(
                 "Trying a partial resynchronization (request {id}:{next})."
             ));
-            wire.command(srv, &[b"PSYNC", id.as_bytes(), next.as_bytes()], t, gen)?
+            (id.as_str(), next)
         }
         None => {
             crate::log::notice("Partial resynchronization not possible (no cached master)");
-            wire.command(srv, &[b"PSYNC", b"?", b"-1"], t, gen)?
+            ("?", "-1".to_string())
         }
     };
+    // A master handing over (FAILOVER) asks its target to take over with its PSYNC.
+    let failing_over = crate::failover::in_progress(srv);
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", id.as_bytes(), next.as_bytes()];
+    if failing_over {
+        psync.push(b"FAILOVER");
+    }
+    let r = wire.command(srv, &psync, t, gen)?;
+    if failing_over {
+        crate::failover::psync_answered(
+            srv,
+            r.starts_with("+CONTINUE") || r.starts_with("+FULLRESYNC"),
+        );
+    }
     let mut parts = r.split(' ');
     match (parts.next(), cached) {
         (Some("+FULLRESYNC"), _) => {
@@ -718,7 +731,11 @@ fn follow_as(
     };
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
-    let mut last_ack = Instant::now();
+    // The first ACK goes at once: a master that streamed a diskless payload waits for it to
+    // put us online (and FAILOVER targets only online replicas).
+    let mut last_ack = Instant::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or_else(Instant::now);
     let mut last_io = Instant::now();
     let timeout = repl_timeout(srv);
     let log = &srv.propagation.log;

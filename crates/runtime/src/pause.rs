@@ -28,6 +28,9 @@ pub struct Pause {
     /// Writes are held while a shutdown waits for replicas (Redis's PAUSE_DURING_SHUTDOWN):
     /// apart from CLIENT PAUSE, which UNPAUSE does not end.
     during_shutdown: AtomicBool,
+    /// Writes are held while FAILOVER waits for a replica to catch up (Redis's
+    /// PAUSE_DURING_FAILOVER), whatever CLIENT PAUSE / UNPAUSE do.
+    during_failover: AtomicBool,
     /// Wakes the held clients on UNPAUSE.
     changed: tokio::sync::Notify,
 }
@@ -60,11 +63,28 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
+    /// Hold writes until `end_failover_hold` (FAILOVER waiting for its replica).
+    pub fn start_failover_hold(&self) {
+        self.during_failover.store(true, Relaxed);
+    }
+
+    /// The failover ended (done or aborted).
+    pub fn end_failover_hold(&self) {
+        self.during_failover.store(false, Relaxed);
+        self.changed.notify_waiters();
+    }
+
+    /// Writes held until a shutdown or a failover lets them go.
+    #[inline]
+    fn held_for_handover(&self) -> bool {
+        self.during_shutdown.load(Relaxed) || self.during_failover.load(Relaxed)
+    }
+
     /// The pause in force now: None, or Some(all).
     #[inline]
     pub fn active(&self) -> Option<bool> {
         if tern_engine::expire::paused_until() <= tern_engine::clock::now_ms() {
-            return self.during_shutdown.load(Relaxed).then_some(false);
+            return self.held_for_handover().then_some(false);
         }
         Some(self.all.load(Relaxed))
     }
@@ -91,7 +111,7 @@ impl Pause {
         let now = tern_engine::clock::now_ms();
         let left = if end > now {
             end - now
-        } else if self.during_shutdown.load(Relaxed) {
+        } else if self.held_for_handover() {
             u64::MAX
         } else {
             return;

@@ -251,6 +251,9 @@ pub fn start_sync(ctx: &mut Ctx, kind: SyncKind) {
         // Redis ignores SYNC from a client that already is a replica.
         return;
     }
+    if crate::failover::running(ctx.srv) {
+        return ctx.error("NOMASTERLINK Can't SYNC while failing over");
+    }
     // A replica serves its own replicas only what it has from its master.
     if srv_is_unlinked_replica(ctx.srv) {
         return ctx.error("NOMASTERLINK Can't SYNC while not connected with my master");
@@ -370,6 +373,8 @@ pub struct Replicas {
     /// When the last replica left (0: one is attached, or none ever was): the backlog's TTL
     /// counts from there.
     no_replicas_since_ms: AtomicU64,
+    /// A coordinated FAILOVER in progress.
+    pub failover: crate::failover::Failover,
 }
 
 /// A replica attached to the write log; dropping it detaches it.
@@ -623,7 +628,8 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
 }
 
 /// The replication cron: PING down the stream every `repl-ping-replica-period` seconds.
-pub fn cron(srv: &Server) {
+pub fn cron(srv: &Arc<Server>) {
+    crate::failover::cron(srv);
     free_idle_backlog(srv);
     if srv.propagation.log.subscribers() == 0 {
         // The first PING comes a full period after a replica attaches.

@@ -21,6 +21,8 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "se
         "Sets a Redis server as a replica of another, or promotes it to being a master."),
     ("role", 1, [NOSCRIPT LOADING STALE FAST], [ADMIN DANGEROUS], [], role, "2.8.12",
         "Returns the replication role."),
+    ("failover", -1, [ADMIN NOSCRIPT STALE], [], [], failover, "6.2.0",
+        "Starts a coordinated failover from a server to one of its replicas."),
 };
 
 fn sync(ctx: &mut Ctx, _args: &Args) {
@@ -38,6 +40,21 @@ fn psync(ctx: &mut Ctx, args: &Args) {
         return ctx.error(tern_runtime::args::ERR_NOT_INT);
     };
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
+    // PSYNC <our replid> <offset> FAILOVER: our master hands over to us (its FAILOVER).
+    if args.len() > 3 && eq_ic(&args[3], "failover") {
+        tern_runtime::log::notice(&format!("Failover request received for replid {replid}."));
+        if !ctx.srv.master_link.is_replica() {
+            return ctx.error("ERR PSYNC FAILOVER can't be sent to a master.");
+        }
+        if !replid.eq_ignore_ascii_case(&replication::replid(ctx.srv)) {
+            return ctx.error("ERR PSYNC FAILOVER replid must match my replid.");
+        }
+        master_link::become_master(ctx.srv);
+        tern_runtime::log::notice(&format!(
+            "MASTER MODE enabled (failover request from 'id={} addr={}')",
+            ctx.conn.handle.id, ctx.conn.handle.addr
+        ));
+    }
     replication::start_sync(ctx, SyncKind::Psync { replid, offset });
 }
 
@@ -85,6 +102,9 @@ fn replconf(ctx: &mut Ctx, args: &Args) {
 }
 
 fn replicaof(ctx: &mut Ctx, args: &Args) {
+    if tern_runtime::failover::running(ctx.srv) {
+        return ctx.error("ERR REPLICAOF not allowed while failing over.");
+    }
     if eq_ic(&args[1], "no") && eq_ic(&args[2], "one") {
         if master_link::become_master(ctx.srv) {
             tern_runtime::log::notice(&format!(
@@ -139,5 +159,49 @@ fn role(ctx: &mut Ctx, _args: &Args) {
         ctx.out.bulk(r.ip.as_bytes());
         ctx.out.bulk(r.port.to_string().as_bytes());
         ctx.out.bulk(r.offset.to_string().as_bytes());
+    }
+}
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms].
+fn failover(ctx: &mut Ctx, args: &Args) {
+    use tern_runtime::failover;
+    if args.len() == 2 && eq_ic(&args[1], "abort") {
+        return match failover::abort_command(ctx.srv) {
+            Ok(()) => ctx.out.ok(),
+            Err(e) => ctx.error(e),
+        };
+    }
+    let mut req = failover::Request {
+        target: None,
+        timeout_ms: 0,
+        force: false,
+    };
+    let mut j = 1;
+    while j < args.len() {
+        if eq_ic(&args[j], "timeout") && j + 1 < args.len() && req.timeout_ms == 0 {
+            let Some(ms) = parse_i64(&args[j + 1]) else {
+                return ctx.error(tern_runtime::args::ERR_NOT_INT);
+            };
+            if ms <= 0 {
+                return ctx.error("ERR FAILOVER timeout must be greater than 0");
+            }
+            req.timeout_ms = ms as u64;
+            j += 2;
+        } else if eq_ic(&args[j], "to") && j + 2 < args.len() && req.target.is_none() {
+            let Some(port) = parse_i64(&args[j + 2]) else {
+                return ctx.error(tern_runtime::args::ERR_NOT_INT);
+            };
+            req.target = Some((args.str(j + 1), port.clamp(0, u16::MAX as i64) as u16));
+            j += 3;
+        } else if eq_ic(&args[j], "force") && !req.force {
+            req.force = true;
+            j += 1;
+        } else {
+            return ctx.error("ERR syntax error");
+        }
+    }
+    match failover::begin(ctx.srv, req) {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.error(e),
     }
 }

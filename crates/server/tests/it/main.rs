@@ -13,6 +13,7 @@ mod config_info;
 mod corrupt_dump;
 mod digest;
 mod dump;
+mod failover;
 mod functions;
 mod geo;
 mod hashes;
