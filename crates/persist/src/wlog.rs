@@ -656,6 +656,14 @@ impl WriteLog {
         self.feed_subs_raw(b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
     }
 
+    /// One command to the replicas (and the backlog) alone, with no SELECT (DEBUG
+    /// REPLICATE).
+    pub fn feed_replicas_only(&self, argv: &[&[u8]]) {
+        let mut cmd = Vec::new();
+        encode_command(&mut cmd, argv.iter().copied());
+        self.feed_subs_raw(&cmd);
+    }
+
     fn feed_subs_raw(&self, command: &[u8]) {
         let mut g = self.inner.lock();
         // A replica's stream is its master's: it adds nothing of its own.

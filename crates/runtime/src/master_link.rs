@@ -787,6 +787,9 @@ fn follow_as(
                         }
                     } else if !args.is_empty() {
                         crate::dispatch::execute(srv, &mut conn, &mut out, &args);
+                        if out.buf.first() == Some(&b'-') {
+                            error_to_master(srv, &conn, &args, &out.buf);
+                        }
                         out.buf.clear();
                         fsynced.applied(srv, read_offset + used as u64, conn.woff);
                     }
@@ -825,6 +828,34 @@ fn follow_as(
     let db = conn.db;
     set_state(srv, gen, |l| l.stream_db = db);
     result
+}
+
+/// A command of the master's stream failed here: the datasets may have diverged. Logged as
+/// Redis does (and counted); with `propagation-error-behavior panic` or
+/// `panic-on-replicas`, a read-only replica stops rather than go on diverging.
+fn error_to_master(srv: &Server, conn: &Conn, args: &Args, reply: &[u8]) {
+    let text = String::from_utf8_lossy(&reply[1..reply.len().min(4097)]);
+    let text = text.trim_end();
+    let name = srv
+        .commands
+        .get(&args[0])
+        .map_or("<unknown>".to_string(), |e| e.fullname.clone());
+    crate::log::warning(&format!(
+        "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{name}'"
+    ));
+    conn.stats.unexpected_error_replies.add(1);
+    let behavior = srv
+        .config
+        .get("propagation-error-behavior")
+        .unwrap_or_default();
+    if srv.config.hot.replica_read_only.load(Relaxed)
+        && (behavior == "panic" || behavior == "panic-on-replicas")
+    {
+        crate::log::warning(&format!(
+            "This replica panicked sending an error to its master after processing the command '{name}'"
+        ));
+        std::process::abort();
+    }
 }
 
 /// How far the master's stream is fsynced in our AOF: the stream offsets applied, each with

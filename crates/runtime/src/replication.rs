@@ -75,6 +75,12 @@ fn new_replid(srv: &Server) {
     *ids = ReplIds::default();
 }
 
+/// DEBUG CHANGE-REPL-ID: a new ID and no ID 2, as Redis's changeReplicationId and
+/// clearReplicationId2.
+pub fn change_replid(srv: &Server) {
+    new_replid(srv);
+}
+
 /// The dataset was replaced by another history (a full sync from our master): nobody can
 /// continue our old stream, so the backlog goes and the ID changes.
 pub fn forget_history(srv: &Server) {

@@ -62,7 +62,14 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             ctx.out.ok();
         }
         ("change-repl-id", 2) => {
-            // No replication state exists yet; there is nothing to change.
+            tern_runtime::replication::change_replid(ctx.srv);
+            ctx.out.ok();
+        }
+        ("replicate", 3..) => {
+            // To the replicas alone (not the AOF), without a SELECT: a test's way to make
+            // the replicas diverge.
+            let argv: Vec<&[u8]> = args.iter().skip(2).map(|a| &a[..]).collect();
+            ctx.srv.propagation.log.feed_replicas_only(&argv);
             ctx.out.ok();
         }
         ("stringmatch-test", 2) => {
