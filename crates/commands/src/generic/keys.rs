@@ -590,12 +590,15 @@ fn dbsize(ctx: &mut Ctx, _args: &Args) {
 }
 
 /// A random live key of `db`: a shard picked in proportion to its size, then a random entry.
-/// Expired picks are deleted and the draw repeats, as Redis does.
+/// Expired picks are deleted and the draw repeats, as Redis does. On a replica they stay: if
+/// every key has a TTL they may all be expired, so after 100 such draws the last is returned
+/// anyway (Redis's dbRandomKey).
 pub fn random_key(ctx: &mut Ctx, db: usize) -> Option<Box<[u8]>> {
     use rand::Rng;
     let srv: &tern_runtime::Server = ctx.srv;
     let store = &srv.store;
     let now = ctx.now_ms;
+    let mut tries_left = 100;
     loop {
         let sizes: Vec<usize> = (0..store.shards_per_db())
             .map(|s| store.lock_shard(db, s).len())
@@ -620,6 +623,17 @@ pub fn random_key(ctx: &mut Ctx, db: usize) -> Option<Box<[u8]>> {
         let key: Box<[u8]> = e.key().into();
         if e.is_expired(now) {
             reap_expired(&mut shard, &key);
+            drop(shard);
+            if srv.master_link.is_replica() {
+                tries_left -= 1;
+                if tries_left == 0 {
+                    let (keys, volatile) = store.db_stats(db);
+                    if keys == volatile {
+                        return Some(key);
+                    }
+                    tries_left = 100;
+                }
+            }
             continue;
         }
         return Some(key);
