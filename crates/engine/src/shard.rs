@@ -32,8 +32,12 @@ pub struct ShardData {
     quiet: Vec<(Box<[u8]>, Quiet)>,
     /// On a writable replica: keys its own clients gave a TTL, which the replica expires itself
     /// (the master knows nothing of them; Redis's slaveKeysWithExpire). None otherwise.
-    replica_keys: Option<Box<HashSet<Box<[u8]>>>>,
+    /// Boxed: a shard without any (every master's) stays one pointer bigger, not a table's size.
+    replica_keys: Option<Box<ReplicaKeys>>,
 }
+
+/// The keys a writable replica expires itself, in one shard.
+type ReplicaKeys = HashSet<Box<[u8]>>;
 
 /// What the WATCH checker knows of a watched key while its shard is locked.
 enum Quiet {

@@ -155,11 +155,19 @@ fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut removed = Vec::new();
+    // On a replica an expired key is not expired first (the master decides): it is deleted,
+    // and counted, as any other (Redis's delGenericCommand).
+    let replica = ctx.srv.master_link.is_replica();
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
         let shard = g.shard(db, h);
         // Only a removal is a change (`remove` touches the key for WATCH).
-        if shard.get_quiet(h, key, now).is_some() {
+        let present = if replica {
+            shard.dict().get(h, key).is_some()
+        } else {
+            shard.get_quiet(h, key, now).is_some()
+        };
+        if present {
             if let Some(e) = shard.remove(h, key) {
                 removed.push(e);
             }

@@ -32,6 +32,7 @@ mod protocol;
 mod psync;
 mod pubsub;
 mod rdb;
+mod replica_expiry;
 mod replication;
 mod scripting;
 mod scripting_kill;
