@@ -53,6 +53,11 @@ pub fn already_expired(at_ms: i64, now_ms: u64) -> bool {
     at_ms <= now_ms as i64 && !loading() && role() == Role::Master
 }
 
+/// Set once a writable replica's client gave some key a TTL (`ShardData::note_replica_ttl`):
+/// until then a replica's expire cycle locks no shard.
+// Process-wide: set deep in the shard code, read by the cycle; never cleared (a hint).
+pub(crate) static REPLICA_KEYS_NOTED: AtomicBool = AtomicBool::new(false);
+
 /// Who decides when keys expire on this server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -141,6 +146,10 @@ impl ActiveExpire {
     /// A replica's share (Redis's expireSlaveKeys): delete the keys its own clients gave a
     /// TTL that has run out, within `budget`. Returns keys expired.
     fn replica_cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
+        if !REPLICA_KEYS_NOTED.load(Ordering::Relaxed) {
+            // No client of this replica ever gave a key a TTL: no shard to look at.
+            return 0;
+        }
         let start = Instant::now();
         let n = store.shard_count();
         let mut expired = 0;

@@ -387,6 +387,7 @@ impl ShardData {
     #[cold]
     fn note_replica_ttl_slow(&mut self, key: &[u8]) {
         if crate::expire::role() == crate::expire::Role::WritableReplica {
+            crate::expire::REPLICA_KEYS_NOTED.store(true, std::sync::atomic::Ordering::Relaxed);
             self.replica_keys
                 .get_or_insert_with(Default::default)
                 .insert(key.into());
