@@ -241,10 +241,12 @@ impl Entry {
         }
     }
 
+    /// Whether the entry's time has run out, as the running code must see it: never while a
+    /// log is replayed, never for the master's stream on a replica (its DEL removes the key).
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
         let at = self.expire_at();
-        at != 0 && at <= now_ms && !crate::expire::loading()
+        at != 0 && at <= now_ms && !crate::expire::loading() && !crate::watch::from_master()
     }
 }
 

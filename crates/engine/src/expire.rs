@@ -47,9 +47,45 @@ pub fn paused(now_ms: u64) -> bool {
 }
 
 /// Redis's checkAlreadyExpired: an absolute time `at_ms` already past, so that a command
-/// setting it deletes the key instead; never while a log is replayed.
+/// setting it deletes the key instead; never while a log is replayed, never on a replica (the
+/// key keeps its past time and waits for the master's DEL).
 pub fn already_expired(at_ms: i64, now_ms: u64) -> bool {
-    at_ms <= now_ms as i64 && !loading()
+    at_ms <= now_ms as i64 && !loading() && role() == Role::Master
+}
+
+/// Set once a writable replica's client gave some key a TTL (`ShardData::note_replica_ttl`):
+/// until then a replica's expire cycle locks no shard.
+// Process-wide: set deep in the shard code, read by the cycle; never cleared (a hint).
+pub(crate) static REPLICA_KEYS_NOTED: AtomicBool = AtomicBool::new(false);
+
+/// Who decides when keys expire on this server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Lazy and active expiry delete keys (and log the DEL).
+    Master,
+    /// A read-only replica: the master's DELs remove expired keys; meanwhile reads see them as
+    /// absent and nothing here deletes them.
+    Replica,
+    /// A writable replica (`replica-read-only no`): as `Replica`, except that write commands
+    /// delete the expired keys they meet and keys given a TTL here are expired here.
+    WritableReplica,
+}
+
+/// Where the engine learns the server's role: set once at start by the runtime, which owns
+/// the replication state. Read only on cold paths (an expired key met, a TTL set by a write,
+/// an expire cycle), never per lookup.
+// Process-wide: read deep in the shard code, where no server is reachable.
+static ROLE_HOOK: std::sync::OnceLock<fn() -> Role> = std::sync::OnceLock::new();
+
+/// Install the role hook (first call wins). Without one the server is a master.
+pub fn set_role_hook(f: fn() -> Role) {
+    let _ = ROLE_HOOK.set(f);
+}
+
+/// The server's role for expiry, now (a promotion takes effect at the next call).
+#[inline]
+pub fn role() -> Role {
+    ROLE_HOOK.get().map_or(Role::Master, |f| f())
 }
 use std::time::{Duration, Instant};
 
@@ -74,6 +110,11 @@ impl ActiveExpire {
         if loading() {
             return 0;
         }
+        if role() != Role::Master {
+            // Only a master samples keys to expire (Redis's activeExpireCycle); a replica
+            // expires only the keys its own clients gave a TTL (writable replicas).
+            return self.replica_cycle(store, now_ms, budget);
+        }
         let start = Instant::now();
         let n = store.shard_count();
         let mut expired = 0;
@@ -83,6 +124,10 @@ impl ActiveExpire {
             visited += 1;
             loop {
                 let mut g = store.lock_index(i);
+                if g.has_replica_keys() {
+                    // Promoted: these keys expire as every other now.
+                    g.forget_replica_keys();
+                }
                 if g.volatile() == 0 {
                     break;
                 }
@@ -93,6 +138,30 @@ impl ActiveExpire {
                 if sampled == 0 || e * 4 < sampled || start.elapsed() >= budget {
                     break;
                 }
+            }
+        }
+        expired
+    }
+
+    /// A replica's share (Redis's expireSlaveKeys): delete the keys its own clients gave a
+    /// TTL that has run out, within `budget`. Returns keys expired.
+    fn replica_cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
+        if !REPLICA_KEYS_NOTED.load(Ordering::Relaxed) {
+            // No client of this replica ever gave a key a TTL: no shard to look at.
+            return 0;
+        }
+        let start = Instant::now();
+        let n = store.shard_count();
+        let mut expired = 0;
+        for _ in 0..n {
+            let i = self.next_shard.fetch_add(1, Ordering::Relaxed) % n;
+            let mut g = store.lock_index(i);
+            if g.has_replica_keys() {
+                expired += g.expire_replica_keys(now_ms);
+            }
+            drop(g);
+            if start.elapsed() >= budget {
+                break;
             }
         }
         expired

@@ -6,6 +6,7 @@ use crate::entry::{Entry, EntryBox};
 use crate::snapshot::SnapShared;
 use crate::value::Value;
 use crate::watch::{self, WatchFlag, WatchTable, Watcher};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -29,7 +30,14 @@ pub struct ShardData {
     /// WATCH checker (`watch::enable_check`): the watched keys the current lock holder looked up
     /// with `get_quiet` or touched. Empty unless checking.
     quiet: Vec<(Box<[u8]>, Quiet)>,
+    /// On a writable replica: keys its own clients gave a TTL, which the replica expires itself
+    /// (the master knows nothing of them; Redis's slaveKeysWithExpire). None otherwise.
+    /// Boxed: a shard without any (every master's) stays one pointer bigger, not a table's size.
+    replica_keys: Option<Box<ReplicaKeys>>,
 }
+
+/// The keys a writable replica expires itself, in one shard.
+type ReplicaKeys = HashSet<Box<[u8]>>;
 
 /// What the WATCH checker knows of a watched key while its shard is locked.
 enum Quiet {
@@ -47,6 +55,23 @@ fn save_owed(snap: &Option<Arc<SnapShared>>, parity: bool, db: usize, e: &mut En
             s.save(db, e);
             e.set_snap_bit(parity);
         }
+    }
+}
+
+/// An expired key met by a lookup stays (seen as absent) instead of being deleted: while a
+/// pause holds expiry (reads only), and on a replica (Redis's expireIfNeeded). A writable
+/// replica deletes what a write lookup (`save`: the caller may change the entry) or a write
+/// command meets (Redis's LOOKUP_WRITE); a read-only one only what a write command's write
+/// lookup meets, which its clients cannot run (the master's stream never sees keys
+/// expired): the entry must go before such a caller may insert the key again.
+/// Cold: only for a key found expired.
+#[cold]
+fn keeps_expired(save: bool, now_ms: u64) -> bool {
+    use crate::expire::Role;
+    match crate::expire::role() {
+        Role::Master => !save && crate::expire::paused(now_ms),
+        Role::Replica => !(save && watch::writing()),
+        Role::WritableReplica => !save && !watch::writing(),
     }
 }
 
@@ -188,8 +213,9 @@ impl ShardData {
     fn lookup(&mut self, hash: u64, key: &[u8], now_ms: u64, save: bool) -> Option<&mut Entry> {
         let expired = self.dict.get(hash, key)?.is_expired(now_ms);
         if expired {
-            // A pause holds expiry: a read sees the key absent, nobody deletes it.
-            if !save && crate::expire::paused(now_ms) {
+            // A pause holds expiry, and so does a replica: a read sees the key absent, nobody
+            // deletes it.
+            if keeps_expired(save, now_ms) {
                 return None;
             }
             self.remove_expiring(hash, key);
@@ -207,7 +233,10 @@ impl ShardData {
     /// Remove a key found expired by a walk (SCAN, RANDOMKEY), counting it in `expired_keys`
     /// and reporting it like lazy expiry does. Returns whether it was there.
     pub fn remove_expired(&mut self, hash: u64, key: &[u8]) -> bool {
-        if crate::expire::paused(crate::clock::now_ms()) {
+        // A walk is a read: on a replica it only hides the key (Redis's SCAN and RANDOMKEY).
+        if crate::expire::paused(crate::clock::now_ms())
+            || crate::expire::role() != crate::expire::Role::Master
+        {
             return self.dict.get(hash, key).is_some();
         }
         if self.remove_expiring(hash, key).is_none() {
@@ -288,6 +317,7 @@ impl ShardData {
         }
         if entry.expire_at() != 0 {
             self.volatile += 1;
+            self.note_replica_ttl(entry.key());
         }
         self.touch(entry.key());
         crate::events::record(crate::events::NEW, self.db, entry.key());
@@ -336,7 +366,77 @@ impl ShardData {
             (true, false) => self.volatile -= 1,
             _ => {}
         }
+        if at_ms != 0 {
+            self.note_replica_ttl(key);
+        }
         true
+    }
+
+    // --- writable replicas -------------------------------------------------------------------
+
+    /// `key` just got a TTL: on a writable replica, from one of its own clients (not the
+    /// master's stream, not a load), the replica must expire it itself (Redis's
+    /// rememberSlaveKeyWithExpire). On a master: one thread-local load.
+    #[inline]
+    fn note_replica_ttl(&mut self, key: &[u8]) {
+        if watch::writing() && !watch::from_master() {
+            self.note_replica_ttl_slow(key);
+        }
+    }
+
+    #[cold]
+    fn note_replica_ttl_slow(&mut self, key: &[u8]) {
+        if crate::expire::role() == crate::expire::Role::WritableReplica {
+            crate::expire::REPLICA_KEYS_NOTED.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.replica_keys
+                .get_or_insert_with(Default::default)
+                .insert(key.into());
+        }
+    }
+
+    /// Whether some key of this shard is one a writable replica expires itself.
+    #[inline]
+    pub fn has_replica_keys(&self) -> bool {
+        self.replica_keys.is_some()
+    }
+
+    /// Stop tracking keys for replica expiry (promoted to master: active expiry covers them).
+    pub fn forget_replica_keys(&mut self) {
+        self.replica_keys = None;
+    }
+
+    /// Keys given a TTL on this writable replica (`note_replica_ttl`) that are still tracked.
+    pub fn replica_key_count(&self) -> usize {
+        self.replica_keys.as_ref().map_or(0, |s| s.len())
+    }
+
+    /// Delete the tracked keys whose time ran out, logging each as lazy expiry does; keys that
+    /// are gone or lost their TTL are no longer tracked (Redis's expireSlaveKeys). Returns the
+    /// keys expired.
+    pub fn expire_replica_keys(&mut self, now_ms: u64) -> usize {
+        let Some(mut tracked) = self.replica_keys.take() else {
+            return 0;
+        };
+        let mut expired = 0;
+        tracked.retain(|k| {
+            let h = crate::hash::key_hash(k);
+            let at = self.dict.get(h, k).map_or(0, |e| e.expire_at());
+            if at == 0 {
+                return false;
+            }
+            if at > now_ms || crate::expire::loading() {
+                return true;
+            }
+            self.remove_expiring(h, k);
+            self.expired_keys += 1;
+            crate::events::expired(self.db, k);
+            expired += 1;
+            false
+        });
+        if !tracked.is_empty() {
+            self.replica_keys = Some(tracked);
+        }
+        expired
     }
 
     /// Drop every key, handing back the old table (the caller decides where to free it; empty
@@ -344,6 +444,7 @@ impl ShardData {
     pub fn clear(&mut self) -> Dict {
         self.touch_all(None);
         self.volatile = 0;
+        self.replica_keys = None;
         self.expire_cursor = 0;
         let old = self.dict.take();
         if let Some(snap) = self.snap.take() {
@@ -364,6 +465,9 @@ impl ShardData {
         other.touch_all(Some(self));
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        // As Redis's SWAPDB: the writable replica's own TTL keys are no longer tracked.
+        self.replica_keys = None;
+        other.replica_keys = None;
         std::mem::swap(&mut self.expire_cursor, &mut other.expire_cursor);
     }
 

@@ -26,18 +26,31 @@ pub(crate) type WatchTable = HashMap<Box<[u8]>, Vec<Watcher>>;
 
 // Per thread by nature: the command running on this thread (as TOUCHED / COLLECTING below).
 thread_local! {
-    /// True while this thread runs a command flagged `write`: such a command's lookups of a
-    /// watched key count as touching it (it may change the entry in place).
-    static WRITING: Cell<bool> = const { Cell::new(false) };
+    /// The command running on this thread: `CMD_WRITE` while it is flagged `write` (its
+    /// lookups of a watched key count as touching it: it may change the entry in place),
+    /// `CMD_FROM_MASTER` while it comes from this replica's master (see `expire::role`).
+    static COMMAND: Cell<u8> = const { Cell::new(0) };
 }
 
-/// Declare whether the command about to run on this thread may write (set by the dispatcher).
-pub fn set_writing(on: bool) {
-    WRITING.with(|w| w.set(on));
+const CMD_WRITE: u8 = 1;
+const CMD_FROM_MASTER: u8 = 2;
+
+/// Declare the command about to run on this thread (set by the dispatcher): whether it may
+/// write, and whether it comes from the master's replication stream (Redis's CLIENT_MASTER).
+/// One store per command for both.
+pub fn set_command(write: bool, from_master: bool) {
+    COMMAND.with(|c| c.set(write as u8 | (from_master as u8) << 1));
 }
 
 pub(crate) fn writing() -> bool {
-    WRITING.with(|w| w.get())
+    COMMAND.with(|c| c.get() & CMD_WRITE != 0)
+}
+
+/// True while this thread runs a command of the master's stream: keys are never expired for
+/// it (Redis's expireIfNeeded), its later DEL is what removes them.
+#[inline]
+pub fn from_master() -> bool {
+    COMMAND.with(|c| c.get() & CMD_FROM_MASTER != 0)
 }
 
 /// What the WATCH checker compares to find a change: a fingerprint of an entry's contents and

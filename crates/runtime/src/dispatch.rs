@@ -466,7 +466,10 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let start = conn.mark;
     let reply_at = out.buf.len();
     let now_ms = conn.now_ms;
-    tern_engine::watch::set_writing(entry.spec.flags & flags::WRITE != 0);
+    tern_engine::watch::set_command(
+        entry.spec.flags & flags::WRITE != 0,
+        conn.handle.id == crate::master_link::MASTER_CLIENT_ID,
+    );
     // Tracking invalidates exactly the keys the command touches for WATCH.
     let collect = srv.tracking.active();
     if collect {

@@ -142,8 +142,9 @@ fn over_limit(
     budget: Option<std::time::Duration>,
 ) -> bool {
     let mut used = srv.used_memory.get(now);
-    // A CLIENT PAUSE holds eviction (and then nothing is refused for memory), as Redis.
-    if used <= limit || srv.pause.holds_expiry() {
+    // A CLIENT PAUSE holds eviction (and then nothing is refused for memory), as Redis; so
+    // does being a replica that ignores maxmemory.
+    if used <= limit || srv.pause.holds_expiry() || crate::replica_expiry::ignores_maxmemory(srv) {
         return false;
     }
     let policy = Policy::from_index(srv.config.hot.maxmemory_policy.load(Relaxed));

@@ -33,6 +33,7 @@ pub mod persistence;
 pub mod propagate;
 pub mod push;
 pub mod registry;
+pub mod replica_expiry;
 pub mod replication;
 pub mod reply_buffer;
 pub mod save_child;

@@ -53,6 +53,8 @@ fn main() {
     log::set_server(&srv);
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
     tern_runtime::propagate::install_expire_hook(&srv);
+    // A replica leaves expiry to its master.
+    tern_runtime::replica_expiry::install(&srv);
     log_startup(&srv, has_config_file, threads);
     if let Err(e) = tern_runtime::acl::load_at_startup(&srv) {
         warning!("{e}");

@@ -155,11 +155,19 @@ fn remove_keys(ctx: &mut Ctx, args: &Args) -> Vec<EntryBox> {
     let db = ctx.conn.db;
     let now = ctx.now_ms;
     let mut removed = Vec::new();
+    // On a replica an expired key is not expired first (the master decides): it is deleted,
+    // and counted, as any other (Redis's delGenericCommand).
+    let replica = ctx.srv.master_link.is_replica();
     for (i, &h) in hashes.iter().enumerate() {
         let key = &args[i + 1];
         let shard = g.shard(db, h);
         // Only a removal is a change (`remove` touches the key for WATCH).
-        if shard.get_quiet(h, key, now).is_some() {
+        let present = if replica {
+            shard.dict().get(h, key).is_some()
+        } else {
+            shard.get_quiet(h, key, now).is_some()
+        };
+        if present {
             if let Some(e) = shard.remove(h, key) {
                 removed.push(e);
             }
@@ -590,12 +598,15 @@ fn dbsize(ctx: &mut Ctx, _args: &Args) {
 }
 
 /// A random live key of `db`: a shard picked in proportion to its size, then a random entry.
-/// Expired picks are deleted and the draw repeats, as Redis does.
+/// Expired picks are deleted and the draw repeats, as Redis does. On a replica they stay: if
+/// every key has a TTL they may all be expired, so after 100 such draws the last is returned
+/// anyway (Redis's dbRandomKey).
 pub fn random_key(ctx: &mut Ctx, db: usize) -> Option<Box<[u8]>> {
     use rand::Rng;
     let srv: &tern_runtime::Server = ctx.srv;
     let store = &srv.store;
     let now = ctx.now_ms;
+    let mut tries_left = 100;
     loop {
         let sizes: Vec<usize> = (0..store.shards_per_db())
             .map(|s| store.lock_shard(db, s).len())
@@ -620,6 +631,17 @@ pub fn random_key(ctx: &mut Ctx, db: usize) -> Option<Box<[u8]>> {
         let key: Box<[u8]> = e.key().into();
         if e.is_expired(now) {
             reap_expired(&mut shard, &key);
+            drop(shard);
+            if srv.master_link.is_replica() {
+                tries_left -= 1;
+                if tries_left == 0 {
+                    let (keys, volatile) = store.db_stats(db);
+                    if keys == volatile {
+                        return Some(key);
+                    }
+                    tries_left = 100;
+                }
+            }
             continue;
         }
         return Some(key);

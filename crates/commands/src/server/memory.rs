@@ -51,8 +51,11 @@ fn usage(ctx: &mut Ctx, args: &Args) {
     }
     let key = &args[2];
     let (h, shard) = ctx.lock(key);
+    // Found even if expired and not yet deleted (a replica's, or with active expiry off), as
+    // Redis's MEMORY USAGE looks the key up without an expiry check.
     let size = shard
-        .peek(h, key, ctx.now_ms)
+        .dict()
+        .get(h, key)
         .map(|e| per_key_bytes(e.key().len(), e.expire_at() != 0) + e.value.heap_size());
     drop(shard);
     match size {

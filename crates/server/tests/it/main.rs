@@ -34,6 +34,7 @@ mod psync;
 mod psync2;
 mod pubsub;
 mod rdb;
+mod replica_expiry;
 mod replication;
 mod scripting;
 mod scripting_kill;
