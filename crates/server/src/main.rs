@@ -70,6 +70,7 @@ fn main() {
     tern_runtime::aof::set_fsync_policy(&srv, &srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
     register_client_eviction_hooks(&srv);
+    register_replicaof_view(&srv);
     tern_runtime::replication::register_hooks(&srv);
     tern_runtime::client_eviction::apply_limit(&srv);
     let rdb = tern_runtime::persistence::rdb_path(&srv);
@@ -304,6 +305,18 @@ fn spawn_cron(srv: Arc<Server>) {
 }
 
 /// CONFIG SET maxmemory-clients (or maxmemory, of which it may be a percentage) evicts at once.
+/// CONFIG GET / CONFIG REWRITE report the master followed now (Sentinel rewrites a promoted
+/// replica's file with `REPLICAOF NO ONE` + `CONFIG REWRITE`, and expects the line gone).
+fn register_replicaof_view(srv: &Arc<Server>) {
+    let s = Arc::downgrade(srv);
+    *srv.config.replicaof_live.write() = Some(Box::new(move || {
+        s.upgrade()
+            .and_then(|srv| tern_runtime::master_link::link_role(&srv))
+            .map(|(host, port, _, _)| format!("{host} {port}"))
+            .unwrap_or_default()
+    }));
+}
+
 fn register_client_eviction_hooks(srv: &Arc<Server>) {
     for name in ["maxmemory-clients", "maxmemory"] {
         let s = Arc::downgrade(srv);

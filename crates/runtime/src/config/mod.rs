@@ -111,6 +111,11 @@ pub struct Config {
     /// The ACL users as `user ...` lines, for CONFIG REWRITE (set by the server).
     #[allow(clippy::type_complexity)]
     pub users_rewrite: RwLock<Option<Box<dyn Fn() -> Vec<String> + Send + Sync>>>,
+    /// The master followed right now as `host port` ("" on a master), set by the server: as in
+    /// Redis, CONFIG GET and CONFIG REWRITE report `replicaof` from the replication state, which
+    /// REPLICAOF changes, not from the value the server started with.
+    #[allow(clippy::type_complexity)]
+    pub replicaof_live: RwLock<Option<Box<dyn Fn() -> String + Send + Sync>>>,
     pub loadmodules: Mutex<Vec<Vec<String>>>,
     pub module_configs: Mutex<Vec<(String, String)>>,
 }
@@ -179,6 +184,7 @@ impl Config {
             renames: Mutex::new(Vec::new()),
             users: Mutex::new(Vec::new()),
             users_rewrite: RwLock::new(None),
+            replicaof_live: RwLock::new(None),
             loadmodules: Mutex::new(Vec::new()),
             module_configs: Mutex::new(Vec::new()),
         };
@@ -530,11 +536,14 @@ impl Config {
 
     /// (name as listed, value) pairs for CONFIG GET: every parameter and alias.
     pub fn entries(&self) -> Vec<(&'static str, String)> {
+        let replicaof = self.replicaof_now();
         let vals = self.values.read();
         let mut out = Vec::new();
         for p in PARAMS {
             let v = if p.name == "dir" {
                 cwd()
+            } else if let (Some(r), "replicaof") = (&replicaof, p.name) {
+                r.clone()
             } else {
                 vals.get(p.name).cloned().unwrap_or_default()
             };
@@ -544,6 +553,12 @@ impl Config {
             }
         }
         out
+    }
+
+    /// `replicaof` as the replication state has it now (None before the server set its view).
+    /// Called before `values` is locked: the view takes the replication link's lock.
+    pub(crate) fn replicaof_now(&self) -> Option<String> {
+        self.replicaof_live.read().as_ref().map(|live| live())
     }
 
     /// Mirror a canonical value into the hot-path atomics.

@@ -25,10 +25,13 @@ impl Config {
         };
         let mut st = RewriteState::read(&old);
         st.force_all = force_all;
+        let replicaof = self.replicaof_now();
         let vals = self.values.read().clone();
         for p in PARAMS {
             let v = if p.name == "dir" {
                 cwd()
+            } else if let (Some(r), "replicaof") = (&replicaof, p.name) {
+                r.clone()
             } else {
                 vals.get(p.name).cloned().unwrap_or_default()
             };
