@@ -3,6 +3,8 @@
 # sudo, no stdin, works with CI=true). Re-runs are fast: every step checks first.
 #   - redis-server, redis-tools (redis-cli, redis-benchmark), tcl: reference server for
 #     differential tests and benchmarks. Debian's redis-server service is never left running.
+#   - redis-sentinel: a real Sentinel for tests/python/test_sentinel.py (its service, too, is
+#     never left running).
 #   - a Python virtualenv in .venv with tests/python/requirements.txt
 #   - a Rust toolchain with rustfmt and clippy
 set -euo pipefail
@@ -23,6 +25,7 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v tclsh >/dev/null 2>&1 || missing+=(tcl)
+command -v redis-sentinel >/dev/null 2>&1 || [ -x /usr/bin/redis-sentinel ] || missing+=(redis-sentinel)
 # openssl CLI: the Python TLS tests make their certificates with it.
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # python3-venv only matters for Debian's own python3; a pyenv/other python with a working venv
@@ -58,6 +61,15 @@ elif [ -x /etc/init.d/redis-server ] && pgrep -f '^/usr/bin/redis-server 127.0.0
     log "stopping the redis-server init service"
     $SUDO /etc/init.d/redis-server stop >/dev/null 2>&1 || true
     command -v update-rc.d >/dev/null 2>&1 && $SUDO update-rc.d redis-server disable >/dev/null 2>&1 || true
+fi
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-sentinel 2>/dev/null; then
+    log "stopping and disabling the redis-sentinel service"
+    $SUDO systemctl stop redis-sentinel || true
+    $SUDO systemctl disable redis-sentinel >/dev/null 2>&1 || true
+elif [ -x /etc/init.d/redis-sentinel ] && pgrep -f '^/usr/bin/redis-sentinel' >/dev/null 2>&1; then
+    log "stopping the redis-sentinel init service"
+    $SUDO /etc/init.d/redis-sentinel stop >/dev/null 2>&1 || true
+    command -v update-rc.d >/dev/null 2>&1 && $SUDO update-rc.d redis-sentinel disable >/dev/null 2>&1 || true
 fi
 
 # ---- Rust toolchain ---------------------------------------------------------------------------

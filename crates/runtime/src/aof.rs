@@ -1411,6 +1411,7 @@ fn replay(
     let mut valid_up_to = pos;
     let mut before_multi = pos;
     let mut n = 0u64;
+    let mut delay = crate::load_delay::KeyLoadDelay::from_config(srv);
     let end = loop {
         if n.is_multiple_of(1024) {
             conn.start_batch();
@@ -1436,6 +1437,7 @@ fn replay(
                 crate::dispatch::execute(srv, &mut conn, &mut out, &args);
                 out.buf.clear();
                 valid_up_to = reader.pos();
+                delay.after_key();
             }
             Err(e) => break Some(e),
         }

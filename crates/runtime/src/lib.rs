@@ -21,6 +21,7 @@ pub mod float;
 pub mod glob;
 pub mod info_sections;
 pub mod keyspace_access;
+pub mod load_delay;
 pub mod log;
 pub mod lua;
 pub mod master_link;

@@ -459,6 +459,7 @@ pub(crate) fn load_rdb_into(
     let dbs = srv.store.databases();
     let lfu = srv.config.hot.lfu_policy.load(Relaxed);
     let mut bad_db = None;
+    let mut delay = crate::load_delay::KeyLoadDelay::from_config(srv);
     let opts = tern_persist::rdb::file::LoadOptions {
         // `clients` leaves files (and the master's payload) to the shallow checks.
         deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
@@ -492,6 +493,8 @@ pub(crate) fn load_rdb_into(
             let mut g = srv.store.lock_shard(k.db, srv.store.shard_index(h));
             let e = EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
             g.insert_entry(h, e, now);
+            drop(g);
+            delay.after_key();
         },
         |db, keys| {
             // Size the tables once instead of growing them step by step.
