@@ -51,26 +51,21 @@ if [ ${#missing[@]} -gt 0 ]; then
         log "WARNING: apt-get not available; missing: ${missing[*]}"
     fi
 fi
-# If a distribution redis-server service runs anyway (installed earlier, or started by apt),
-# stop and disable it so it does not hold port 6379.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
-    log "stopping and disabling the redis-server service"
-    $SUDO systemctl stop redis-server || true
-    $SUDO systemctl disable redis-server >/dev/null 2>&1 || true
-elif [ -x /etc/init.d/redis-server ] && pgrep -f '^/usr/bin/redis-server 127.0.0.1:6379' >/dev/null 2>&1; then
-    log "stopping the redis-server init service"
-    $SUDO /etc/init.d/redis-server stop >/dev/null 2>&1 || true
-    command -v update-rc.d >/dev/null 2>&1 && $SUDO update-rc.d redis-server disable >/dev/null 2>&1 || true
-fi
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-sentinel 2>/dev/null; then
-    log "stopping and disabling the redis-sentinel service"
-    $SUDO systemctl stop redis-sentinel || true
-    $SUDO systemctl disable redis-sentinel >/dev/null 2>&1 || true
-elif [ -x /etc/init.d/redis-sentinel ] && pgrep -f '^/usr/bin/redis-sentinel' >/dev/null 2>&1; then
-    log "stopping the redis-sentinel init service"
-    $SUDO /etc/init.d/redis-sentinel stop >/dev/null 2>&1 || true
-    command -v update-rc.d >/dev/null 2>&1 && $SUDO update-rc.d redis-sentinel disable >/dev/null 2>&1 || true
-fi
+# If a distribution redis-server or redis-sentinel service runs anyway (installed earlier, or
+# started by apt), stop and disable it so it does not hold its port (6379, 26379).
+for svc_pattern in "redis-server:^/usr/bin/redis-server 127.0.0.1:6379" "redis-sentinel:^/usr/bin/redis-sentinel"; do
+    svc=${svc_pattern%%:*}
+    pattern=${svc_pattern#*:}
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+        log "stopping and disabling the $svc service"
+        $SUDO systemctl stop "$svc" || true
+        $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
+    elif [ -x "/etc/init.d/$svc" ] && pgrep -f "$pattern" >/dev/null 2>&1; then
+        log "stopping the $svc init service"
+        $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+        command -v update-rc.d >/dev/null 2>&1 && $SUDO update-rc.d "$svc" disable >/dev/null 2>&1 || true
+    fi
+done
 
 # ---- Rust toolchain ---------------------------------------------------------------------------
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then

@@ -11,10 +11,6 @@ use std::time::Duration;
 
 const DEBUG: &[&str] = &["--enable-debug-command", "yes"];
 
-fn replicaof(r: &mut redis::Connection, master: &Server) {
-    q(r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
-}
-
 fn field(c: &mut redis::Connection, name: &str) -> String {
     info_field(c, "replication", name)
 }

@@ -642,6 +642,11 @@ pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// REPLICAOF the server `master` (on this host).
+pub fn replicaof(r: &mut redis::Connection, master: &Server) {
+    q(r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+}
+
 /// Wait until the replica `r` reports its link to the master up.
 pub fn wait_link_up(r: &mut redis::Connection) {
     wait_until("the replica's link to come up", || {
