@@ -489,8 +489,9 @@ fn persistence_section(srv: &Server, out: &mut String) {
     let _ = write!(
         out,
         "loading:{}\r\n\
-         async_loading:0\r\n",
-        loading as u8
+         async_loading:{}\r\n",
+        loading as u8,
+        srv.diskless_load.async_loading.load(Relaxed) as u8
     );
     crate::save_progress::info_current(srv, out, bg || srv.aof.rewrite_in_progress.load(Relaxed));
     if loading {
