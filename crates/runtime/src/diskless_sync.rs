@@ -166,10 +166,17 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
                     head.push_str(&format!("+FULLRESYNC {replid} {offset}\r\n"));
                 }
                 head.push_str(&format!("$EOF:{mark}\r\n"));
+                // The replica learns at once that the transfer started (its channel is
+                // empty: this never waits under the locks).
+                let head = match w.tx.try_send(Feed::Data(Bytes::from(head))) {
+                    Ok(()) => None,
+                    Err(mpsc::error::TrySendError::Full(Feed::Data(h))) => Some(h),
+                    Err(_) => None,
+                };
                 outs.push(Out {
                     tx: w.tx.clone(),
                     name: w.name.clone(),
-                    head: Some(Bytes::from(head)),
+                    head,
                 });
             }
             let fan = FanOut {

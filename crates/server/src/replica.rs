@@ -130,8 +130,13 @@ async fn serve_diskless<S: ClientStream>(
                 // The transfer failed (or dropped this replica): the replica reconnects.
                 None => return,
             },
-            _ = tick.tick(), if !started => {
-                if stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err() {
+            _ = tick.tick() => {
+                if handle.is_killed() {
+                    return;
+                }
+                if !started
+                    && (stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err())
+                {
                     return;
                 }
             }
