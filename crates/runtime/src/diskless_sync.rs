@@ -33,6 +33,7 @@ pub enum Feed {
 
 /// A replica waiting for (or in) a transfer.
 struct Waiter {
+    handle: Arc<crate::clients::ClientHandle>,
     sub: Arc<Sub>,
     /// PSYNC (the payload starts with `+FULLRESYNC`) or SYNC.
     psync: bool,
@@ -76,7 +77,13 @@ const CHUNK: usize = 64 * 1024;
 
 /// Queue a replica (attached, subscribed, not started) for the next transfer. Its connection
 /// reads what it must send from the returned receiver.
-pub fn join(srv: &Arc<Server>, sub: Arc<Sub>, psync: bool, name: String) -> mpsc::Receiver<Feed> {
+pub fn join(
+    srv: &Arc<Server>,
+    handle: Arc<crate::clients::ClientHandle>,
+    sub: Arc<Sub>,
+    psync: bool,
+    name: String,
+) -> mpsc::Receiver<Feed> {
     let (tx, rx) = mpsc::channel(QUEUE);
     srv.replicas
         .sync_full
@@ -86,6 +93,7 @@ pub fn join(srv: &Arc<Server>, sub: Arc<Sub>, psync: bool, name: String) -> mpsc
         st.first_wait_ms = clock::now_ms();
     }
     st.waiting.push(Waiter {
+        handle,
         sub,
         psync,
         name,
@@ -151,7 +159,6 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
     crate::log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
     let mark = eof_mark();
     let abort = AtomicBool::new(false);
-    let timeout = Duration::from_secs(srv.config.get_i64("repl-timeout").max(1) as u64);
     let now = clock::now_ms();
     let replid = crate::replication::replid(srv);
     let written = srv.store.snapshot_abortable(
@@ -174,6 +181,7 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
                     Err(_) => None,
                 };
                 outs.push(Out {
+                    handle: w.handle.clone(),
                     tx: w.tx.clone(),
                     name: w.name.clone(),
                     head,
@@ -183,7 +191,7 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
                 outs,
                 buf: Vec::with_capacity(CHUNK),
                 rt: rt.clone(),
-                timeout,
+                srv,
                 abort: &abort,
             };
             let mut aux = crate::persistence::rdb_aux(now, false);
@@ -230,6 +238,7 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
 
 /// One replica's end of the fan-out.
 struct Out {
+    handle: Arc<crate::clients::ClientHandle>,
     tx: mpsc::Sender<Feed>,
     name: String,
     /// Its `+FULLRESYNC` / `$EOF:` lines, sent before the first chunk.
@@ -242,7 +251,7 @@ struct FanOut<'a> {
     outs: Vec<Out>,
     buf: Vec<u8>,
     rt: tokio::runtime::Handle,
-    timeout: Duration,
+    srv: &'a Server,
     abort: &'a AtomicBool,
 }
 
@@ -250,7 +259,9 @@ impl FanOut<'_> {
     /// Hand the buffered bytes to every replica; Err once none is left.
     fn send_buffered(&mut self) -> std::io::Result<()> {
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
-        let (rt, timeout) = (&self.rt, self.timeout);
+        let rt = &self.rt;
+        // Read at every chunk: CONFIG SET repl-timeout applies to a running transfer.
+        let timeout = Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
         self.outs.retain_mut(|o| {
             let started = Instant::now();
             let send = |b: Bytes| {
@@ -271,6 +282,8 @@ impl FanOut<'_> {
                             "Disconnecting timedout replica (full sync): {}",
                             o.name
                         ));
+                        // Its connection may be stuck writing: closing it ends that.
+                        o.handle.kill();
                         false
                     }
                 }

@@ -40,6 +40,8 @@ pub fn obeys(id: u64) -> bool {
 enum State {
     Connect,
     Connecting,
+    /// Connected, the handshake (up to the PSYNC reply) under way.
+    Handshake,
     Sync,
     Connected,
 }
@@ -49,6 +51,7 @@ impl State {
         match self {
             State::Connect => "connect",
             State::Connecting => "connecting",
+            State::Handshake => "handshake",
             State::Sync => "sync",
             State::Connected => "connected",
         }
@@ -640,6 +643,9 @@ fn load_from_socket(
 fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result<(), String> {
     let mut wire = connect(srv, host, port)?;
     crate::log::notice("Non blocking connect for SYNC fired the event.");
+    // A diskless master answers PSYNC only when its transfer starts: ROLE says handshake
+    // until then, as Redis.
+    set_state(srv, gen, |l| l.state = State::Handshake);
     let (replid, offset) = match handshake(srv, &mut wire, gen)? {
         Psync::Full(id, off) => (id, off),
         Psync::Continue(id, off, db) => {

@@ -108,7 +108,7 @@ async fn serve_diskless<S: ClientStream>(
 ) {
     let name = replication::replica_name(srv, handle);
     let psync = matches!(kind, SyncKind::Psync { .. });
-    let mut feed = diskless_sync::join(srv, rep.sub.clone(), psync, name.clone());
+    let mut feed = diskless_sync::join(srv, handle.clone(), rep.sub.clone(), psync, name.clone());
     let timeout = repl_timeout(srv);
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.tick().await;
