@@ -243,7 +243,7 @@ impl Wire {
 
     /// One reply line (empty keepalive lines skipped), waiting up to `timeout` in all.
     fn line(&mut self, srv: &Server, timeout: Duration, gen: u64) -> Result<String, String> {
-        let start = Instant::now();
+        let mut start = Instant::now();
         let mut l = String::new();
         loop {
             match self.r.read_line(&mut l) {
@@ -254,12 +254,16 @@ impl Wire {
                         return Ok(t);
                     }
                     l.clear();
+                    // A keepalive newline (a diskless master waiting to start its transfer):
+                    // the master is alive, the timeout counts from here.
+                    start = Instant::now();
                 }
                 Ok(_) => {}
                 Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(format!("Error reading from MASTER: {e}")),
             }
-            if start.elapsed() > timeout {
+            // CONFIG SET repl-timeout applies to a wait under way.
+            if start.elapsed() > timeout.min(repl_timeout(srv)) {
                 return Err("Timeout connecting to the MASTER...".into());
             }
             if !current(srv, gen) {

@@ -453,3 +453,26 @@ fn swapdb_serves_the_old_data_while_loading_the_same_history() {
     });
     assert_same(&mut m, &mut r);
 }
+
+#[test]
+fn a_replica_waiting_for_the_transfer_is_in_handshake() {
+    let master = Server::tern(&["--repl-diskless-sync-delay", "60"]);
+    let mut m = master.conn();
+    let replica = Server::tern(&[]);
+    let mut r = replica.conn();
+    replicaof(&mut r, &master);
+    wait_until("the replica to wait for the transfer", || {
+        m.info_text("replication").contains("state=wait_bgsave")
+    });
+    let redis::Value::Array(role) = q(&mut r, &["ROLE"]) else {
+        panic!("ROLE")
+    };
+    assert_eq!(role[3], bulk("handshake"));
+    assert_eq!(
+        info_field(&mut r, "replication", "master_link_status"),
+        "down"
+    );
+    // The transfer starts once the delay is shortened.
+    q(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    wait_link_up(&mut r);
+}
