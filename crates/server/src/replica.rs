@@ -134,7 +134,9 @@ async fn serve_diskless<S: ClientStream>(
                 if handle.is_killed() {
                     return;
                 }
+                // A stopped server (DEBUG SLEEP) sends no keepalive, as a sleeping Redis.
                 if !started
+                    && !srv.world.is_stopped()
                     && (stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err())
                 {
                     return;
