@@ -27,6 +27,8 @@ pub mod cflags {
     pub const MASTER: u32 = 1 << 12;
     pub const TRACKING_BROKEN_REDIR: u32 = 1 << 13;
     pub const TRACKING_BCAST: u32 = 1 << 14;
+    /// REPLCONF capa eof: the replica reads a diskless `$EOF:` payload.
+    pub const CAPA_EOF: u32 = 1 << 15;
 }
 
 #[derive(Default)]

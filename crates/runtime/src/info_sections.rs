@@ -482,14 +482,16 @@ fn persistence_section(srv: &Server, out: &mut String) {
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
     let now = tern_engine::clock::now_ms() / 1000;
     let loading = rdb.loading.load(Relaxed);
-    let bg = rdb.bgsave_in_progress.load(Relaxed);
+    // A diskless transfer is Redis's BGSAVE to replica sockets.
+    let bg = rdb.bgsave_in_progress.load(Relaxed) || srv.diskless.in_progress();
     let total = rdb.loading_total.load(Relaxed).max(1);
     let loaded = rdb.loading_loaded.load(Relaxed);
     let _ = write!(
         out,
         "loading:{}\r\n\
-         async_loading:0\r\n",
-        loading as u8
+         async_loading:{}\r\n",
+        loading as u8,
+        srv.diskless_load.async_loading.load(Relaxed) as u8
     );
     crate::save_progress::info_current(srv, out, bg || srv.aof.rewrite_in_progress.load(Relaxed));
     if loading {

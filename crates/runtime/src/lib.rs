@@ -13,6 +13,8 @@ pub mod clients;
 pub mod clients_cron;
 pub mod config;
 pub mod ctx;
+pub mod diskless_load;
+pub mod diskless_sync;
 pub mod dispatch;
 pub mod double;
 pub mod evict;

@@ -44,6 +44,8 @@ pub fn obeys(id: u64) -> bool {
 enum State {
     Connect,
     Connecting,
+    /// Connected, the handshake (up to the PSYNC reply) under way.
+    Handshake,
     Sync,
     Connected,
 }
@@ -53,6 +55,7 @@ impl State {
         match self {
             State::Connect => "connect",
             State::Connecting => "connecting",
+            State::Handshake => "handshake",
             State::Sync => "sync",
             State::Connected => "connected",
         }
@@ -304,7 +307,7 @@ impl Wire {
 
     /// One reply line (empty keepalive lines skipped), waiting up to `timeout` in all.
     fn line(&mut self, srv: &Server, timeout: Duration, gen: u64) -> Result<String, String> {
-        let start = Instant::now();
+        let mut start = Instant::now();
         let mut l = String::new();
         loop {
             match self.r.read_line(&mut l) {
@@ -315,12 +318,16 @@ impl Wire {
                         return Ok(t);
                     }
                     l.clear();
+                    // A keepalive newline (a diskless master waiting to start its transfer):
+                    // the master is alive, the timeout counts from here.
+                    start = Instant::now();
                 }
                 Ok(_) => {}
                 Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(format!("Error reading from MASTER: {e}")),
             }
-            if start.elapsed() > timeout {
+            // CONFIG SET repl-timeout applies to a wait under way.
+            if start.elapsed() > timeout.min(repl_timeout(srv)) {
                 return Err("Timeout connecting to the MASTER...".into());
             }
             if !current(srv, gen) {
@@ -514,13 +521,8 @@ enum Psync {
     Continue(u64, usize),
 }
 
-/// Receive the RDB payload into `path`.
-fn receive_payload(
-    srv: &Server,
-    wire: &mut Wire,
-    path: &std::path::Path,
-    gen: u64,
-) -> Result<u64, String> {
+/// The payload's first line: `$<len>` or `$EOF:<mark>` (keepalive newlines skipped).
+fn payload_head(srv: &Server, wire: &mut Wire, gen: u64) -> Result<String, String> {
     let head = wire.line(srv, repl_timeout(srv), gen)?;
     if head.starts_with('-') {
         return Err(format!("MASTER aborted replication with an error: {head}"));
@@ -530,81 +532,209 @@ fn receive_payload(
             "Bad protocol from MASTER, the first byte is not '$' (we received '{head}'), are you sure the host and port are right?"
         ));
     };
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| {
-        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
-    })?);
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut total = 0u64;
-    let mut last_io = Instant::now();
-    let mut read = |buf: &mut [u8]| -> Result<usize, String> {
+    Ok(spec.to_string())
+}
+
+/// The RDB payload as it arrives, without its framing: `$<len>` bytes, or (diskless,
+/// `$EOF:<mark>`) everything up to the 40-byte mark. Reads give up after `repl-timeout`
+/// without data, or when REPLICAOF changes; INFO's transfer counters follow the reads.
+struct Payload<'a> {
+    srv: &'a Server,
+    wire: &'a mut Wire,
+    gen: u64,
+    last_io: Instant,
+    /// `$EOF:` form: the mark, the bytes read but not delivered (the last ones might start
+    /// the mark) and how many of them may be delivered.
+    mark: Option<Vec<u8>>,
+    held: Vec<u8>,
+    deliverable: usize,
+    /// `$<len>` form: the bytes still to come.
+    left: u64,
+    done: bool,
+}
+
+impl<'a> Payload<'a> {
+    fn new(srv: &'a Server, wire: &'a mut Wire, spec: &str, gen: u64) -> Result<Self, String> {
+        let (mark, left, size) = match spec.strip_prefix("EOF:") {
+            Some(m) => (Some(m.as_bytes().to_vec()), 0, 0),
+            None => {
+                let len: u64 = spec
+                    .parse()
+                    .map_err(|_| format!("Bad payload length from MASTER: ${spec}"))?;
+                (None, len, len as i64)
+            }
+        };
+        set_state(srv, gen, |l| l.transfer_size = size);
+        Ok(Payload {
+            srv,
+            wire,
+            gen,
+            last_io: Instant::now(),
+            done: mark.is_none() && left == 0,
+            mark,
+            held: Vec::new(),
+            deliverable: 0,
+            left,
+        })
+    }
+
+    /// The size announced (0 for the `$EOF:` form).
+    fn size(&self) -> u64 {
+        if self.mark.is_some() {
+            0
+        } else {
+            self.left
+        }
+    }
+
+    /// One read from the socket, waiting up to repl-timeout.
+    fn read_wire(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let fail = |m: String| Err(std::io::Error::other(m));
         loop {
-            match wire.r.read(buf) {
-                Ok(0) => return Err("I/O error trying to sync with MASTER: connection lost".into()),
+            match self.wire.r.read(buf) {
+                Ok(0) => {
+                    return fail("I/O error trying to sync with MASTER: connection lost".into())
+                }
                 Ok(n) => {
-                    last_io = Instant::now();
-                    set_state(srv, gen, |l| {
+                    self.last_io = Instant::now();
+                    set_state(self.srv, self.gen, |l| {
                         l.transfer_read += n as u64;
                         l.transfer_last_io_ms = clock::now_ms();
                     });
                     return Ok(n);
                 }
                 Err(e) if is_timeout(&e) => {
-                    if last_io.elapsed() > repl_timeout(srv) {
-                        return Err("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.".into());
+                    if self.last_io.elapsed() > repl_timeout(self.srv) {
+                        return fail("Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.".into());
                     }
-                    if !current(srv, gen) {
-                        return Err("REPLICAOF changed".into());
+                    if !current(self.srv, self.gen) {
+                        return fail("REPLICAOF changed".into());
                     }
                 }
-                Err(e) => return Err(format!("I/O error trying to sync with MASTER: {e}")),
+                Err(e) => return fail(format!("I/O error trying to sync with MASTER: {e}")),
             }
-        }
-    };
-    let write_err = |e: std::io::Error| format!("Write error writing the payload to disk: {e}");
-    let size = if spec.starts_with("EOF:") {
-        0
-    } else {
-        spec.parse::<i64>().unwrap_or(-1)
-    };
-    set_state(srv, gen, |l| l.transfer_size = size);
-    if let Some(mark) = spec.strip_prefix("EOF:") {
-        // Diskless: the payload ends with the 40-byte mark.
-        let mark = mark.as_bytes().to_vec();
-        let mut tail: Vec<u8> = Vec::new();
-        loop {
-            let n = read(&mut chunk)?;
-            tail.extend_from_slice(&chunk[..n]);
-            if tail.len() >= mark.len() && tail.ends_with(&mark) {
-                let body = tail.len() - mark.len();
-                file.write_all(&tail[..body]).map_err(write_err)?;
-                total += body as u64;
-                break;
-            }
-            // Keep the last bytes that might start the mark.
-            let keep = tail.len().min(mark.len());
-            let flush = tail.len() - keep;
-            file.write_all(&tail[..flush]).map_err(write_err)?;
-            total += flush as u64;
-            tail.drain(..flush);
-        }
-    } else {
-        let len: u64 = spec
-            .parse()
-            .map_err(|_| format!("Bad payload length from MASTER: {head}"))?;
-        while total < len {
-            let want = chunk.len().min((len - total) as usize);
-            let n = read(&mut chunk[..want])?;
-            file.write_all(&chunk[..n]).map_err(write_err)?;
-            total += n as u64;
         }
     }
-    file.flush().map_err(write_err)?;
+}
+
+impl Read for Payload<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let Some(mark) = self.mark.clone() else {
+            if self.done {
+                return Ok(0);
+            }
+            let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+            let n = self.read_wire(&mut buf[..want])?;
+            self.left -= n as u64;
+            self.done = self.left == 0;
+            return Ok(n);
+        };
+        loop {
+            if self.deliverable > 0 {
+                let n = buf.len().min(self.deliverable);
+                buf[..n].copy_from_slice(&self.held[..n]);
+                self.held.drain(..n);
+                self.deliverable -= n;
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            // The master sends nothing after the mark until we acknowledge the load, so the
+            // mark is the end of what has arrived.
+            let mut chunk = [0u8; 16 * 1024];
+            let n = self.read_wire(&mut chunk)?;
+            self.held.extend_from_slice(&chunk[..n]);
+            if self.held.ends_with(&mark) {
+                self.held.truncate(self.held.len() - mark.len());
+                self.deliverable = self.held.len();
+                self.done = true;
+            } else {
+                self.deliverable = self.held.len() - self.held.len().min(mark.len());
+            }
+        }
+    }
+}
+
+/// Receive the RDB payload into `path`.
+fn receive_payload(
+    srv: &Server,
+    wire: &mut Wire,
+    spec: &str,
+    path: &std::path::Path,
+    gen: u64,
+) -> Result<u64, String> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| {
+        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+    })?);
+    let mut payload = Payload::new(srv, wire, spec, gen)?;
+    let total = std::io::copy(&mut payload, &mut file).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Other {
+            e.to_string()
+        } else {
+            format!("Write error writing the payload to disk: {e}")
+        }
+    })?;
+    file.flush()
+        .map_err(|e| format!("Write error writing the payload to disk: {e}"))?;
     Ok(total)
+}
+
+/// Load the payload straight from the socket (`repl-diskless-load`); `mode` is Direct or
+/// Swap. `dropped` runs just before the new data replaces the old: our own replicas and
+/// history go then.
+fn load_from_socket(
+    srv: &Server,
+    wire: &mut Wire,
+    spec: &str,
+    mode: crate::diskless_load::Mode,
+    async_loading: bool,
+    gen: u64,
+    dropped: impl FnOnce(),
+) -> Result<usize, String> {
+    use crate::diskless_load::{Failed, Mode};
+    let mut payload = Payload::new(srv, wire, spec, gen)?;
+    let size = payload.size();
+    let loaded = if mode == Mode::Swap {
+        crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        crate::diskless_load::load_swapped(srv, &mut payload, size, async_loading, dropped)
+    } else {
+        dropped();
+        crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
+        crate::persistence::empty_keyspace(srv);
+        crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        crate::diskless_load::load_direct(srv, &mut payload, size)
+    };
+    let failed = |why: String| {
+        crate::log::warning(&why);
+        "Failed trying to load the MASTER synchronization DB from socket, check server logs."
+            .to_string()
+    };
+    match loaded {
+        Ok(loaded) => {
+            // Nothing may follow the RDB in the payload.
+            let mut rest = [0u8; 64];
+            match payload.read(&mut rest) {
+                // The stream goes on in the database the snapshot names.
+                Ok(0) => {
+                    Ok(crate::replication::ReplInfo::from_aux(&loaded.aux).map_or(0, |r| r.db))
+                }
+                _ => Err("Replication stream EOF marker is broken".into()),
+            }
+        }
+        Err(Failed::Transfer(why)) | Err(Failed::Rdb(why)) => Err(failed(why)),
+    }
 }
 
 fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result<(), String> {
     let mut wire = connect(srv, host, port)?;
     crate::log::notice("Non blocking connect for SYNC fired the event.");
+    // A diskless master answers PSYNC only when its transfer starts: ROLE says handshake
+    // until then, as Redis.
+    set_state(srv, gen, |l| l.state = State::Handshake);
     let (replid, offset) = match handshake(srv, &mut wire, gen)? {
         Psync::Full(id, off) => (id, off),
         Psync::Continue(off, db) => {
@@ -628,12 +758,39 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         l.transfer_read = 0;
         l.transfer_last_io_ms = clock::now_ms();
     });
+    // Our dataset already is a point of this history (Redis compares its replication ID
+    // with the master's): a swapdb load may serve it meanwhile.
+    let same_history = srv
+        .master_link
+        .link
+        .lock()
+        .as_ref()
+        .is_some_and(|_| crate::replication::replid(srv) == replid);
+    let spec = payload_head(srv, &mut wire, gen)?;
+    let mode = crate::diskless_load::mode(srv);
+    let target = if mode == crate::diskless_load::Mode::Disk {
+        "to disk"
+    } else {
+        "to parser"
+    };
+    match spec.strip_prefix("EOF:") {
+        Some(_) => crate::log::notice(&format!(
+            "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {target}"
+        )),
+        None => crate::log::notice(&format!(
+            "MASTER <-> REPLICA sync: receiving {spec} bytes from master {target}"
+        )),
+    }
+    if mode != crate::diskless_load::Mode::Disk {
+        let db = load_from_socket(srv, &mut wire, &spec, mode, same_history, gen, || {
+            srv.propagation.log.close_subs();
+            crate::replication::forget_history(srv);
+        })?;
+        return synced(srv, wire, replid, offset, db, gen);
+    }
     let path = std::path::PathBuf::from(format!("temp-{}-master-sync.rdb", std::process::id()));
-    let received = receive_payload(srv, &mut wire, &path, gen);
-    let loaded = received.and_then(|bytes| {
-        crate::log::notice(&format!(
-            "MASTER <-> REPLICA sync: receiving {bytes} bytes from master to disk"
-        ));
+    let received = receive_payload(srv, &mut wire, &spec, &path, gen);
+    let loaded = received.and_then(|_| {
         if !current(srv, gen) {
             return Err("REPLICAOF changed".into());
         }
@@ -654,6 +811,20 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     // The stream goes on in the database the master's snapshot names (Redis's
     // repl-stream-db), else the first command selects.
     let db = loaded?.and_then(|l| l.repl).map_or(0, |r| r.db);
+    synced(srv, wire, replid, offset, db, gen)
+}
+
+/// The master's dataset is in: our history is now the master's; restart our AOF from it,
+/// mark the link up and follow (the first ACK goes at once: a diskless master starts the
+/// stream on it).
+fn synced(
+    srv: &Arc<Server>,
+    mut wire: Wire,
+    replid: String,
+    offset: u64,
+    db: usize,
+    gen: u64,
+) -> Result<(), String> {
     crate::replication::adopt_master_history(srv, &replid, offset, db);
     if crate::aof::enabled(srv) {
         // The AOF must restart from the new dataset, as Redis does after a sync.

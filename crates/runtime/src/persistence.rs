@@ -689,6 +689,10 @@ pub fn deny_reason(srv: &Server, spec: &CommandSpec) -> Option<&'static str> {
     if srv.rdb.loading.load(Relaxed) && spec.flags & f::LOADING == 0 {
         return Some("LOADING Redis is loading the dataset in memory");
     }
+    // While the old data serves a replica's diskless load, what would disturb it waits.
+    if spec.flags & f::NO_ASYNC_LOADING != 0 && srv.diskless_load.async_loading.load(Relaxed) {
+        return Some("LOADING Redis is loading the dataset in memory");
+    }
     if !srv.rdb.last_bgsave_ok.load(Relaxed)
         && (spec.flags & f::WRITE != 0 || spec.name == "ping")
         && srv.config.get_bool("stop-writes-on-bgsave-error")

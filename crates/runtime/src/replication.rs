@@ -46,7 +46,7 @@ pub struct ReplIds {
 
 const NO_ID: &str = "0000000000000000000000000000000000000000";
 
-fn random_replid() -> String {
+pub(crate) fn random_replid() -> String {
     use rand::Rng;
     let mut r = rand::thread_rng();
     (0..40)
@@ -614,10 +614,7 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
         // At the cut: the replica's stream starts here, where its RDB says it does.
         let pos = srv.propagation.log.start_sub(&sub);
         offset.store(pos.offset, Relaxed);
-        let mut aux = crate::persistence::rdb_aux(now, false);
-        aux.push(("repl-stream-db", pos.db.to_string()));
-        aux.push(("repl-id", replid(srv)));
-        aux.push(("repl-offset", pos.offset.to_string()));
+        let aux = sync_aux(&replid(srv), now, pos);
         crate::persistence::rdb_writer(
             srv,
             std::io::BufWriter::with_capacity(1 << 20, file),
@@ -631,6 +628,20 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
         .map_err(|e| format!("Write error saving the RDB for the replica sync: {e}"))?;
     srv.replicas.sync_full.fetch_add(1, Relaxed);
     Ok((path, offset.load(Relaxed)))
+}
+
+/// The AUX fields of a full sync's snapshot: the replica's stream starts at `pos`, in the
+/// database the stream had selected there.
+pub(crate) fn sync_aux(
+    replid: &str,
+    now_ms: u64,
+    pos: tern_persist::wlog::StreamPosition,
+) -> Vec<(&'static str, String)> {
+    let mut aux = crate::persistence::rdb_aux(now_ms, false);
+    aux.push(("repl-stream-db", pos.db.to_string()));
+    aux.push(("repl-id", replid.to_string()));
+    aux.push(("repl-offset", pos.offset.to_string()));
+    aux
 }
 
 /// The replication cron: PING down the stream every `repl-ping-replica-period` seconds.

@@ -78,6 +78,10 @@ pub struct Server {
     pub master_link: crate::master_link::MasterLink,
     /// The master side: attached replicas.
     pub replicas: crate::replication::Replicas,
+    /// The master side's diskless full syncs (snapshots streamed to replica sockets).
+    pub diskless: crate::diskless_sync::DisklessSync,
+    /// The replica side's diskless loads (async loading).
+    pub diskless_load: crate::diskless_load::DisklessLoad,
     /// The EVAL script cache (SCRIPT LOAD, EVAL, SCRIPT FLUSH).
     pub scripts: crate::lua::scripts::ScriptCache,
     /// MIGRATE's cached connections to its targets.
@@ -173,6 +177,8 @@ impl Server {
             tls: Default::default(),
             master_link: Default::default(),
             replicas: Default::default(),
+            diskless: Default::default(),
+            diskless_load: Default::default(),
             scripts: Default::default(),
             migrate_links: Default::default(),
             functions: Default::default(),

@@ -17,6 +17,11 @@ pub struct World {
 }
 
 impl World {
+    /// Another client holds the world stopped (tasks that do not wait skip their work).
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
     /// Wait here while another client holds the world stopped.
     #[inline]
     pub fn wait_while_stopped(&self) {

@@ -5,6 +5,7 @@ use crate::connection::ClientStream;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tern_runtime::clients::ClientHandle;
+use tern_runtime::diskless_sync::{self, Feed};
 use tern_runtime::replication::{self, SyncKind};
 use tern_runtime::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -48,6 +49,9 @@ pub async fn serve<S: ClientStream>(
         .await
         .expect("attach replica")
     };
+    if diskless_sync::wanted(srv, handle) {
+        return serve_diskless(srv, stream, handle, rep, &kind, &ready).await;
+    }
     // The snapshot runs on its own thread; the replica gets a newline every second meanwhile
     // (Redis's keepalive before the payload).
     let job = {
@@ -88,6 +92,125 @@ pub async fn serve<S: ClientStream>(
         replication::replica_name(srv, handle)
     ));
     stream_to_replica(srv, stream, handle, &rep.sub, &ready).await;
+}
+
+/// A diskless full sync: wait for the transfer this replica joined (a newline every second
+/// meanwhile), write what it hands over, then wait for the replica's first REPLCONF ACK before
+/// the stream starts (the payload's end is found by its mark, so nothing may follow it until
+/// the replica has loaded it).
+async fn serve_diskless<S: ClientStream>(
+    srv: &Arc<Server>,
+    stream: &mut S,
+    handle: &Arc<ClientHandle>,
+    rep: replication::Attached,
+    kind: &SyncKind,
+    ready: &Notify,
+) {
+    let name = replication::replica_name(srv, handle);
+    let psync = matches!(kind, SyncKind::Psync { .. });
+    let mut feed = diskless_sync::join(srv, handle.clone(), rep.sub.clone(), psync, name.clone());
+    let timeout = repl_timeout(srv);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.tick().await;
+    let mut started = false;
+    loop {
+        tokio::select! {
+            f = feed.recv() => match f {
+                Some(Feed::Data(bytes)) => {
+                    started = true;
+                    let write = async {
+                        stream.write_all(&bytes).await?;
+                        stream.flush().await
+                    };
+                    if !matches!(tokio::time::timeout(timeout, write).await, Ok(Ok(()))) {
+                        return;
+                    }
+                }
+                Some(Feed::Done) => break,
+                // The transfer failed (or dropped this replica): the replica reconnects.
+                None => return,
+            },
+            _ = tick.tick() => {
+                if handle.is_killed() {
+                    return;
+                }
+                // A stopped server (DEBUG SLEEP) sends no keepalive, as a sleeping Redis.
+                if !started
+                    && !srv.world.is_stopped()
+                    && (stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err())
+                {
+                    return;
+                }
+            }
+        }
+    }
+    drop(feed);
+    rep.set_state("online");
+    tern_runtime::log::notice(&format!("Synchronization with replica {name} succeeded"));
+    if !first_ack(srv, stream, handle, timeout).await {
+        return;
+    }
+    stream_to_replica(srv, stream, handle, &rep.sub, ready).await;
+}
+
+/// Read what the replica sends until its first REPLCONF ACK (recorded); false if the
+/// connection ends or nothing comes within `timeout`.
+async fn first_ack<S: ClientStream>(
+    srv: &Server,
+    stream: &mut S,
+    handle: &Arc<ClientHandle>,
+    timeout: std::time::Duration,
+) -> bool {
+    let mut inbuf = BytesMut::with_capacity(1024);
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let acked = sends_ack(&inbuf);
+        replication::replica_input(srv, handle, &mut inbuf);
+        if acked {
+            return true;
+        }
+        match tokio::time::timeout_at(deadline, stream.read_buf(&mut inbuf)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            Ok(_) => {
+                tern_runtime::log::notice(&format!(
+                    "Connection with replica {} lost.",
+                    replication::replica_name(srv, handle)
+                ));
+                return false;
+            }
+            Err(_) => {
+                tern_runtime::log::warning(&format!(
+                    "Disconnecting timedout replica (streaming sync): {}",
+                    replication::replica_name(srv, handle)
+                ));
+                return false;
+            }
+        }
+    }
+}
+
+/// The complete commands in `buf` include a REPLCONF ACK.
+fn sends_ack(buf: &[u8]) -> bool {
+    use tern_resp::{Limits, RequestParser};
+    use tern_runtime::args::{eq_ic, Args};
+    let mut parser = RequestParser::new();
+    let limits = Limits {
+        max_bulk_len: 1 << 20,
+        auth_required: false,
+    };
+    let mut pos = 0;
+    while let Ok(Some(used)) = parser.parse(&buf[pos..], &limits) {
+        let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
+        if args.len() >= 2 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "ack") {
+            return true;
+        }
+        pos += used;
+    }
+    false
+}
+
+fn repl_timeout(srv: &Server) -> std::time::Duration {
+    std::time::Duration::from_secs(srv.config.get_i64("repl-timeout").max(1) as u64)
 }
 
 async fn send_rdb<S: ClientStream>(

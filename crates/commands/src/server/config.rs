@@ -111,6 +111,21 @@ fn set(ctx: &mut Ctx, args: &Args) {
         Some("local") => client_is_local(ctx),
         _ => false,
     };
+    // Parameters Redis will not change while a dataset loads (appendonly, dir, ...).
+    let loading = ctx
+        .srv
+        .rdb
+        .loading
+        .load(std::sync::atomic::Ordering::Relaxed)
+        || (ctx.srv.diskless_load.async_loading).load(std::sync::atomic::Ordering::Relaxed);
+    if loading
+        && pairs.iter().any(|(name, _)| {
+            tern_runtime::config::find(name)
+                .is_some_and(|p| p.flags & tern_runtime::config::pflags::DENY_LOADING != 0)
+        })
+    {
+        return ctx.error("LOADING Redis is loading the dataset in memory");
+    }
     match ctx.srv.config.set_many(&pairs, allow_protected) {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.error(&format!("ERR {}", e.message)),

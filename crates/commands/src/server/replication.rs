@@ -87,6 +87,10 @@ fn replconf(ctx: &mut Ctx, args: &Args) {
         } else if eq_ic(opt, "capa") {
             if eq_ic(val, "psync2") {
                 replication::announce_psync2(ctx.srv, id);
+            } else if eq_ic(val, "eof") {
+                ctx.conn
+                    .handle
+                    .set_flag(tern_runtime::clients::cflags::CAPA_EOF, true);
             }
         } else if eq_ic(opt, "getack") || eq_ic(opt, "rdb-only") || eq_ic(opt, "rdb-filter-only") {
             // Accepted: the sync is always disk-based (unfiltered); GETACK is for replicas.

@@ -226,6 +226,230 @@ pub fn load(
 ) -> Result<Loaded, RestoreError> {
     let mut r = Reader::new(data);
     r.deep = opts.deep;
+    let mut p = Parse::new(header(&mut r)?, now_ms, drop_expired, opts.name_expired);
+    while !p.record(&mut r, &mut on_key, &mut on_resize)? {
+        if p.key_done && p.out.keys.is_multiple_of(1024) {
+            progress(r.pos);
+        }
+    }
+    if p.out.version >= 5 {
+        let end = r.pos;
+        let crc = trailer(&mut r)?;
+        let actual = if opts.verify_crc && crc != 0 {
+            crc64::crc64(&data[..end])
+        } else {
+            crc
+        };
+        check_crc(crc, actual, end)?;
+    }
+    p.out.end = r.pos;
+    Ok(p.out)
+}
+
+/// `load` for an RDB that arrives from a reader (a replica's diskless load from its master's
+/// socket): only the record being parsed is buffered. The reader must end where the RDB ends
+/// (anything after the checksum is left unread or reported as `end`).
+pub fn load_from<Rd: std::io::Read>(
+    src: &mut Rd,
+    now_ms: u64,
+    drop_expired: bool,
+    opts: LoadOptions,
+    mut on_key: impl FnMut(LoadedKey),
+    mut on_resize: impl FnMut(usize, u64),
+    mut progress: impl FnMut(usize),
+) -> Result<Loaded, StreamLoadError> {
+    let mut buf = StreamBuf::new(src);
+    buf.fill(9)?;
+    let version = {
+        let mut r = Reader::new(buf.pending());
+        let v = header(&mut r)?;
+        buf.consume(r.pos, opts.verify_crc);
+        v
+    };
+    let mut p = Parse::new(version, now_ms, drop_expired, opts.name_expired);
+    loop {
+        let mut r = Reader::new(buf.pending());
+        r.deep = opts.deep;
+        match p.record(&mut r, &mut on_key, &mut on_resize) {
+            Ok(eof) => {
+                let used = r.pos;
+                let at_key = p.key_done && p.out.keys.is_multiple_of(1024);
+                buf.consume(used, opts.verify_crc);
+                if at_key {
+                    progress(buf.base);
+                }
+                if eof {
+                    break;
+                }
+            }
+            // The record goes on past what arrived: read more and parse it again (each
+            // retry at least doubles what is buffered, so a big value costs twice its size).
+            Err(e) if is_short(&e) && !buf.eof => buf.more()?,
+            Err(e) => return Err(StreamLoadError::Rdb(at_offset(e, buf.base))),
+        }
+    }
+    if p.out.version >= 5 {
+        let end = buf.base;
+        let crc = match buf.fill(8) {
+            Ok(()) => {
+                let mut r = Reader::new(buf.pending());
+                trailer(&mut r)?
+            }
+            Err(StreamLoadError::Rdb(_)) => {
+                return Err(StreamLoadError::Rdb(RestoreError::Bad(
+                    "short read of the checksum".into(),
+                    end,
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        let actual = if opts.verify_crc && crc != 0 {
+            buf.crc
+        } else {
+            crc
+        };
+        check_crc(crc, actual, end)?;
+        buf.consume(8, false);
+    }
+    p.out.end = buf.base;
+    Ok(p.out)
+}
+
+/// Why a streamed load failed: the reader's error, or the RDB's.
+#[derive(Debug)]
+pub enum StreamLoadError {
+    Io(std::io::Error),
+    Rdb(RestoreError),
+}
+
+impl From<RestoreError> for StreamLoadError {
+    fn from(e: RestoreError) -> Self {
+        StreamLoadError::Rdb(e)
+    }
+}
+
+impl std::fmt::Display for StreamLoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamLoadError::Io(e) => write!(f, "{e}"),
+            StreamLoadError::Rdb(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The bytes of a streamed RDB read so far and not parsed yet, and the CRC of those parsed.
+struct StreamBuf<'a, Rd: std::io::Read> {
+    src: &'a mut Rd,
+    buf: Vec<u8>,
+    start: usize,
+    /// Offset in the RDB of `buf[start]`.
+    base: usize,
+    eof: bool,
+    crc: u64,
+}
+
+impl<'a, Rd: std::io::Read> StreamBuf<'a, Rd> {
+    const CHUNK: usize = 64 * 1024;
+
+    fn new(src: &'a mut Rd) -> Self {
+        StreamBuf {
+            src,
+            buf: Vec::with_capacity(Self::CHUNK),
+            start: 0,
+            base: 0,
+            eof: false,
+            crc: 0,
+        }
+    }
+
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    /// `n` bytes parsed: into the CRC, out of the buffer.
+    fn consume(&mut self, n: usize, crc: bool) {
+        if crc {
+            self.crc = crc64::update(self.crc, &self.buf[self.start..self.start + n]);
+        }
+        self.start += n;
+        self.base += n;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+
+    /// Read at least as much again as is pending (one chunk at the least), or to the end.
+    fn more(&mut self) -> Result<(), StreamLoadError> {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let want = self.buf.len() + self.buf.len().max(Self::CHUNK);
+        while self.buf.len() < want && !self.eof {
+            let at = self.buf.len();
+            self.buf.resize(want, 0);
+            match self.src.read(&mut self.buf[at..]) {
+                Ok(0) => {
+                    self.buf.truncate(at);
+                    self.eof = true;
+                }
+                Ok(n) => self.buf.truncate(at + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.buf.truncate(at),
+                Err(e) => {
+                    self.buf.truncate(at);
+                    return Err(StreamLoadError::Io(e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// At least `n` bytes pending, or a short-read error.
+    fn fill(&mut self, n: usize) -> Result<(), StreamLoadError> {
+        while self.pending().len() < n {
+            if self.eof {
+                return Err(StreamLoadError::Rdb(RestoreError::Bad(
+                    "unexpected end of data".into(),
+                    self.base + self.pending().len(),
+                )));
+            }
+            self.more()?;
+        }
+        Ok(())
+    }
+}
+
+/// The error is the data running out (more may arrive), wherever it happened.
+fn is_short(e: &RestoreError) -> bool {
+    match e {
+        RestoreError::Bad(what, _) => what == "unexpected end of data",
+        RestoreError::InKey { cause, .. } => is_short(cause),
+        _ => false,
+    }
+}
+
+/// An error's offset in a buffer made an offset in the whole RDB.
+fn at_offset(e: RestoreError, base: usize) -> RestoreError {
+    match e {
+        RestoreError::Bad(what, off) => RestoreError::Bad(what, off + base),
+        RestoreError::InKey {
+            cause,
+            key,
+            offset,
+            rdb_type,
+        } => RestoreError::InKey {
+            cause: Box::new(at_offset(*cause, base)),
+            key,
+            offset: offset + base,
+            rdb_type,
+        },
+        other => other,
+    }
+}
+
+/// Magic and version.
+fn header(r: &mut Reader) -> Result<u16, RestoreError> {
     let magic = r.take(9)?;
     if &magic[..5] != b"REDIS" {
         return Err(RestoreError::Bad(
@@ -243,48 +467,108 @@ pub fn load(
             5,
         ));
     }
-    let mut out = Loaded {
-        version,
-        ..Default::default()
-    };
-    let mut db = 0usize;
-    let (mut expire_at, mut idle, mut freq) = (0u64, None, None);
-    loop {
+    Ok(version)
+}
+
+/// The CRC-64 after the EOF opcode.
+fn trailer(r: &mut Reader) -> Result<u64, RestoreError> {
+    let end = r.pos;
+    Ok(u64::from_le_bytes(
+        r.take(8)
+            .map_err(|_| RestoreError::Bad("short read of the checksum".into(), end))?
+            .try_into()
+            .expect("8"),
+    ))
+}
+
+fn check_crc(crc: u64, actual: u64, end: usize) -> Result<(), RestoreError> {
+    if actual != crc {
+        // Redis's wording: operators (and Redis's suite) grep for "CRC error".
+        return Err(RestoreError::Bad(
+            format!("Wrong RDB checksum expected: ({crc:x}) but got ({actual:x}). RDB CRC error"),
+            end,
+        ));
+    }
+    Ok(())
+}
+
+/// The parser's state between records. A record changes it only once read whole, so a
+/// streamed load can parse a record again when more of it arrives.
+struct Parse {
+    out: Loaded,
+    now_ms: u64,
+    drop_expired: bool,
+    /// Keep the names of the keys dropped as expired (`LoadOptions::name_expired`).
+    name_expired: bool,
+    db: usize,
+    expire_at: u64,
+    idle: Option<u64>,
+    freq: Option<u8>,
+    /// The last record was a key (loaded or expired).
+    key_done: bool,
+}
+
+impl Parse {
+    fn new(version: u16, now_ms: u64, drop_expired: bool, name_expired: bool) -> Parse {
+        Parse {
+            out: Loaded {
+                version,
+                ..Default::default()
+            },
+            now_ms,
+            drop_expired,
+            name_expired,
+            db: 0,
+            expire_at: 0,
+            idle: None,
+            freq: None,
+            key_done: false,
+        }
+    }
+
+    /// One opcode with its operands, or one key; true at the EOF opcode.
+    fn record(
+        &mut self,
+        r: &mut Reader,
+        on_key: &mut impl FnMut(LoadedKey),
+        on_resize: &mut impl FnMut(usize, u64),
+    ) -> Result<bool, RestoreError> {
+        self.key_done = false;
         let at = r.pos;
         let t = r.byte()?;
         match t {
             OP_EXPIRETIME => {
-                expire_at = r.u32_le()? as u64 * 1000;
-                continue;
+                self.expire_at = r.u32_le()? as u64 * 1000;
+                return Ok(false);
             }
             OP_EXPIRETIME_MS => {
-                expire_at = r.millis()? as u64;
-                continue;
+                self.expire_at = r.millis()? as u64;
+                return Ok(false);
             }
             OP_FREQ => {
-                freq = Some(r.byte()?);
-                continue;
+                self.freq = Some(r.byte()?);
+                return Ok(false);
             }
             OP_IDLE => {
-                idle = Some(r.len()?);
-                continue;
+                self.idle = Some(r.len()?);
+                return Ok(false);
             }
-            OP_EOF => break,
+            OP_EOF => return Ok(true),
             OP_SELECTDB => {
-                db = r.len()? as usize;
-                continue;
+                self.db = r.len()? as usize;
+                return Ok(false);
             }
             OP_RESIZEDB => {
                 let keys = r.len()?;
                 r.len()?;
-                on_resize(db, keys);
-                continue;
+                on_resize(self.db, keys);
+                return Ok(false);
             }
             OP_AUX => {
                 let k = r.string()?;
                 let v = r.string()?;
-                out.aux.push((k, v));
-                continue;
+                self.out.aux.push((k, v));
+                return Ok(false);
             }
             OP_MODULE_AUX => return Err(RestoreError::Module),
             OP_FUNCTION_PRE_GA => {
@@ -294,8 +578,8 @@ pub fn load(
                 ))
             }
             OP_FUNCTION2 => {
-                out.functions.push(r.string()?);
-                continue;
+                self.out.functions.push(r.string()?);
+                return Ok(false);
             }
             _ => {}
         }
@@ -303,12 +587,12 @@ pub fn load(
             return Err(RestoreError::Bad(format!("unknown RDB type {t}"), at));
         }
         let key = r.string()?;
-        let value = match read_value(&mut r, t) {
+        let value = match read_value(r, t) {
             Ok(v) => v,
             Err(RestoreError::EmptyKey) => {
-                out.empty_keys.push(key);
-                (expire_at, idle, freq) = (0, None, None);
-                continue;
+                self.out.empty_keys.push(key);
+                (self.expire_at, self.idle, self.freq) = (0, None, None);
+                return Ok(false);
             }
             Err(e) => {
                 return Err(RestoreError::InKey {
@@ -319,52 +603,25 @@ pub fn load(
                 })
             }
         };
-        if drop_expired && expire_at != 0 && expire_at <= now_ms {
-            out.expired += 1;
-            if opts.name_expired {
-                out.expired_keys.push((db, key));
+        let expire_at = self.expire_at;
+        if self.drop_expired && expire_at != 0 && expire_at <= self.now_ms {
+            self.out.expired += 1;
+            if self.name_expired {
+                self.out.expired_keys.push((self.db, key));
             }
         } else {
-            out.keys += 1;
+            self.out.keys += 1;
+            self.key_done = true;
             on_key(LoadedKey {
-                db,
+                db: self.db,
                 key,
                 value,
                 expire_at,
-                idle,
-                freq,
+                idle: self.idle,
+                freq: self.freq,
             });
         }
-        expire_at = 0;
-        idle = None;
-        freq = None;
-        if out.keys.is_multiple_of(1024) {
-            progress(r.pos);
-        }
+        (self.expire_at, self.idle, self.freq) = (0, None, None);
+        Ok(false)
     }
-    if version >= 5 {
-        let end = r.pos;
-        let crc = u64::from_le_bytes(
-            r.take(8)
-                .map_err(|_| RestoreError::Bad("short read of the checksum".into(), end))?
-                .try_into()
-                .expect("8"),
-        );
-        let actual = if opts.verify_crc && crc != 0 {
-            crc64::crc64(&data[..end])
-        } else {
-            crc
-        };
-        if actual != crc {
-            // Redis's wording: operators (and Redis's suite) grep for "CRC error".
-            return Err(RestoreError::Bad(
-                format!(
-                    "Wrong RDB checksum expected: ({crc:x}) but got ({actual:x}). RDB CRC error"
-                ),
-                end,
-            ));
-        }
-    }
-    out.end = r.pos;
-    Ok(out)
 }

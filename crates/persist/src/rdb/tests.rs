@@ -391,3 +391,135 @@ fn flipped_payloads_decode_or_refuse_cleanly() {
     }
     assert!(accepted > 0 && refused > 0, "{accepted} / {refused}");
 }
+
+/// A whole RDB: an AUX field, some keys in two databases (one big list, one expiring string),
+/// EOF and checksum.
+fn sample_file() -> Vec<u8> {
+    let mut w = Writer::new(false);
+    w.buf.extend_from_slice(b"REDIS0010");
+    w.byte(OP_AUX);
+    w.string(b"redis-ver");
+    w.string(b"7.2.6");
+    w.byte(OP_SELECTDB);
+    w.len(0);
+    w.byte(OP_RESIZEDB);
+    w.len(101);
+    w.len(1);
+    for i in 0..100 {
+        w.byte(TYPE_STRING);
+        w.string(format!("k{i}").as_bytes());
+        w.string(format!("value-{i}").as_bytes());
+    }
+    let mut l = ListValue::new();
+    for i in 0..20_000 {
+        let s = format!("element-{i}");
+        l.try_grow(s.len(), 1);
+        l.push(s.as_bytes(), false);
+    }
+    write_value_with_key(&mut w, b"big", &Value::List(l));
+    w.byte(OP_SELECTDB);
+    w.len(3);
+    w.byte(OP_EXPIRETIME_MS);
+    w.buf.extend_from_slice(&(i64::MAX as u64).to_le_bytes());
+    w.byte(TYPE_STRING);
+    w.string(b"later");
+    w.string(b"x");
+    w.byte(OP_EOF);
+    let crc = crate::crc64::crc64(&w.buf);
+    w.buf.extend_from_slice(&crc.to_le_bytes());
+    w.buf
+}
+
+fn write_value_with_key(w: &mut Writer, key: &[u8], v: &Value) {
+    w.byte(encode::value_type(v));
+    w.string(key);
+    encode::write_value_body(w, v);
+}
+
+/// Hands out at most `step` bytes per read, as a socket may.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.step).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+type Keys = Vec<(usize, Vec<u8>, u64)>;
+
+fn load_slice(data: &[u8]) -> (Result<file::Loaded, RestoreError>, Keys) {
+    let mut keys = Vec::new();
+    let r = file::load(
+        data,
+        0,
+        true,
+        Default::default(),
+        |k| keys.push((k.db, k.key, k.expire_at)),
+        |_, _| {},
+        |_| {},
+    );
+    (r, keys)
+}
+
+fn load_stream(data: &[u8], step: usize) -> (Result<file::Loaded, file::StreamLoadError>, Keys) {
+    let mut keys = Vec::new();
+    let mut src = Trickle { data, step };
+    let r = file::load_from(
+        &mut src,
+        0,
+        true,
+        Default::default(),
+        |k| keys.push((k.db, k.key, k.expire_at)),
+        |_, _| {},
+        |_| {},
+    );
+    (r, keys)
+}
+
+#[test]
+fn streamed_load_matches_slice_load() {
+    let data = sample_file();
+    let (whole, keys) = load_slice(&data);
+    let whole = whole.expect("slice load");
+    assert_eq!(whole.keys, 102);
+    assert_eq!(whole.end, data.len());
+    for step in [1, 7, 4096, 1 << 20] {
+        let (streamed, skeys) = load_stream(&data, step);
+        let streamed = streamed.expect("streamed load");
+        assert_eq!(streamed.keys, whole.keys, "step {step}");
+        assert_eq!(streamed.aux, whole.aux);
+        assert_eq!(streamed.end, data.len());
+        assert_eq!(skeys, keys);
+    }
+}
+
+#[test]
+fn streamed_load_refuses_truncated_and_corrupt_files() {
+    let data = sample_file();
+    for cut in [5, 100, data.len() / 2, data.len() - 8, data.len() - 1] {
+        let (r, _) = load_stream(&data[..cut], 4096);
+        assert!(
+            matches!(r, Err(file::StreamLoadError::Rdb(_))),
+            "cut at {cut} loaded"
+        );
+    }
+    let mut bad = data.clone();
+    let n = bad.len();
+    bad[n - 3] ^= 0xff;
+    let (r, _) = load_stream(&bad, 4096);
+    let e = r.expect_err("bad checksum").to_string();
+    assert!(e.contains("RDB CRC error"), "{e}");
+    let mut bad_type = data.clone();
+    bad_type[9] = 200;
+    let (r, _) = load_stream(&bad_type, 4096);
+    assert!(r
+        .expect_err("bad type")
+        .to_string()
+        .contains("unknown RDB type 200"));
+}

@@ -12,6 +12,7 @@ mod bitops;
 mod config_info;
 mod corrupt_dump;
 mod digest;
+mod diskless;
 mod dump;
 mod failover;
 mod functions;

@@ -68,7 +68,7 @@ fn debug(ctx: &mut Ctx, args: &Args) {
         ("replicate", 3..) => {
             // To the replicas alone (not the AOF), without a SELECT: a test's way to make
             // the replicas diverge.
-            let argv: Vec<&[u8]> = args.iter().skip(2).map(|a| &a[..]).collect();
+            let argv: Vec<&[u8]> = args.iter().skip(2).collect();
             ctx.srv.propagation.log.feed_replicas_only(&argv);
             ctx.out.ok();
         }

@@ -67,6 +67,9 @@ impl Server {
             "127.0.0.1",
             "--save",
             "",
+            // As Redis's own test configuration: a diskless full sync starts at once.
+            "--repl-diskless-sync-delay",
+            "0",
         ]);
         // TERN_TEST_EXTRA="--appendonly yes" runs a whole suite with extra options (before
         // the test's own, which win).
