@@ -18,7 +18,7 @@ from conftest import ServerProc
 
 REDIS_726 = os.environ.get("REDIS_726_SERVER", str(Path.home() / "redis-7.2.6/src/redis-server"))
 
-NOT_IMPLEMENTED = {"failover", "restore-asking"}
+NOT_IMPLEMENTED = {"restore-asking"}
 
 # Commands whose COMMAND tips differ from Redis 7.2.6 (everything else about them matches).
 MISSING_TIPS = {

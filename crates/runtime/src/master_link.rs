@@ -141,6 +141,14 @@ pub fn become_master(srv: &Server) -> bool {
     true
 }
 
+/// Wait up to `limit` for the link to the master to go down (the stream read to its end).
+pub fn wait_link_down(srv: &Server, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while link_is_up(srv) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// The link to the master is up (the stream is being applied).
 pub fn link_is_up(srv: &Server) -> bool {
     srv.master_link.link_up.load(Relaxed)

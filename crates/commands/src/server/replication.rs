@@ -49,6 +49,10 @@ fn psync(ctx: &mut Ctx, args: &Args) {
         if !replid.eq_ignore_ascii_case(&replication::replid(ctx.srv)) {
             return ctx.error("ERR PSYNC FAILOVER replid must match my replid.");
         }
+        // The old master dropped our link before asking: what it had sent on it is applied
+        // first (Redis reads it before the new connection's PSYNC), so our history covers
+        // everything the old master holds.
+        master_link::wait_link_down(ctx.srv, std::time::Duration::from_secs(1));
         master_link::become_master(ctx.srv);
         tern_runtime::log::notice(&format!(
             "MASTER MODE enabled (failover request from 'id={} addr={}')",
