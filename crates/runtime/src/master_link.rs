@@ -96,6 +96,10 @@ pub struct MasterLink {
     link_up: AtomicBool,
     /// Bumped by every REPLICAOF: a link thread of an older generation stops.
     generation: AtomicU64,
+    /// Held by the link thread while it applies one command of the stream, and by whoever
+    /// bumps `generation`: once REPLICAOF returns, the old link applies nothing more, so
+    /// the history it offers the next master is exactly its data.
+    apply: Mutex<()>,
 }
 
 impl MasterLink {
@@ -133,7 +137,10 @@ pub fn become_master(srv: &Server) -> bool {
     if !srv.master_link.is_replica.swap(false, Relaxed) {
         return false;
     }
-    srv.master_link.generation.fetch_add(1, Relaxed);
+    {
+        let _applying = srv.master_link.apply.lock();
+        srv.master_link.generation.fetch_add(1, Relaxed);
+    }
     srv.master_link.link_up.store(false, Relaxed);
     *srv.master_link.link.lock() = None;
     let _ = srv.config.set("replicaof", "no one", false);
@@ -225,7 +232,10 @@ pub fn start_from_config(srv: Arc<Server>, host: String, port: u16) {
 }
 
 fn follow_master(srv: Arc<Server>, host: String, port: u16, continuable: bool, stream_db: usize) {
-    let gen = srv.master_link.generation.fetch_add(1, Relaxed) + 1;
+    let gen = {
+        let _applying = srv.master_link.apply.lock();
+        srv.master_link.generation.fetch_add(1, Relaxed) + 1
+    };
     srv.master_link.link_up.store(false, Relaxed);
     *srv.master_link.link.lock() = Some(Link {
         host: host.clone(),
@@ -955,6 +965,11 @@ fn follow_as(
         loop {
             match parser.parse(&buf[pos..], &limits) {
                 Ok(Some(used)) => {
+                    let _applying = srv.master_link.apply.lock();
+                    if !current(srv, gen) {
+                        err = Some("REPLICAOF changed".to_string());
+                        break;
+                    }
                     let args = Args::new(parser.arg_base(&buf[pos..]), parser.ranges());
                     // Our replicas and backlog get the master's bytes as they are, passed
                     // on by the command's own logging (or `proxy_flush` after it).
