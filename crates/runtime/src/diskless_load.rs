@@ -14,8 +14,7 @@ use crate::server::Server;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use tern_engine::clock;
 use tern_engine::store::Store;
-use tern_engine::EntryBox;
-use tern_persist::rdb::file::{LoadOptions, Loaded, LoadedKey, StreamLoadError};
+use tern_persist::rdb::file::{LoadOptions, Loaded, StreamLoadError};
 
 /// The replica's diskless-load state, owned by the server (`Server::diskless_load`).
 #[derive(Default)]
@@ -186,7 +185,7 @@ fn parse(srv: &Server, store: &Store, src: &mut impl std::io::Read) -> Result<Lo
                 bad_db.get_or_insert(k.db);
                 return;
             }
-            insert(store, k, now, lfu);
+            crate::persistence::insert_loaded_key(store, k, now, lfu);
         },
         |db, keys| {
             if db < dbs {
@@ -214,28 +213,4 @@ fn parse(srv: &Server, store: &Store, src: &mut impl std::io::Read) -> Result<Lo
         )));
     }
     Ok(loaded)
-}
-
-/// One loaded key into its shard, with the access time its LRU idle time or LFU counter
-/// gives.
-fn insert(store: &Store, k: LoadedKey, now: u64, lfu: bool) {
-    let mut access = clock::initial_access_at(now);
-    if lfu {
-        if let Some(f) = k.freq {
-            access = (clock::lfu_minutes() << 8) | f as u32;
-        }
-    } else if let Some(idle) = k.idle {
-        let mut abs = clock::lru_clock() as i64 - idle as i64;
-        if abs < 0 {
-            abs += clock::LRU_CLOCK_MAX as i64;
-        }
-        access = abs as u32;
-    }
-    let h = tern_engine::key_hash(&k.key);
-    let mut g = store.lock_shard(k.db, store.shard_index(h));
-    g.insert_entry(
-        h,
-        EntryBox::new_expiring(&k.key, k.value, access, k.expire_at),
-        now,
-    );
 }

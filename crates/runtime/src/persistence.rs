@@ -447,6 +447,35 @@ pub(crate) enum RdbLoadError {
 /// expiry and its LRU idle time or LFU counter, then the function libraries. Expired keys are
 /// dropped when `drop_expired` (not for an AOF preamble: the AOF's own DELs follow). The
 /// libraries join those loaded already (`merge`: replacing any of the same name).
+/// Put one key read from an RDB into `store`, its LRU idle time or LFU counter turned into
+/// the access stamp the store keeps (shard locked for this key alone).
+pub(crate) fn insert_loaded_key(
+    store: &tern_engine::store::Store,
+    k: tern_persist::rdb::file::LoadedKey,
+    now: u64,
+    lfu: bool,
+) {
+    let mut access = clock::initial_access_at(now);
+    if lfu {
+        if let Some(f) = k.freq {
+            access = (clock::lfu_minutes() << 8) | f as u32;
+        }
+    } else if let Some(idle) = k.idle {
+        let mut abs = clock::lru_clock() as i64 - idle as i64;
+        if abs < 0 {
+            abs += clock::LRU_CLOCK_MAX as i64;
+        }
+        access = abs as u32;
+    }
+    let h = tern_engine::key_hash(&k.key);
+    let mut g = store.lock_shard(k.db, store.shard_index(h));
+    g.insert_entry(
+        h,
+        EntryBox::new_expiring(&k.key, k.value, access, k.expire_at),
+        now,
+    );
+}
+
 pub(crate) fn load_rdb_into(
     srv: &Server,
     data: &[u8],
@@ -476,24 +505,7 @@ pub(crate) fn load_rdb_into(
                 bad_db.get_or_insert(k.db);
                 return;
             }
-            let mut access = clock::initial_access_at(now);
-            if lfu {
-                if let Some(f) = k.freq {
-                    access = (clock::lfu_minutes() << 8) | f as u32;
-                }
-            } else if let Some(idle) = k.idle {
-                let lru = clock::lru_clock() as i64;
-                let mut abs = lru - idle as i64;
-                if abs < 0 {
-                    abs += clock::LRU_CLOCK_MAX as i64;
-                }
-                access = abs as u32;
-            }
-            let h = tern_engine::key_hash(&k.key);
-            let mut g = srv.store.lock_shard(k.db, srv.store.shard_index(h));
-            let e = EntryBox::new_expiring(&k.key, k.value, access, k.expire_at);
-            g.insert_entry(h, e, now);
-            drop(g);
+            insert_loaded_key(&srv.store, k, now, lfu);
             delay.after_key();
         },
         |db, keys| {
