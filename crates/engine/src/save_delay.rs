@@ -4,7 +4,9 @@
 //!
 //! Redis's forked child sleeps while the parent serves clients. Here the pause owed for a
 //! shard's keys is taken by the snapshotting thread after it released that shard, so clients
-//! never wait for it (a shard a client thread serializes first costs no pause at all).
+//! never wait for it. Keys a client thread wrote out before changing them are owed too, when
+//! the snapshotting thread passes them on: a save takes as long as Redis's child would,
+//! however much the keyspace changes meanwhile.
 //! A save written by a writer process (BGSAVE, AOF rewrite: threads that called
 //! `keep_delay_of_start`) keeps the delay set when it began, as Redis's child keeps its copy of
 //! the configuration: setting it back to 0 speeds up the next save, not the running one (the
@@ -36,6 +38,15 @@ pub fn key_written() {
     OWED_KEYS.with(|o| {
         if let Some(n) = o.get() {
             o.set(Some(n + 1))
+        }
+    });
+}
+
+/// Called by the snapshotting thread for `n` keys written out on its behalf.
+pub(crate) fn keys_written(n: u64) {
+    OWED_KEYS.with(|o| {
+        if let Some(owed) = o.get() {
+            o.set(Some(owed + n))
         }
     });
 }

@@ -124,6 +124,7 @@ impl SnapShared {
         let pieces = std::mem::take(&mut *self.side.lock());
         for p in pieces {
             sink.records(p.db, &p.bytes, p.keys);
+            crate::save_delay::keys_written(p.keys);
         }
         let tables = std::mem::take(&mut *self.detached.lock());
         for (db, parity, table) in tables {
@@ -132,6 +133,7 @@ impl SnapShared {
             for e in table.iter().filter(|e| e.snap_bit() != parity) {
                 if self.encoder.encode(buf, e) {
                     keys += 1;
+                    crate::save_delay::key_written();
                 }
                 if buf.len() >= STEP_BYTES {
                     sink.records(db, buf, std::mem::take(&mut keys));

@@ -1,8 +1,8 @@
 //! Persistence in Redis's formats: CRC-64, LZF, and the RDB value/file codec.
 #![forbid(unsafe_code)]
 pub mod aof;
-pub mod backlog;
 pub mod crc64;
 pub mod lzf;
 pub mod rdb;
+pub mod repl_buffer;
 pub mod wlog;

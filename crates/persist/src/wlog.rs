@@ -10,7 +10,7 @@
 //! plus a per-thread in-flight counter (`gate`), which lets a consumer attach at run time
 //! without losing a write that had already decided not to log itself.
 
-use crate::backlog::Backlog;
+use crate::repl_buffer::ReplBuffer;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -147,8 +147,18 @@ struct Inner {
     repl_offset: u64,
     /// Scratch for one unit's replication-stream encoding.
     rbuf: Vec<u8>,
-    /// The replication backlog (while it exists the stream is encoded even with no replica).
-    backlog: Option<Backlog>,
+    /// The replication buffer: the backlog, and what replicas have still to send (while it
+    /// exists the stream is encoded even with no replica).
+    backlog: Option<ReplBuffer>,
+    /// Its size setting, kept for a buffer made again.
+    backlog_size: usize,
+    /// (stream offset, LSN): the stream up to the offset may go to replicas once the AOF is
+    /// durable up to the LSN (Redis writes the AOF before the replicas in each event-loop
+    /// pass, so a replica never has a write its master could lose in a crash).
+    holds: std::collections::VecDeque<(u64, u64)>,
+    /// The stream up to here may go whatever the AOF holds.
+    released: u64,
+    limits: ReplicaLimits,
     /// This server is a replica: its replication stream is its master's, passed on byte for
     /// byte (`proxy_feed`), never encoded from its own writes (which go to the AOF only).
     proxy: bool,
@@ -180,75 +190,48 @@ pub struct BacklogInfo {
     pub histlen: usize,
 }
 
+/// client-output-buffer-limit's replica class (0: no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplicaLimits {
+    pub hard: usize,
+    pub soft: usize,
+    pub soft_seconds: u64,
+}
+
+/// Stream bytes a replica's sender copies out in one go (the log's lock is held meanwhile).
+const TAKE_CHUNK: u64 = 1 << 20;
+
+/// Blocks of the replication buffer freed per trim, so that freeing a slow replica's
+/// hundreds of megabytes never holds the log's lock long (Redis trims incrementally too).
+const TRIM_BLOCKS: usize = 64;
+
 /// A subscriber of the replication stream (a replica connection): from its start (the cut of
-/// the snapshot it was sent) it receives every logged command, plus what only replicas get
-/// (PUBLISH, PINGs), into a buffer its connection drains.
+/// the snapshot it was sent) it reads every logged command, plus what only replicas get
+/// (PUBLISH, PINGs), from the shared replication buffer; its connection drains it.
 pub struct Sub {
     inner: Mutex<SubInner>,
     /// Tells the draining side there is something to take.
     wake: Box<dyn Fn() + Send + Sync>,
-    /// Pending bytes beyond which the subscriber is dropped (a replica too slow to follow).
-    limit: usize,
 }
 
 #[derive(Default)]
 struct SubInner {
-    buf: Vec<u8>,
-    /// (end of a run of `buf`, the log LSN that must be in the AOF before that run is sent):
-    /// a replica never receives a write its master could lose in a crash (Redis writes the
-    /// AOF before it writes to replicas in the same event-loop pass).
-    holds: std::collections::VecDeque<(usize, u64)>,
+    /// Stream offset of the next byte to send.
+    pos: u64,
     started: bool,
     overflowed: bool,
     /// Detached by the server (it became a replica itself).
     closed: bool,
+    /// When its output first went over the soft limit (None: under it).
+    soft_since: Option<std::time::Instant>,
 }
 
 impl Sub {
-    pub fn new(limit: usize, wake: Box<dyn Fn() + Send + Sync>) -> Arc<Sub> {
+    pub fn new(wake: Box<dyn Fn() + Send + Sync>) -> Arc<Sub> {
         Arc::new(Sub {
             inner: Mutex::new(SubInner::default()),
             wake,
-            limit,
         })
-    }
-
-    /// Take what is pending (swapped with `spare`), or with `durable` only what the AOF
-    /// already holds up to that LSN. None once dropped for falling behind.
-    pub fn take(&self, spare: Vec<u8>, durable: Option<u64>) -> Option<Vec<u8>> {
-        let mut g = self.inner.lock();
-        if g.overflowed || g.closed {
-            return None;
-        }
-        let mut spare = spare;
-        spare.clear();
-        let sendable = match durable {
-            Some(d) => g
-                .holds
-                .iter()
-                .take_while(|&&(_, lsn)| lsn <= d)
-                .last()
-                .map_or(0, |&(end, _)| end),
-            None => g.buf.len(),
-        };
-        if sendable == g.buf.len() {
-            g.holds.clear();
-            return Some(std::mem::replace(&mut g.buf, spare));
-        }
-        spare.extend_from_slice(&g.buf[..sendable]);
-        g.buf.drain(..sendable);
-        while g.holds.front().is_some_and(|&(end, _)| end <= sendable) {
-            g.holds.pop_front();
-        }
-        for h in g.holds.iter_mut() {
-            h.0 -= sendable;
-        }
-        Some(spare)
-    }
-
-    /// Bytes held back for the AOF: the first LSN they wait for.
-    fn first_hold(&self) -> Option<u64> {
-        self.inner.lock().holds.front().map(|&(_, lsn)| lsn)
     }
 
     /// Dropped for falling behind.
@@ -259,35 +242,6 @@ impl Sub {
     /// Detached by `WriteLog::close_subs`.
     pub fn closed(&self) -> bool {
         self.inner.lock().closed
-    }
-
-    /// Bytes waiting to be sent.
-    pub fn pending(&self) -> usize {
-        self.inner.lock().buf.len()
-    }
-
-    /// Add bytes that may go once the log is durable up to `lsn`; false (and the subscriber
-    /// marked overflowed) past the limit.
-    fn feed(&self, bytes: &[u8], lsn: u64) -> bool {
-        let mut g = self.inner.lock();
-        if !g.started {
-            return true;
-        }
-        let ok = g.buf.len() + bytes.len() <= self.limit;
-        if ok {
-            g.buf.extend_from_slice(bytes);
-            let end = g.buf.len();
-            match g.holds.back_mut() {
-                Some(last) if last.1 == lsn => last.0 = end,
-                _ => g.holds.push_back((end, lsn)),
-            }
-        } else {
-            g.overflowed = true;
-            g.buf = Vec::new();
-        }
-        drop(g);
-        (self.wake)();
-        ok
     }
 }
 
@@ -351,6 +305,14 @@ impl WriteLog {
                 repl_offset: 0,
                 rbuf: Vec::new(),
                 backlog: None,
+                backlog_size: 1 << 20,
+                holds: std::collections::VecDeque::new(),
+                released: 0,
+                limits: ReplicaLimits {
+                    hard: 0,
+                    soft: 0,
+                    soft_seconds: 0,
+                },
                 proxy: false,
                 proxy_db: 0,
             }),
@@ -442,7 +404,9 @@ impl WriteLog {
     /// there (0 on a master, whose next command selects again).
     pub fn start_sub(&self, sub: &Arc<Sub>) -> StreamPosition {
         let mut g = self.inner.lock();
+        Self::ensure_buffer(&mut g);
         let mut si = sub.inner.lock();
+        si.pos = g.repl_offset;
         if !si.started {
             si.started = true;
             g.started += 1;
@@ -484,8 +448,16 @@ impl WriteLog {
             g.repl_offset = offset;
             g.proxy_db = db;
             g.repl_selected = -1;
-            let size = g.backlog.as_ref().map(|b| b.size()).or(backlog);
-            g.backlog = size.map(Backlog::new);
+            g.holds.clear();
+            g.released = offset;
+            if let Some(size) = backlog {
+                g.backlog_size = size;
+            }
+            let keep = g.backlog.is_some() || backlog.is_some();
+            let size = g.backlog_size;
+            g.backlog = keep.then(|| ReplBuffer::new(size, offset));
+            // Replicas on the old history cannot go on in this one.
+            Self::close_started(&mut g);
             self.update_active(&g);
         }
         if backlog.is_some() {
@@ -507,7 +479,7 @@ impl WriteLog {
         PROXY_STAGED.with(|p| {
             let mut p = p.borrow_mut();
             if !p.is_empty() {
-                Self::feed_proxied(&mut g, &p);
+                Self::feed_proxied(&mut g, &p, self.durable());
                 p.clear();
             }
         });
@@ -518,10 +490,10 @@ impl WriteLog {
         PROXY_STAGED.with(|p| p.borrow_mut().clear());
     }
 
-    fn feed_proxied(g: &mut Inner, bytes: &[u8]) {
+    fn feed_proxied(g: &mut Inner, bytes: &[u8], durable: u64) {
         if g.streaming() {
             g.rbuf.extend_from_slice(bytes);
-            Self::feed_subs(g);
+            Self::feed_subs(g, durable);
         } else {
             // Nobody keeps the stream, but its offsets still count (INFO, ACKs).
             g.repl_offset += bytes.len() as u64;
@@ -532,10 +504,29 @@ impl WriteLog {
         let mut g = self.inner.lock();
         let before = g.subs.len();
         g.subs.retain(|s| !Arc::ptr_eq(s, sub));
-        if g.subs.len() < before && sub.inner.lock().started {
+        let mut si = sub.inner.lock();
+        if g.subs.len() < before && si.started {
             g.started -= 1;
         }
+        si.started = false;
+        drop(si);
+        Self::trim(&mut g);
         self.update_active(&g);
+    }
+
+    /// Drop the started subscribers (each sees `take_sub` return None).
+    fn close_started(g: &mut Inner) {
+        g.subs.retain(|s| {
+            let mut si = s.inner.lock();
+            if !si.started {
+                return true;
+            }
+            si.closed = true;
+            drop(si);
+            (s.wake)();
+            false
+        });
+        g.started = 0;
     }
 
     /// Detach every subscriber (each sees `take` return None), as Redis disconnects its
@@ -547,6 +538,7 @@ impl WriteLog {
             (s.wake)();
         }
         g.started = 0;
+        Self::trim(&mut g);
         self.update_active(&g);
     }
 
@@ -568,7 +560,11 @@ impl WriteLog {
             if g.backlog.is_some() {
                 return false;
             }
-            g.backlog = Some(Backlog::new(size));
+            g.backlog_size = size;
+            let offset = g.repl_offset;
+            g.backlog = Some(ReplBuffer::new(size, offset));
+            g.holds.clear();
+            g.released = offset;
             // A replica continuing later must get a SELECT before its first command, as
             // after its full sync: its database is unknown to the stream from here.
             g.repl_selected = -1;
@@ -578,17 +574,23 @@ impl WriteLog {
     }
 
     /// Drop the backlog (repl-backlog-ttl after the last replica left, or a new history).
+    /// Replicas still attached keep it (they read from it).
     pub fn free_backlog(&self) {
         let mut g = self.inner.lock();
-        g.backlog = None;
+        if g.started == 0 {
+            g.backlog = None;
+        }
         self.update_active(&g);
     }
 
-    /// CONFIG SET repl-backlog-size: the newest bytes that fit stay.
+    /// CONFIG SET repl-backlog-size: the oldest blocks beyond it go (those no replica needs).
     pub fn resize_backlog(&self, size: usize) {
-        if let Some(b) = self.inner.lock().backlog.as_mut() {
-            b.resize(size);
+        let mut g = self.inner.lock();
+        g.backlog_size = size;
+        if let Some(b) = g.backlog.as_mut() {
+            b.set_size(size);
         }
+        Self::trim(&mut g);
     }
 
     pub fn backlog_info(&self) -> Option<BacklogInfo> {
@@ -596,9 +598,107 @@ impl WriteLog {
         let b = g.backlog.as_ref()?;
         Some(BacklogInfo {
             size: b.size(),
-            first_byte_offset: g.repl_offset + 1 - b.histlen() as u64,
+            first_byte_offset: b.first() + 1,
             histlen: b.histlen(),
         })
+    }
+
+    /// Bytes the replication buffer takes (INFO's mem_total_replication_buffers).
+    pub fn repl_buffer_mem(&self) -> usize {
+        self.inner.lock().backlog.as_ref().map_or(0, |b| b.mem())
+    }
+
+    /// client-output-buffer-limit for replicas, applied from the next block on.
+    pub fn set_replica_limits(&self, limits: ReplicaLimits) {
+        self.inner.lock().limits = limits;
+    }
+
+    /// A replica's output buffer as Redis counts it: the shared blocks it holds on to.
+    pub fn sub_held(&self, sub: &Sub) -> usize {
+        let g = self.inner.lock();
+        let si = sub.inner.lock();
+        match (&g.backlog, si.started && !si.overflowed && !si.closed) {
+            (Some(b), true) => b.held_from(si.pos),
+            _ => 0,
+        }
+    }
+
+    /// Free the replication buffer's blocks nobody needs any more (a cron's share).
+    pub fn trim_repl_buffer(&self) {
+        Self::trim(&mut self.inner.lock());
+    }
+
+    fn trim(g: &mut Inner) {
+        if !g.backlog.as_ref().is_some_and(ReplBuffer::over_size) {
+            return;
+        }
+        let keep_from = g
+            .subs
+            .iter()
+            .filter_map(|s| {
+                let si = s.inner.lock();
+                si.started.then_some(si.pos)
+            })
+            .min()
+            .unwrap_or(u64::MAX);
+        if let Some(b) = g.backlog.as_mut() {
+            b.trim(keep_from, TRIM_BLOCKS);
+        }
+    }
+
+    fn ensure_buffer(g: &mut Inner) {
+        if g.backlog.is_none() {
+            let (size, offset) = (g.backlog_size, g.repl_offset);
+            g.backlog = Some(ReplBuffer::new(size, offset));
+        }
+    }
+
+    /// Take the stream bytes `sub` has still to send (into `spare`), or with `durable` only
+    /// those the AOF already holds up to that LSN. Empty before the subscriber's start; None
+    /// once it was dropped (fallen behind, or closed).
+    pub fn take_sub(&self, sub: &Sub, spare: Vec<u8>, durable: Option<u64>) -> Option<Vec<u8>> {
+        let mut g = self.inner.lock();
+        let mut out = spare;
+        out.clear();
+        {
+            let g = &mut *g;
+            let mut si = sub.inner.lock();
+            if si.overflowed || si.closed {
+                return None;
+            }
+            if !si.started || g.backlog.is_none() {
+                return Some(out);
+            }
+            let end = match durable {
+                None => {
+                    g.holds.clear();
+                    g.repl_offset
+                }
+                Some(d) => {
+                    Self::release_holds(g, d);
+                    if g.holds.is_empty() {
+                        g.repl_offset
+                    } else {
+                        g.released
+                    }
+                }
+            };
+            let to = end.min(si.pos + TAKE_CHUNK);
+            if to <= si.pos {
+                return Some(out);
+            }
+            let mut passed_first_block = false;
+            if let Some(buf) = g.backlog.as_ref() {
+                buf.copy_range(si.pos, to, &mut out);
+                passed_first_block = si.pos < buf.first_block_end() && to >= buf.first_block_end();
+            }
+            si.pos = to;
+            if !passed_first_block {
+                return Some(out);
+            }
+        }
+        Self::trim(&mut g);
+        Some(out)
     }
 
     /// PSYNC: attach `sub` as a started subscriber whose stream continues at `psync_offset`
@@ -608,42 +708,108 @@ impl WriteLog {
     pub fn continue_sub(&self, sub: &Arc<Sub>, psync_offset: u64) -> Option<u64> {
         let mut g = self.inner.lock();
         let b = g.backlog.as_ref()?;
-        let first = g.repl_offset + 1 - b.histlen() as u64;
-        if psync_offset < first || psync_offset > g.repl_offset + 1 {
+        let pos = psync_offset.checked_sub(1)?;
+        if pos < b.first() || pos > g.repl_offset {
             return None;
         }
-        let n = (g.repl_offset + 1 - psync_offset) as usize;
-        let mut tail = Vec::with_capacity(n);
-        b.copy_tail(n, &mut tail);
-        sub.inner.lock().started = true;
+        {
+            let mut si = sub.inner.lock();
+            si.started = true;
+            si.pos = pos;
+        }
         g.started += 1;
         g.subs.push(sub.clone());
-        // What the AOF must hold first: everything appended so far.
-        let lsn = g.base + g.buf.len() as u64;
-        if !tail.is_empty() && !sub.feed(&tail, lsn) {
-            g.subs.retain(|s| !Arc::ptr_eq(s, sub));
-            g.started -= 1;
-            return None;
-        }
         self.update_active(&g);
-        Some(n as u64)
+        drop(g);
+        (sub.wake)();
+        Some(self.repl_offset() - pos)
     }
 
-    /// Feed bytes to the backlog and every started subscriber (dropping those that overflow).
-    fn feed_subs(g: &mut Inner) {
+    /// Feed `rbuf` to the replication buffer, wake the started subscribers, and drop those
+    /// whose output went over the limits.
+    fn feed_subs(g: &mut Inner, durable: u64) {
         let bytes = std::mem::take(&mut g.rbuf);
+        Self::release_holds(g, durable);
+        Self::ensure_buffer(g);
+        let grew = g.backlog.as_mut().is_some_and(|b| b.push(&bytes));
         g.repl_offset += bytes.len() as u64;
-        if let Some(b) = g.backlog.as_mut() {
-            b.push(&bytes);
-        }
-        let before = g.subs.len();
         // What the AOF must hold first: everything appended so far.
         let lsn = g.base + g.buf.len() as u64;
-        // Only started subscribers can overflow (and leave here).
-        g.subs.retain(|s| s.feed(&bytes, lsn));
-        g.started -= before - g.subs.len();
+        let end = g.repl_offset;
+        match g.holds.back_mut() {
+            Some(last) if last.1 == lsn => last.0 = end,
+            _ => g.holds.push_back((end, lsn)),
+        }
+        if g.started > 0 {
+            // As Redis, the limits are checked when the buffer takes a new block.
+            if grew {
+                Self::drop_over_limit(g);
+            }
+            for s in &g.subs {
+                (s.wake)();
+            }
+        }
+        Self::trim(g);
         g.rbuf = bytes;
         g.rbuf.clear();
+    }
+
+    /// The stream the AOF holds up to `durable` may go.
+    fn release_holds(g: &mut Inner, durable: u64) {
+        while let Some(&(offset, _)) = g.holds.front().filter(|h| h.1 <= durable) {
+            g.released = g.released.max(offset);
+            g.holds.pop_front();
+        }
+    }
+
+    /// Drop the started subscribers whose output is over client-output-buffer-limit (the hard
+    /// limit never below the backlog's size, as Redis: the backlog is shared anyway).
+    fn drop_over_limit(g: &mut Inner) {
+        let ReplicaLimits {
+            hard,
+            soft,
+            soft_seconds,
+        } = g.limits;
+        if hard == 0 && soft == 0 {
+            return;
+        }
+        let hard = if hard > 0 {
+            hard.max(g.backlog_size)
+        } else {
+            0
+        };
+        let Some(buf) = g.backlog.as_ref() else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        let before = g.subs.len();
+        g.subs.retain(|s| {
+            let mut si = s.inner.lock();
+            if !si.started {
+                return true;
+            }
+            let held = buf.held_from(si.pos);
+            let over_soft = soft > 0 && held >= soft;
+            if !over_soft {
+                si.soft_since = None;
+            }
+            let soft_expired = over_soft
+                && match si.soft_since {
+                    None => {
+                        si.soft_since = Some(now);
+                        false
+                    }
+                    Some(t) => now.duration_since(t).as_secs() > soft_seconds,
+                };
+            if (hard > 0 && held >= hard) || soft_expired {
+                si.overflowed = true;
+                drop(si);
+                (s.wake)();
+                return false;
+            }
+            true
+        });
+        g.started -= before - g.subs.len();
     }
 
     /// Send a PING down the replication stream (Redis's repl-ping-replica-period).
@@ -671,19 +837,14 @@ impl WriteLog {
             return;
         }
         g.rbuf.extend_from_slice(command);
-        Self::feed_subs(&mut g);
+        Self::feed_subs(&mut g, self.durable());
         self.update_active(&g);
-    }
-
-    /// Bytes of the replication stream waiting in subscribers' buffers (INFO's
-    /// mem_total_replication_buffers).
-    pub fn subs_pending(&self) -> usize {
-        self.inner.lock().subs.iter().map(|s| s.pending()).sum()
     }
 
     /// Append one execution unit's commands, wrapped in MULTI/EXEC when there are several.
     /// Returns the LSN after it.
     pub fn append(&self, ops: &Ops) -> u64 {
+        let durable = self.durable();
         let mut g = self.inner.lock();
         if !g.closed {
             let g = &mut *g;
@@ -695,14 +856,14 @@ impl WriteLog {
             PROXY_STAGED.with(|p| {
                 let mut p = p.borrow_mut();
                 if !p.is_empty() {
-                    Self::feed_proxied(g, &p);
+                    Self::feed_proxied(g, &p, durable);
                     p.clear();
                 }
             });
         } else if g.streaming() {
             let g = &mut *g;
             Self::encode_unit(&mut g.rbuf, &mut g.repl_selected, ops, ops.len() > 1, true);
-            Self::feed_subs(g);
+            Self::feed_subs(g, durable);
             self.update_active(g);
         }
         let pending = g.buf.len();
@@ -792,11 +953,9 @@ impl WriteLog {
         self.durable.fetch_max(lsn, Ordering::AcqRel);
         // Replicas whose stream waited for this may go on.
         let g = self.inner.lock();
-        if g.started > 0 {
+        if g.started > 0 && g.holds.front().is_some_and(|h| h.1 <= lsn) {
             for s in &g.subs {
-                if s.first_hold().is_some_and(|h| h <= lsn) {
-                    (s.wake)();
-                }
+                (s.wake)();
             }
         }
     }
@@ -867,7 +1026,7 @@ mod tests {
     #[test]
     fn subscribers_get_the_stream_from_their_cut_with_replica_only_commands() {
         let log = WriteLog::new();
-        let sub = Sub::new(1 << 20, Box::new(|| {}));
+        let sub = Sub::new(Box::new(|| {}));
         let mut one = Ops::default();
         one.push(0, [&b"SET"[..], b"a", b"1"].into_iter());
         log.subscribe(sub.clone());
@@ -877,7 +1036,7 @@ mod tests {
         );
         log.append(&one);
         assert_eq!(
-            sub.take(Vec::new(), None).unwrap(),
+            log.take_sub(&sub, Vec::new(), None).unwrap(),
             b"",
             "nothing before the cut"
         );
@@ -886,7 +1045,7 @@ mod tests {
         unit.push(0, [&b"INCR"[..], b"n"].into_iter());
         unit.push_replicas_only(0, [&b"PUBLISH"[..], b"c", b"m"].into_iter());
         log.append(&unit);
-        let got = sub.take(Vec::new(), None).unwrap();
+        let got = log.take_sub(&sub, Vec::new(), None).unwrap();
         assert_eq!(
             String::from_utf8(got.clone()).unwrap(),
             "*1\r\n$5\r\nMULTI\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n\
@@ -895,6 +1054,8 @@ mod tests {
         assert_eq!(log.repl_offset(), got.len() as u64);
         assert_eq!(log.pending(), 0, "no AOF consumer: nothing kept for it");
         log.unsubscribe(&sub);
+        assert!(log.active(), "the backlog stays after its last replica");
+        log.free_backlog();
         assert!(!log.active());
     }
 
@@ -904,12 +1065,9 @@ mod tests {
         log.activate();
         let woken = Arc::new(AtomicU64::new(0));
         let w = woken.clone();
-        let sub = Sub::new(
-            1 << 20,
-            Box::new(move || {
-                w.fetch_add(1, Ordering::Relaxed);
-            }),
-        );
+        let sub = Sub::new(Box::new(move || {
+            w.fetch_add(1, Ordering::Relaxed);
+        }));
         log.subscribe(sub.clone());
         log.start_sub(&sub);
         let set = |k: &[u8]| {
@@ -919,24 +1077,26 @@ mod tests {
         };
         let first = log.append(&set(b"a"));
         let second = log.append(&set(b"b"));
-        assert!(sub.take(Vec::new(), Some(0)).unwrap().is_empty());
+        assert!(log.take_sub(&sub, Vec::new(), Some(0)).unwrap().is_empty());
         let before = woken.load(Ordering::Relaxed);
         log.set_durable(first);
         assert!(
             woken.load(Ordering::Relaxed) > before,
             "the sender is woken"
         );
-        let got = String::from_utf8(sub.take(Vec::new(), Some(log.durable())).unwrap()).unwrap();
+        let got = String::from_utf8(log.take_sub(&sub, Vec::new(), Some(log.durable())).unwrap())
+            .unwrap();
         assert!(
             got.ends_with("$1\r\na\r\n$1\r\nv\r\n") && !got.contains("$1\r\nb"),
             "{got}"
         );
         log.set_durable(second);
-        let rest = String::from_utf8(sub.take(Vec::new(), Some(second)).unwrap()).unwrap();
+        let rest =
+            String::from_utf8(log.take_sub(&sub, Vec::new(), Some(second)).unwrap()).unwrap();
         assert_eq!(rest, "*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\nv\r\n");
         // Without an AOF to wait for, everything goes.
         log.append(&set(b"c"));
-        assert!(!sub.take(Vec::new(), None).unwrap().is_empty());
+        assert!(!log.take_sub(&sub, Vec::new(), None).unwrap().is_empty());
     }
 
     #[test]
@@ -980,29 +1140,77 @@ mod tests {
             (1, log.repl_offset() as usize)
         );
         // A replica that processed up to `after_a` asks for the next byte.
-        let sub = Sub::new(1 << 20, Box::new(|| {}));
+        let sub = Sub::new(Box::new(|| {}));
         assert_eq!(
             log.continue_sub(&sub, after_a + 1),
             Some(log.repl_offset() - after_a)
         );
-        let got = sub.take(Vec::new(), None).unwrap();
+        let got = log.take_sub(&sub, Vec::new(), None).unwrap();
         assert_eq!(got, b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\nv\r\n");
         log.append(&set(b"c"));
-        assert!(String::from_utf8(sub.take(Vec::new(), None).unwrap())
-            .unwrap()
-            .contains("$1\r\nc\r\n"));
-        // Past the ring's reach (128 bytes): no continuation.
-        for _ in 0..4 {
+        assert!(
+            String::from_utf8(log.take_sub(&sub, Vec::new(), None).unwrap())
+                .unwrap()
+                .contains("$1\r\nc\r\n")
+        );
+        // Past the backlog's reach (128 bytes, so two 16 KiB blocks): no continuation.
+        log.unsubscribe(&sub);
+        for _ in 0..2000 {
             log.append(&set(b"x"));
         }
-        let late = Sub::new(1 << 20, Box::new(|| {}));
+        let late = Sub::new(Box::new(|| {}));
         assert_eq!(log.continue_sub(&late, after_a + 1), None);
         assert_eq!(log.continue_sub(&late, log.repl_offset() + 2), None);
         assert_eq!(log.continue_sub(&late, log.repl_offset() + 1), Some(0));
-        log.unsubscribe(&sub);
         log.unsubscribe(&late);
         log.free_backlog();
         assert!(!log.active());
+    }
+
+    #[test]
+    fn replicas_share_one_buffer_and_a_slow_one_keeps_the_backlog_long() {
+        let log = WriteLog::new();
+        assert!(log.create_backlog(16 * 1024));
+        let (fast, slow) = (Sub::new(Box::new(|| {})), Sub::new(Box::new(|| {})));
+        for s in [&fast, &slow] {
+            log.subscribe(s.clone());
+            log.start_sub(s);
+        }
+        let big = vec![b'v'; 1000];
+        let set = || {
+            let mut u = Ops::default();
+            u.push(0, [&b"SET"[..], b"k", &big].into_iter());
+            u
+        };
+        for _ in 0..200 {
+            log.append(&set());
+            log.take_sub(&fast, Vec::new(), None).unwrap();
+        }
+        let held = log.backlog_info().unwrap().histlen;
+        assert!(held >= 200_000, "the slow replica pins everything: {held}");
+        let mem = log.repl_buffer_mem();
+        assert!(
+            mem < 2 * held,
+            "one copy for both replicas: {mem} for {held}"
+        );
+        // The slow one catches up: the buffer shrinks back to the backlog's size.
+        while !log.take_sub(&slow, Vec::new(), None).unwrap().is_empty() {}
+        log.trim_repl_buffer();
+        log.trim_repl_buffer();
+        let info = log.backlog_info().unwrap();
+        assert!(info.histlen <= 16 * 1024 + 64 * 1024, "{}", info.histlen);
+        assert!(log.repl_buffer_mem() < mem / 2);
+        // A replica over the hard limit is dropped at the next new block.
+        log.set_replica_limits(ReplicaLimits {
+            hard: 32 * 1024,
+            soft: 0,
+            soft_seconds: 0,
+        });
+        for _ in 0..100 {
+            log.append(&set());
+        }
+        assert!(slow.overflowed() && log.take_sub(&slow, Vec::new(), None).is_none());
+        assert!(fast.overflowed(), "neither took anything");
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub fn client_memory(h: &ClientHandle) -> usize {
         + rbs
         + crate::clients::counted_reply_bytes(h.reply_pending.load(Relaxed), rbs)
         + h.push_pending.load(Relaxed)
+        + h.repl_output_bytes()
         + h.state_mem.load(Relaxed)
         + dict(subs)
         + CLIENT_STRUCT

@@ -41,6 +41,9 @@ pub struct ClientMeta {
     pub acl_user: Option<Arc<crate::acl::AclUser>>,
 }
 
+/// Reads a replica's share of the replication buffer.
+pub type ReplOutput = Box<dyn Fn() -> usize + Send + Sync>;
+
 pub struct ClientHandle {
     pub id: u64,
     pub addr: String,
@@ -75,6 +78,8 @@ pub struct ClientHandle {
     pub push_pending: AtomicUsize,
     /// When (unix seconds) queued output went over the soft limit; 0 = it is under.
     pub obuf_soft_since: AtomicU64,
+    /// A replica's output: the shared replication buffer's bytes it holds on to.
+    pub repl_output: Mutex<Option<ReplOutput>>,
     pub meta: Mutex<ClientMeta>,
     /// CLIENT TRACKING's redirect target (0 = none), -1 while tracking is off.
     pub tracking_redir: AtomicI64,
@@ -113,6 +118,7 @@ impl ClientHandle {
             tot_mem: AtomicUsize::new(0),
             state_mem: AtomicUsize::new(0),
             push_pending: AtomicUsize::new(0),
+            repl_output: Mutex::new(None),
             obuf_soft_since: AtomicU64::new(0),
             meta: Mutex::new(ClientMeta {
                 user: "default".into(),
@@ -224,6 +230,11 @@ impl ClientHandle {
         }
     }
 
+    /// A replica's output buffer, as Redis counts it (0 for other clients).
+    pub fn repl_output_bytes(&self) -> usize {
+        self.repl_output.lock().as_ref().map_or(0, |f| f())
+    }
+
     pub fn info_line(&self, cmd_name: &str, now_ms: u64) -> String {
         let m = self.meta.lock();
         let lossy = |o: &Option<Vec<u8>>| {
@@ -239,7 +250,7 @@ impl ClientHandle {
         let rbs = self.reply_buffer.size.load(Relaxed);
         let obl = pending.min(rbs);
         let list = counted_reply_bytes(pending, rbs);
-        let omem = list + self.push_pending.load(Relaxed);
+        let omem = list + self.push_pending.load(Relaxed) + self.repl_output_bytes();
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,

@@ -141,7 +141,16 @@ fn over_limit(
     limit: u64,
     budget: Option<std::time::Duration>,
 ) -> bool {
-    let mut used = srv.used_memory.get(now);
+    // What replicas hold of the replication buffer beyond the backlog is not counted, as
+    // in Redis (a slow replica must not make the master evict its dataset).
+    let counted = |used: u64| {
+        if used > limit {
+            used.saturating_sub(crate::replication::not_counted_for_evict(srv))
+        } else {
+            used
+        }
+    };
+    let mut used = counted(srv.used_memory.get(now));
     // A CLIENT PAUSE holds eviction (and then nothing is refused for memory), as Redis; so
     // does being a replica that ignores maxmemory.
     if used <= limit || srv.pause.holds_expiry() || crate::replica_expiry::ignores_maxmemory(srv) {
@@ -163,13 +172,13 @@ fn over_limit(
         while to_free > 0 {
             match evict_one(srv, rng, stats, policy, &mut shards) {
                 Some(freed) => to_free = to_free.saturating_sub(freed.max(1)),
-                None => return srv.used_memory.refresh(now) > limit,
+                None => return counted(srv.used_memory.refresh(now)) > limit,
             }
             if start.elapsed() > budget {
                 return false;
             }
         }
-        used = srv.used_memory.refresh(now);
+        used = counted(srv.used_memory.refresh(now));
         if used <= limit {
             return false;
         }

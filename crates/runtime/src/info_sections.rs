@@ -372,7 +372,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     } = figures;
     let allocated = used;
     let sys = total_system_memory();
-    let overhead = startup + clients_normal;
+    let repl = crate::replication::buffer_memory(srv);
+    let overhead = startup + clients_normal + repl.total;
     let dataset = used.saturating_sub(overhead);
     let net = used.saturating_sub(startup);
     let dataset_perc = if net > 0 {
@@ -401,8 +402,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let mem_scripts = scripts_eval + mem_functions;
     let lazy_pending = srv.lazyfree.pending.load(Relaxed);
     let lazyfreed = srv.lazyfree.freed.load(Relaxed);
-    // The replication stream waiting in replicas' buffers (tern has no backlog).
-    let repl_buffers = srv.propagation.log.subs_pending();
+    let (repl_buffers, repl_backlog, repl_clients) = (repl.total, repl.backlog, repl.replicas);
+    let not_counted = crate::replication::not_counted_for_evict(srv);
     let _ = write!(
         out,
         "used_memory:{used}\r\n\
@@ -445,10 +446,10 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
          rss_overhead_bytes:{}\r\n\
          mem_fragmentation_ratio:{:.2}\r\n\
          mem_fragmentation_bytes:{}\r\n\
-         mem_not_counted_for_evict:0\r\n\
-         mem_replication_backlog:0\r\n\
+         mem_not_counted_for_evict:{not_counted}\r\n\
+         mem_replication_backlog:{repl_backlog}\r\n\
          mem_total_replication_buffers:{repl_buffers}\r\n\
-         mem_clients_slaves:0\r\n\
+         mem_clients_slaves:{repl_clients}\r\n\
          mem_clients_normal:{clients_normal}\r\n\
          mem_cluster_links:0\r\n\
          mem_aof_buffer:0\r\n\

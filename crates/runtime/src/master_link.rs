@@ -208,19 +208,15 @@ pub fn link_role(srv: &Server) -> Option<(String, u16, &'static str, i64)> {
 /// from its old master, as Redis's cached master.
 pub fn start(srv: Arc<Server>, host: String, port: u16) {
     let was_master = !srv.master_link.is_replica();
-    let kept = srv
-        .master_link
-        .link
-        .lock()
-        .as_ref()
-        .map(|l| (l.continuable, l.stream_db));
+    let kept = srv.master_link.link.lock().as_ref().map(|l| l.continuable);
     let (continuable, stream_db) = match kept {
         _ if was_master => {
             crate::log::notice("Before turning into a replica, using my own master parameters to synthesize a cached master: I may be able to synchronize with the new master with just a partial transfer.");
-            (true, 0)
+            (true, Some(0))
         }
-        Some(k) => k,
-        None => (false, 0),
+        // The stream's database once the old link has stopped applying.
+        Some(c) => (c, None),
+        None => (false, Some(0)),
     };
     follow_master(srv, host, port, continuable, stream_db);
 }
@@ -228,14 +224,23 @@ pub fn start(srv: Arc<Server>, host: String, port: u16) {
 /// `replicaof host port` in the configuration: follow that master from the start, with no
 /// history to continue unless the RDB loaded at start-up recorded one.
 pub fn start_from_config(srv: Arc<Server>, host: String, port: u16) {
-    follow_master(srv, host, port, false, 0);
+    follow_master(srv, host, port, false, Some(0));
 }
 
-fn follow_master(srv: Arc<Server>, host: String, port: u16, continuable: bool, stream_db: usize) {
+/// `stream_db` None: the database the old master's stream had selected when its link
+/// stopped (the write log tracks it as it passes the stream on).
+fn follow_master(
+    srv: Arc<Server>,
+    host: String,
+    port: u16,
+    continuable: bool,
+    stream_db: Option<usize>,
+) {
     let gen = {
         let _applying = srv.master_link.apply.lock();
         srv.master_link.generation.fetch_add(1, Relaxed) + 1
     };
+    let stream_db = stream_db.unwrap_or_else(|| srv.propagation.log.stream_position().db);
     srv.master_link.link_up.store(false, Relaxed);
     *srv.master_link.link.lock() = Some(Link {
         host: host.clone(),

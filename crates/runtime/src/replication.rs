@@ -238,7 +238,8 @@ fn backlog_size(srv: &Server) -> usize {
     (srv.config.get_i64("repl-backlog-size").max(0) as usize).max(MIN_BACKLOG)
 }
 
-/// CONFIG SET repl-backlog-size resizes the backlog at once.
+/// CONFIG SET repl-backlog-size resizes the backlog at once; client-output-buffer-limit's
+/// replica class applies to the shared replication buffer.
 pub fn register_hooks(srv: &Arc<Server>) {
     let s = Arc::downgrade(srv);
     srv.config.set_apply_hook(
@@ -249,6 +250,27 @@ pub fn register_hooks(srv: &Arc<Server>) {
             Ok(())
         }),
     );
+    let s = Arc::downgrade(srv);
+    srv.config.set_apply_hook(
+        "client-output-buffer-limit",
+        Box::new(move |_| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            apply_replica_limits(&srv);
+            Ok(())
+        }),
+    );
+    apply_replica_limits(srv);
+}
+
+fn apply_replica_limits(srv: &Server) {
+    let l = &srv.config.hot.obuf_limits[1];
+    srv.propagation
+        .log
+        .set_replica_limits(tern_persist::wlog::ReplicaLimits {
+            hard: l[0].load(Relaxed) as usize,
+            soft: l[1].load(Relaxed) as usize,
+            soft_seconds: l[2].load(Relaxed),
+        });
 }
 
 /// SYNC / PSYNC: the connection turns into a replica once the reply so far is written.
@@ -419,15 +441,6 @@ impl Attached {
     }
 }
 
-/// The replica's output limit: client-output-buffer-limit's hard limit for its class
-/// (0 = none).
-fn output_limit(srv: &Server) -> usize {
-    match srv.config.hot.obuf_limits[1][0].load(Relaxed) {
-        0 => usize::MAX,
-        n => n as usize,
-    }
-}
-
 /// Register the client as a replica and subscribe it to the write log (not started yet).
 /// `wake` is called whenever stream bytes are there to take.
 pub fn attach(
@@ -441,8 +454,18 @@ pub fn attach(
         new_replid(srv);
         srv.propagation.log.create_backlog(backlog_size(srv));
     }
-    let sub = Sub::new(output_limit(srv), wake);
+    let sub = Sub::new(wake);
     srv.propagation.log.subscribe(sub.clone());
+    attached(srv, handle, sub)
+}
+
+/// The replica's handle, its output counted from the shared replication buffer.
+fn attached(srv: &Arc<Server>, handle: &crate::clients::ClientHandle, sub: Arc<Sub>) -> Attached {
+    let (weak, s) = (Arc::downgrade(srv), sub.clone());
+    *handle.repl_output.lock() = Some(Box::new(move || {
+        weak.upgrade()
+            .map_or(0, |srv| srv.propagation.log.sub_held(&s))
+    }));
     Attached {
         sub,
         srv: srv.clone(),
@@ -491,6 +514,42 @@ fn replica_entry(
         aof_ack_offset: 0,
         ack_ms: clock::now_ms(),
     }
+}
+
+/// The replication buffer's memory as Redis reports it: the backlog's share (up to its
+/// size) and the replicas' share (what they hold beyond it).
+pub struct BufferMemory {
+    pub total: u64,
+    pub backlog: u64,
+    pub replicas: u64,
+}
+
+pub fn buffer_memory(srv: &Server) -> BufferMemory {
+    let total = srv.propagation.log.repl_buffer_mem() as u64;
+    let size = backlog_size(srv) as u64;
+    let has_replicas = !srv.replicas.list.lock().is_empty();
+    if has_replicas && total > size {
+        BufferMemory {
+            total,
+            backlog: size,
+            replicas: total - size,
+        }
+    } else {
+        BufferMemory {
+            total,
+            backlog: total,
+            replicas: 0,
+        }
+    }
+}
+
+/// Memory maxmemory does not count: what replicas hold beyond the backlog's size (with an
+/// allowance for the backlog's block overhead), as Redis.
+pub fn not_counted_for_evict(srv: &Server) -> u64 {
+    let total = srv.propagation.log.repl_buffer_mem() as u64;
+    let size = backlog_size(srv) as u64;
+    let counted = size + (size / (16 * 1024) + 1) * 64;
+    total.saturating_sub(counted)
 }
 
 /// CONFIG RESETSTAT: the sync counters start again.
@@ -546,7 +605,7 @@ pub fn try_continue(
         }
         return None;
     }
-    let sub = Sub::new(output_limit(srv), wake);
+    let sub = Sub::new(wake);
     let sent = (offset >= 0)
         .then(|| srv.propagation.log.continue_sub(&sub, offset as u64))
         .flatten();
@@ -578,15 +637,7 @@ pub fn try_continue(
     } else {
         "+CONTINUE\r\n".to_string()
     };
-    Some((
-        Attached {
-            sub,
-            srv: srv.clone(),
-            id: handle.id,
-            rdb: None,
-        },
-        line,
-    ))
+    Some((attached(srv, handle, sub), line))
 }
 
 /// How Redis names a replica in its log: `ip:port` as announced.
@@ -648,6 +699,10 @@ pub(crate) fn sync_aux(
 pub fn cron(srv: &Arc<Server>) {
     crate::failover::cron(srv);
     free_idle_backlog(srv);
+    // Blocks a departed replica held go a share at a time (Redis: 640 per event-loop pass).
+    for _ in 0..10 {
+        srv.propagation.log.trim_repl_buffer();
+    }
     if srv.propagation.log.subscribers() == 0 {
         // The first PING comes a full period after a replica attaches.
         srv.replicas.last_ping_ms.store(clock::now_ms(), Relaxed);

@@ -39,7 +39,7 @@ pub async fn serve<S: ClientStream>(
         }
     }
     let wake = ready.clone();
-    let mut rep = {
+    let rep = {
         let srv = srv.clone();
         let handle = handle.clone();
         // Subscribing waits for in-flight unlogged writes: off the async worker.
@@ -54,6 +54,8 @@ pub async fn serve<S: ClientStream>(
     }
     // The snapshot runs on its own thread; the replica gets a newline every second meanwhile
     // (Redis's keepalive before the payload).
+    let sub = rep.sub.clone();
+    let mut rep = rep;
     let job = {
         let srv = srv.clone();
         tokio::task::spawn_blocking(move || {
@@ -67,6 +69,12 @@ pub async fn serve<S: ClientStream>(
     let (rep, made) = loop {
         tokio::select! {
             r = &mut job => break r.expect("replica snapshot"),
+            _ = ready.notified() => {
+                if sub.overflowed() {
+                    // The snapshot still finishes; dropping `rep` then detaches it.
+                    return output_limit_reached(handle);
+                }
+            }
             _ = tick.tick() => {
                 if stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err() {
                     // The snapshot still finishes; dropping `rep` then detaches it.
@@ -113,8 +121,17 @@ async fn serve_diskless<S: ClientStream>(
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.tick().await;
     let mut started = false;
+    let mut inbuf = BytesMut::with_capacity(1024);
     loop {
         tokio::select! {
+            // A replica that goes away mid-transfer is noticed at once (its socket reads
+            // EOF), not at the next chunk, which a slow snapshot may take long to make.
+            r = stream.read_buf(&mut inbuf) => {
+                if matches!(r, Ok(0) | Err(_)) {
+                    tern_runtime::log::notice(&format!("Connection with replica {name} lost."));
+                    return;
+                }
+            }
             f = feed.recv() => match f {
                 Some(Feed::Data(bytes)) => {
                     started = true;
@@ -122,14 +139,35 @@ async fn serve_diskless<S: ClientStream>(
                         stream.write_all(&bytes).await?;
                         stream.flush().await
                     };
-                    if !matches!(tokio::time::timeout(timeout, write).await, Ok(Ok(()))) {
-                        return;
+                    let write = tokio::time::timeout(timeout, write);
+                    tokio::pin!(write);
+                    // A replica whose stream outgrows its limit meanwhile is dropped, as in
+                    // Redis, even in the middle of its payload.
+                    loop {
+                        tokio::select! {
+                            r = &mut write => {
+                                if !matches!(r, Ok(Ok(()))) {
+                                    return;
+                                }
+                                break;
+                            }
+                            _ = ready.notified() => {
+                                if rep.sub.overflowed() {
+                                    return output_limit_reached(handle);
+                                }
+                            }
+                        }
                     }
                 }
                 Some(Feed::Done) => break,
                 // The transfer failed (or dropped this replica): the replica reconnects.
                 None => return,
             },
+            _ = ready.notified() => {
+                if rep.sub.overflowed() {
+                    return output_limit_reached(handle);
+                }
+            }
             _ = tick.tick() => {
                 if handle.is_killed() {
                     return;
@@ -147,7 +185,7 @@ async fn serve_diskless<S: ClientStream>(
     drop(feed);
     rep.set_state("online");
     tern_runtime::log::notice(&format!("Synchronization with replica {name} succeeded"));
-    if !first_ack(srv, stream, handle, timeout).await {
+    if !first_ack(srv, stream, handle, timeout, inbuf).await {
         return;
     }
     stream_to_replica(srv, stream, handle, &rep.sub, ready).await;
@@ -160,8 +198,8 @@ async fn first_ack<S: ClientStream>(
     stream: &mut S,
     handle: &Arc<ClientHandle>,
     timeout: std::time::Duration,
+    mut inbuf: BytesMut,
 ) -> bool {
-    let mut inbuf = BytesMut::with_capacity(1024);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let acked = sends_ack(&inbuf);
@@ -241,6 +279,13 @@ async fn send_rdb<S: ClientStream>(
     }
 }
 
+fn output_limit_reached(handle: &ClientHandle) {
+    tern_runtime::log::warning(&format!(
+        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        handle.id, handle.addr
+    ));
+}
+
 /// Drain the subscription into the socket; what the replica sends (REPLCONF ACK) is read and
 /// recorded.
 async fn stream_to_replica<S: ClientStream>(
@@ -252,27 +297,22 @@ async fn stream_to_replica<S: ClientStream>(
 ) {
     let mut inbuf = BytesMut::with_capacity(1024);
     let mut spare = Vec::new();
-    let overflowed = || {
-        tern_runtime::log::warning(&format!(
-            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-            handle.id, handle.addr
-        ));
-    };
+    let overflowed = || output_limit_reached(handle);
     loop {
         if handle.is_killed() {
             return;
         }
         // With an AOF, only what it already holds (written; fsynced under `always`).
         let durable = tern_runtime::aof::must_wait(srv).then(|| srv.propagation.log.durable());
-        let Some(bytes) = sub.take(spare, durable) else {
+        let Some(bytes) = srv.propagation.log.take_sub(sub, spare, durable) else {
             if sub.overflowed() {
                 overflowed();
             }
             return;
         };
         if !bytes.is_empty() {
-            // While the socket is full the stream piles up in `sub`: past its limit the
-            // replica is dropped, even though this write never completes.
+            // While the socket is full the stream piles up in the replication buffer: past
+            // the limit the replica is dropped, even though this write never completes.
             let write = async {
                 stream.write_all(&bytes).await?;
                 stream.flush().await

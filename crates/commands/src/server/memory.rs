@@ -69,7 +69,8 @@ fn stats(ctx: &mut Ctx, _args: &Args) {
     let keys: usize = (0..ctx.srv.store.databases())
         .map(|db| ctx.srv.store.db_len(db))
         .sum();
-    let overhead = m.startup + m.clients_normal;
+    let repl = tern_runtime::replication::buffer_memory(ctx.srv);
+    let overhead = m.startup + m.clients_normal + repl.total;
     let dataset = m.used.saturating_sub(overhead);
     let net = m.used.saturating_sub(m.startup);
     let pct = |a: u64, b: u64| {
@@ -84,8 +85,8 @@ fn stats(ctx: &mut Ctx, _args: &Args) {
         ("peak.allocated", m.peak),
         ("total.allocated", m.used),
         ("startup.allocated", m.startup),
-        ("replication.backlog", 0),
-        ("clients.slaves", 0),
+        ("replication.backlog", repl.backlog),
+        ("clients.slaves", repl.replicas),
         ("clients.normal", m.clients_normal),
         ("cluster.links", 0),
         ("aof.buffer", 0),
