@@ -51,8 +51,10 @@ pub enum SlotMigration {
 pub struct NodeLine {
     pub id: NodeId,
     pub ip: String,
-    /// The port of `ip:port`: the client port of the node's primary protocol (the TLS port
-    /// when the bus runs over TLS).
+    /// The port of `ip:port`. Redis 7.2 writes nodes.conf with the plain TCP port here and
+    /// the TLS port in `tls-port`, even with `tls-cluster yes`; CLUSTER NODES shows the TLS port
+    /// here to TLS clients. Files without a `tcp-port`/`tls-port` field (before 7.2) hold the
+    /// port of the bus's protocol.
     pub port: u16,
     /// Cluster bus port (`@cport`; files older than 4.0 omit it: then `port` + 10000).
     pub cport: u16,
@@ -62,9 +64,10 @@ pub struct NodeLine {
     pub shard_id: Option<NodeId>,
     /// Aux field `nodename` (the announced human-readable node name).
     pub human_nodename: Option<String>,
-    /// Aux field `tcp-port` (written when the primary port is the TLS one).
+    /// Aux field `tcp-port`: accepted on load, never written by Redis 7.2 (its file always has
+    /// the plain port in the address).
     pub tcp_port: Option<u16>,
-    /// Aux field `tls-port` (written when the primary port is the plain TCP one; 0 = no TLS).
+    /// Aux field `tls-port` (always written by 7.2; 0 = no TLS port).
     pub tls_port: Option<u16>,
     pub flags: NodeFlags,
     pub master: Option<NodeId>,

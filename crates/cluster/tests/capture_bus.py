@@ -17,6 +17,10 @@ forgotten-node extension after CLUSTER FORGET) and writes:
 Usage: capture_bus.py REDIS_SERVER HELLOCLUSTER_SO OUT_DIR
   (hellocluster.so: cc -fPIC -shared -I ~/redis-7.2.6/src -o hellocluster.so
    ~/redis-7.2.6/src/modules/hellocluster.c)
+       capture_bus.py --tls REDIS_SERVER CERT_DIR OUT_DIR
+  two nodes with `tls-cluster yes` (ports 7611-7612, TLS ports 7631-7632, bus 17631-17632):
+  writes fixtures/nodes_conf/tls_*.conf only (the bus is encrypted, so no messages).
+  CERT_DIR: the tests/tls directory made by Redis's utils/gen-test-certs.sh.
 Needs redis-py.
 """
 
@@ -367,5 +371,46 @@ def forgotten_ext(msg, count, exts):
     return False
 
 
+def capture_tls(redis_server, certs, out):
+    work = f"/tmp/tern-bus-capture-tls-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    procs, clients = [], []
+    try:
+        for i in (1, 2):
+            d = os.path.join(work, f"t{i}")
+            os.makedirs(d)
+            procs.append(subprocess.Popen([
+                redis_server, "--port", str(7610 + i), "--tls-port", str(7630 + i),
+                "--tls-cluster", "yes", "--tls-replication", "yes",
+                "--tls-cert-file", os.path.join(certs, "redis.crt"),
+                "--tls-key-file", os.path.join(certs, "redis.key"),
+                "--tls-ca-cert-file", os.path.join(certs, "ca.crt"),
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--dir", d,
+                "--save", "", "--appendonly", "no", "--logfile", os.path.join(d, "log.txt"),
+                "--cluster-announce-human-nodename", f"tls-{i}",
+            ]))
+            c = redis.Redis(port=7610 + i, decode_responses=True)
+            wait_for("tls node", c.ping)
+            clients.append(c)
+        clients[0].execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
+        clients[1].execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
+        clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", 7632)
+        for c in clients:
+            wait_for("tls cluster ok", lambda c=c: cinfo(c)["cluster_state"] == "ok")
+        os.makedirs(os.path.join(out, "nodes_conf"), exist_ok=True)
+        for i, c in enumerate(clients, 1):
+            c.execute_command("CLUSTER", "SAVECONFIG")
+            shutil.copy(os.path.join(work, f"t{i}", "nodes.conf"),
+                        os.path.join(out, "nodes_conf", f"tls_{i}.conf"))
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "--tls":
+        capture_tls(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        main()

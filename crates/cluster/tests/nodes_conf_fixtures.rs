@@ -130,3 +130,25 @@ fn plain_and_empty_masters() {
     let gone = conf.nodes.iter().find(|n| n.id == ids[4]).unwrap();
     assert_eq!(gone.link, LinkState::Disconnected);
 }
+
+#[test]
+fn tls_cluster() {
+    // Two nodes with `tls-cluster yes` (`capture_bus.py --tls`): Redis 7.2 still writes the plain
+    // port in the address and the TLS port as the `tls-port` aux field; the bus port follows the
+    // TLS port (7631 + 10000).
+    for (i, name) in ["tls_1.conf", "tls_2.conf"].into_iter().enumerate() {
+        let text = read(name);
+        let conf = NodesConf::parse(&text).unwrap();
+        assert_eq!(conf.to_text(), text, "{name}: written back differently");
+        assert_eq!(conf.nodes.len(), 2);
+        let me = conf.myself().unwrap();
+        assert_eq!(me.port, 7611 + i as u16);
+        assert_eq!(me.tls_port, Some(7631 + i as u16));
+        assert_eq!(me.tcp_port, None);
+        assert_eq!(me.cport, 17631 + i as u16);
+        assert_eq!(me.human_nodename.as_deref(), Some(["tls-1", "tls-2"][i]));
+        let slots: Vec<_> = me.slots.ranges().collect();
+        assert_eq!(slots, [vec![(0, 8191)], vec![(8192, 16383)]][i]);
+        assert_eq!(conf.current_epoch, 1);
+    }
+}
