@@ -1,9 +1,10 @@
 //! A real redis-server accepts messages this codec encodes: the test plays a cluster node of its
 //! own (a MEET to Redis's bus port, then the PING/PONG handshake Redis starts on the test's own
-//! bus port) and checks, with CLUSTER NODES, that Redis took in what the messages said (node id,
-//! ports, hostname extension, claimed slots). Uses `$REDIS_SERVER`, else
-//! ~/redis-7.2.6/src/redis-server, else `redis-server` from PATH (7.0 works too: it ignores the
-//! shard-id extension it does not know). Ports 7620 and 17620-17621.
+//! bus port) and checks, with CLUSTER NODES and its nodes.conf, that Redis took in what the
+//! messages said (node id, ports, hostname and shard-id extensions, claimed slots). Runs against
+//! `$REDIS_SERVER` if set, else against both ~/redis-7.2.6/src/redis-server and Debian's
+//! /usr/bin/redis-server (7.0, which ignores the shard-id extension it does not know).
+//! Ports 7620 and 17620-17621.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -33,23 +34,28 @@ impl Drop for Redis {
     }
 }
 
-fn redis_binary() -> String {
+/// The redis-server binaries to test against: `$REDIS_SERVER` alone if set; else the built
+/// 7.2.6 and the system's `redis-server` (Debian's 7.0), those that exist.
+fn redis_binaries() -> Vec<String> {
     if let Ok(path) = std::env::var("REDIS_SERVER") {
-        return path;
+        return vec![path];
     }
     let home = std::env::var("HOME").unwrap_or_default();
-    let built = format!("{home}/redis-7.2.6/src/redis-server");
-    if std::path::Path::new(&built).exists() {
-        built
-    } else {
-        "redis-server".to_string()
-    }
+    let found: Vec<String> = [
+        format!("{home}/redis-7.2.6/src/redis-server"),
+        "/usr/bin/redis-server".to_string(),
+    ]
+    .into_iter()
+    .filter(|p| std::path::Path::new(p).exists())
+    .collect();
+    assert!(!found.is_empty(), "no redis-server found: set REDIS_SERVER");
+    found
 }
 
-fn start_redis() -> Redis {
+fn start_redis(binary: &str) -> Redis {
     let dir = std::env::temp_dir().join(format!("tern-cluster-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let child = Command::new(redis_binary())
+    let child = Command::new(binary)
         .args([
             "--port",
             &REDIS_PORT.to_string(),
@@ -171,8 +177,14 @@ fn our_message(body_for: fn(Ping) -> Body) -> Vec<u8> {
 
 #[test]
 fn redis_server_joins_a_node_speaking_this_codec() {
+    for binary in redis_binaries() {
+        join(&binary);
+    }
+}
+
+fn join(binary: &str) {
     let listener = TcpListener::bind(("127.0.0.1", OUR_BUS_PORT)).unwrap();
-    let redis = start_redis();
+    let redis = start_redis(binary);
     let redis_id = command(&["CLUSTER", "MYID"]);
 
     // MEET: Redis answers with a PONG on the same link.
