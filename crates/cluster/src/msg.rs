@@ -113,6 +113,11 @@ pub enum DecodeError {
     BadSignature([u8; 4]),
     /// The announced total length is below the header size.
     LengthTooSmall(u32),
+    /// The announced total length is above the reader's bound.
+    TooLong {
+        totlen: usize,
+        max: usize,
+    },
     UnsupportedVersion(u16),
     /// The total length does not match what the type and its own length fields say.
     LengthMismatch {
@@ -138,6 +143,9 @@ impl fmt::Display for DecodeError {
             }
             DecodeError::BadSignature(sig) => write!(f, "bad message signature {sig:?}"),
             DecodeError::LengthTooSmall(n) => write!(f, "message length {n} below the header"),
+            DecodeError::TooLong { totlen, max } => {
+                write!(f, "message length {totlen} above the limit {max}")
+            }
             DecodeError::UnsupportedVersion(v) => write!(f, "unsupported bus protocol version {v}"),
             DecodeError::LengthMismatch {
                 msg_type: t,
@@ -174,6 +182,53 @@ pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
         return Err(DecodeError::LengthTooSmall(totlen));
     }
     Ok(Some(totlen as usize))
+}
+
+/// One message off a link: decoded, or the reason its body was refused.
+pub type Frame = Result<Msg, DecodeError>;
+
+/// Splits the bytes read from a bus link into messages. Redis closes a link on a bad signature
+/// or length (the `Err` of [`MsgReader::next_frame`]) but only drops a message whose body does
+/// not decode (the inner `Err`), keeping the link.
+#[derive(Debug, Default)]
+pub struct MsgReader {
+    buf: Vec<u8>,
+}
+
+impl MsgReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Append bytes read from the link.
+    pub fn feed(&mut self, data: &[u8]) {
+        self.buf.extend_from_slice(data);
+    }
+
+    /// Bytes buffered and not yet returned as a message.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The next whole message, if one is buffered. Frames longer than `max_len` are refused as
+    /// a framing error before they are buffered whole (Redis sets no bound; a reader should).
+    pub fn next_frame(&mut self, max_len: usize) -> Result<Option<Frame>, DecodeError> {
+        let Some(len) = frame_len(&self.buf)? else {
+            return Ok(None);
+        };
+        if len > max_len {
+            return Err(DecodeError::TooLong {
+                totlen: len,
+                max: max_len,
+            });
+        }
+        if self.buf.len() < len {
+            return Ok(None);
+        }
+        let msg = Msg::decode(&self.buf[..len]);
+        self.buf.drain(..len);
+        Ok(Some(msg))
+    }
 }
 
 /// A NUL-padded IP address field (46 bytes). Empty (first byte zero) in a header means "use the

@@ -9,8 +9,8 @@ mod cluster_check;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tern_cluster::msg::{
-    frame_len, ClusterState, DecodeError, Gossip, Header, Ip, Module, MsgFlags, Ping, PingExt,
-    Publish, UnknownMsg, Update, HEADER_LEN,
+    frame_len, ClusterState, DecodeError, Gossip, Header, Ip, Module, MsgFlags, MsgReader, Ping,
+    PingExt, Publish, UnknownMsg, Update, HEADER_LEN,
 };
 use tern_cluster::slots::SLOT_BITMAP_LEN;
 use tern_cluster::{Body, Msg, NodeFlags, NodeId, SlotSet};
@@ -249,6 +249,51 @@ fn stream_splits_at_frame_boundaries() {
     }
     assert!(buf.is_empty());
     assert_eq!(got, msgs);
+}
+
+#[test]
+fn reader_keeps_the_link_on_a_bad_body_and_drops_it_on_bad_framing() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let first = random_msg(&mut rng);
+    let second = random_msg(&mut rng);
+    // A FAIL message one byte too long: framed fine, its body does not decode.
+    let mut bad_body = Msg::new(Header::default(), Body::Fail(NodeId::NULL)).encode();
+    bad_body.push(0);
+    let len = bad_body.len() as u32;
+    bad_body[4..8].copy_from_slice(&len.to_be_bytes());
+    let mut stream = first.encode();
+    stream.extend_from_slice(&bad_body);
+    stream.extend_from_slice(&second.encode());
+    let mut reader = MsgReader::new();
+    let mut got = Vec::new();
+    for chunk in stream.chunks(777) {
+        reader.feed(chunk);
+        while let Some(frame) = reader.next_frame(1 << 20).unwrap() {
+            got.push(frame);
+        }
+    }
+    assert_eq!(reader.buffered(), 0);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0], Ok(first));
+    assert!(matches!(
+        got[1],
+        Err(DecodeError::LengthMismatch { msg_type: 3, .. })
+    ));
+    assert_eq!(got[2], Ok(second));
+
+    let mut reader = MsgReader::new();
+    reader.feed(b"RCmc\0\0\x10\0");
+    assert!(matches!(
+        reader.next_frame(1 << 20),
+        Err(DecodeError::BadSignature(_))
+    ));
+    let mut reader = MsgReader::new();
+    reader.feed(&sample_ping()[..8]);
+    assert_eq!(reader.next_frame(1 << 20), Ok(None));
+    assert!(matches!(
+        reader.next_frame(100),
+        Err(DecodeError::TooLong { max: 100, .. })
+    ));
 }
 
 fn sample_ping() -> Vec<u8> {
