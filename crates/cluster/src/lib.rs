@@ -1,6 +1,7 @@
 //! Redis Cluster's protocol layer, as Redis 7.2 speaks it, with no I/O and no server state:
 //! - [`msg`]: the cluster bus messages (header, gossip, ping extensions, every message type),
-//!   their byte-exact encoding and a decoder that rejects bad input with an error;
+//!   their byte-exact encoding, a decoder that rejects bad input with an error, and
+//!   [`msg::MsgReader`] to split a link's byte stream into messages;
 //! - [`nodes_conf`]: the `nodes.conf` cluster config file, parsed and written;
 //! - [`slots`]: the key hash slot (CRC16 with `{hash tag}` rules) and a slot bitmap;
 //! - [`node`]: what the bus and the config file say about a node (its id and flag bits).
