@@ -324,3 +324,36 @@ fn update() {
         b => panic!("{b:?}"),
     }
 }
+
+#[test]
+fn epochs_and_offsets_tell_the_failover_story() {
+    let (mfstart, ..) = load("mfstart");
+    let (paused, ..) = load("ping_paused");
+    let (request, ..) = load("failover_auth_request_0");
+    let (ack, ..) = load("failover_auth_ack_0");
+    let (update, ..) = load("update");
+    let (fail, ..) = load("fail");
+    let (forgotten, forgetter, _) = load("ping_forgotten_node");
+    // The paused master advertises the offset the replica must reach; the replica had reached
+    // it when it asked for the failover.
+    assert!(paused.header.offset > 0);
+    assert_eq!(mfstart.header.offset, paused.header.offset);
+    // A replica sends its master's configEpoch.
+    assert_eq!(request.header.config_epoch, paused.header.config_epoch);
+    // The election bumps currentEpoch; voters answer in that epoch; the winner takes it as its
+    // configEpoch and tells the old master so with UPDATE.
+    assert!(request.header.current_epoch > mfstart.header.current_epoch);
+    assert_eq!(ack.header.current_epoch, request.header.current_epoch);
+    match &update.body {
+        Body::Update(u) => assert_eq!(u.config_epoch, request.header.current_epoch),
+        b => panic!("{b:?}"),
+    }
+    assert_eq!(update.header.config_epoch, request.header.current_epoch);
+    // Node 1, now the replica, reports its master failing, sending the master's configEpoch...
+    assert_eq!(fail.header.config_epoch, request.header.current_epoch);
+    assert!(fail.header.flags.contains(NodeFlags::REPLICA));
+    // ...and wins the next election with a newer epoch (seen in its later PINGs).
+    assert_eq!(forgetter, 1);
+    assert!(forgotten.header.config_epoch > request.header.current_epoch);
+    assert!(forgotten.header.flags.contains(NodeFlags::MASTER));
+}
