@@ -130,6 +130,28 @@ fn read_msg(s: &mut TcpStream) -> Msg {
     }
 }
 
+/// The next connection to `listener`; fails the test rather than hang.
+fn accept_within(listener: &TcpListener, limit: Duration) -> TcpStream {
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + limit;
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).unwrap();
+                return stream;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(
+                    Instant::now() < deadline,
+                    "Redis never connected to our bus port"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
 /// Reply PONG to every PING/MEET until the link closes.
 fn answer_pings(mut link: TcpStream) {
     let mut buf = Vec::new();
@@ -204,7 +226,7 @@ fn join(binary: &str) {
 
     // Redis now knows us as a node in handshake and connects to our bus port to PING us; our
     // PONG (with our real id) completes the handshake.
-    let (mut inbound, _) = listener.accept().unwrap();
+    let mut inbound = accept_within(&listener, Duration::from_secs(10));
     inbound
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
