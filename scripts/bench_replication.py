@@ -65,8 +65,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_common import (ROOT, TERN, Server, child_pids, invocation, pick_port, pss, resp, rss,
-                          save_table)
+from bench_common import (ROOT, TERN, Server, child_pids, invocation, pick_port, proc_kb_field, pss,
+                          resp, rss, save_table)
 
 KEYS = int(os.environ.get("BENCH_REPL_KEYS", "5000000"))
 SIZE = int(os.environ.get("BENCH_REPL_SIZE", "100"))
@@ -106,6 +106,7 @@ class FullSync:
     master_rss_peak: int = 0  # master + children, summed per sample
     master_pss_peak: int = 0
     replica_rss_peak: int = 0
+    replica_anon_peak: int = 0  # RssAnon: without the mapped RDB file's page cache
     master_children: int = 0
     problem: str = ""
 
@@ -268,10 +269,13 @@ def safe_info(server: Server, section: bytes) -> dict[str, str]:
         return {}
 
 
-def tree_memory(pid: int) -> tuple[int, int, int]:
-    """(RSS sum, PSS sum, child count) of a process and its children."""
+def tree_memory(pid: int) -> tuple[int, int, int, int]:
+    """(RSS sum, PSS sum, RssAnon sum, child count) of a process and its children. RssAnon
+    leaves out file pages a process maps (tern maps the RDB file it loads): page cache the
+    kernel may drop, which RSS and PSS count while they stay mapped."""
     pids = [pid, *child_pids(pid)]
-    return sum(rss(p) for p in pids), sum(pss(p) for p in pids), len(pids) - 1
+    return (sum(rss(p) for p in pids), sum(pss(p) for p in pids),
+            sum(proc_kb_field(f"/proc/{p}/status", "RssAnon:") for p in pids), len(pids) - 1)
 
 
 def new_replica(label: str, argv: list[str], port: int, load: bytes) -> Server:
@@ -296,11 +300,13 @@ def full_sync(label: str, argv: list[str], master: Server, port: int, form: str)
         if not reply.startswith(b"+OK"):
             sys.exit(f"{label}: REPLICAOF: {reply[:200]!r}")
         while time.monotonic() - t0 < SYNC_TIMEOUT:
-            m_rss, m_pss, kids = tree_memory(mpid)
+            m_rss, m_pss, _, kids = tree_memory(mpid)
             res.master_rss_peak = max(res.master_rss_peak, m_rss)
             res.master_pss_peak = max(res.master_pss_peak, m_pss)
             res.master_children = max(res.master_children, kids)
-            res.replica_rss_peak = max(res.replica_rss_peak, tree_memory(rpid)[0])
+            r_rss, _, r_anon, _ = tree_memory(rpid)
+            res.replica_rss_peak = max(res.replica_rss_peak, r_rss)
+            res.replica_anon_peak = max(res.replica_anon_peak, r_anon)
             now = time.monotonic() - t0
             if is_nan(res.link_up_s):
                 if safe_info(replica, b"replication").get("master_link_status") == "up":
@@ -325,7 +331,8 @@ def full_sync(label: str, argv: list[str], master: Server, port: int, form: str)
     print(f"  {label:<12} full sync {form:<8} link up {res.link_up_s:6.2f}s  DBSIZE equal "
           f"{res.dbsize_s:6.2f}s  master RSS {res.master_rss_before / MiB:,.0f} -> peak RSS sum "
           f"{res.master_rss_peak / MiB:,.0f} PSS sum {res.master_pss_peak / MiB:,.0f} MiB "
-          f"(children {res.master_children})  replica peak RSS {res.replica_rss_peak / MiB:,.0f} MiB "
+          f"(children {res.master_children})  replica peak RSS {res.replica_rss_peak / MiB:,.0f} "
+          f"RssAnon {res.replica_anon_peak / MiB:,.0f} MiB "
           f"{res.problem}", file=sys.stderr, flush=True)
     return res
 
@@ -462,8 +469,9 @@ def mib(x: float) -> str:
 def report(pairs: dict[str, PairResults], commands: list[str]) -> str:
     lines = [
         "| pair | form | REPLICAOF → link up s | → DBSIZE equal s | master RSS before MiB "
-        "| master peak RSS sum MiB | master peak PSS sum MiB | replica peak RSS MiB | checks |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| master peak RSS sum MiB | master peak PSS sum MiB | replica peak RSS MiB | replica peak RssAnon MiB "
+        "| checks |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for label, pr in pairs.items():
         for form, runs in pr.full.items():
@@ -472,7 +480,8 @@ def report(pairs: dict[str, PairResults], commands: list[str]) -> str:
                 f"| {label} → {label} | {form} | {f2(median([r.link_up_s for r in runs]))} | "
                 f"{f2(median([r.dbsize_s for r in runs]))} | {mib(median([r.master_rss_before for r in runs]))} | "
                 f"{mib(median([r.master_rss_peak for r in runs]))} | {mib(median([r.master_pss_peak for r in runs]))} | "
-                f"{mib(median([r.replica_rss_peak for r in runs]))} | {problems} |")
+                f"{mib(median([r.replica_rss_peak for r in runs]))} | "
+                f"{mib(median([r.replica_anon_peak for r in runs]))} | {problems} |")
     if any(pr.resume for pr in pairs.values()):
         lines += [
             "",
