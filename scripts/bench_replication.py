@@ -55,6 +55,7 @@ import json
 import os
 import random
 import shlex
+import signal
 import socket
 import statistics
 import subprocess
@@ -79,6 +80,9 @@ RESUME = os.environ.get("BENCH_REPL_RESUME", "1") != "0"
 BENCH_DIR = os.environ.get("BENCH_DIR", str(ROOT / "bench-results"))
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "7400"))
 SYNC_TIMEOUT = 900.0
+# A resume that has not caught up by then is reported as "> N s": under this write rate a
+# replica that needs a full sync may never converge (see buffer_drops).
+RESUME_TIMEOUT = float(os.environ.get("BENCH_REPL_RESUME_TIMEOUT", "120"))
 BACKLOGS = [("64mb", 64 * 2**20), ("1mb", 2**20)]
 MiB = 2**20
 
@@ -118,6 +122,7 @@ class Resume:
     kind: str = "?"  # partial / full / none
     lag_before: int = 0  # master offset - replica offset just before the cut (bytes)
     behind_at_restore: int = 0  # bytes the replica had to catch up when the link came back
+    buffer_drops: int = 0  # master log lines: replica closed for overcoming output buffer limits
     writes_per_s: float = 0.0  # master cmdstat_set calls over the drop + catch-up window
     problem: str = ""
 
@@ -252,6 +257,13 @@ class LinkProxy:
 # --- measurements -------------------------------------------------------------------------------
 
 
+LOADAVG: list[float] = []  # 1-minute load average at each measurement: other work on the machine
+
+
+def note_load() -> None:
+    LOADAVG.append(os.getloadavg()[0])
+
+
 def is_nan(x: float) -> bool:
     return x != x
 
@@ -294,6 +306,7 @@ def full_sync(label: str, argv: list[str], master: Server, port: int, form: str)
     try:
         mpid, rpid = master.proc.pid, replica.proc.pid
         res.master_rss_before = rss(mpid)
+        note_load()
         full_before = int(safe_info(master, b"stats").get("sync_full", "0"))
         t0 = time.monotonic()
         reply = replica.command(b"REPLICAOF", b"127.0.0.1", b"%d" % master.port)
@@ -365,6 +378,15 @@ def sync_counters(master: Server) -> tuple[int, int]:
     return int(stats.get("sync_partial_ok", "0")), int(stats.get("sync_full", "0"))
 
 
+def buffer_limit_drops(master: Server) -> int:
+    """Lines of the master's log saying a client was closed for its output buffer limits."""
+    try:
+        with open(os.path.join(master.dir, "server.log"), errors="replace") as f:
+            return sum("output buffer limits" in line for line in f)
+    except FileNotFoundError:
+        return 0
+
+
 def set_calls(server: Server) -> int:
     stat = safe_info(server, b"commandstats").get("cmdstat_set", "calls=0")
     return int(dict(kv.split("=", 1) for kv in stat.split(","))["calls"])
@@ -403,16 +425,29 @@ def resume_runs(label: str, argv: list[str], master: Server, port: int, proxy_po
             m_restore, r_restore, _ = offsets(master, replica)
             res.behind_at_restore = m_restore - r_restore
             proxy.restore()
+            note_load()
             t0 = time.monotonic()
             link_up: list[float] = []
-            res.catch_up_s = wait_caught_up(master, replica, SYNC_TIMEOUT, link_up)
+            log0 = buffer_limit_drops(master)
+            res.catch_up_s = wait_caught_up(master, replica, RESUME_TIMEOUT, link_up)
+            res.buffer_drops = buffer_limit_drops(master) - log0
             res.link_up_s = link_up[0] if link_up else float("nan")
             res.writes_per_s = (set_calls(master) - sets0) / (time.monotonic() - t_cut)
             partial1, full1 = sync_counters(master)
             if is_nan(res.catch_up_s):
-                res.problem += f"not caught up within {time.monotonic() - t0:.0f}s; "
-            res.kind = ("partial" if partial1 > partial0 else "") + ("full" if full1 > full0 else "") or "none"
-            if replica.dbsize() != KEYS:
+                res.catch_up_s = float("inf")
+                if is_nan(res.link_up_s):
+                    res.link_up_s = float("inf")
+                res.problem += f"not caught up within {RESUME_TIMEOUT:g}s; "
+            # More than one full sync: the master dropped the syncing replica (typically its
+            # output buffer passed client-output-buffer-limit replica) and it started over.
+            fulls = full1 - full0
+            res.kind = " + ".join(
+                ["partial"] * (partial1 > partial0) + [f"full×{fulls}" if fulls > 1 else "full"] * (fulls > 0)) or "none"
+            if res.buffer_drops:
+                res.problem += (f"master dropped the syncing replica {res.buffer_drops}× for "
+                                "client-output-buffer-limit; ")
+            if not is_nan(res.catch_up_s) and res.catch_up_s != float("inf") and replica.dbsize() != KEYS:
                 res.problem += f"replica DBSIZE {replica.dbsize()} != {KEYS}; "
             results.resume.setdefault(name, []).append(res)
             print(f"  {label:<12} resume backlog {name:<5} {res.kind:<7} link up {res.link_up_s:6.2f}s, caught up "
@@ -459,6 +494,8 @@ def median(xs: list[float]) -> float:
 
 
 def f2(x: float) -> str:
+    if x == float("inf"):
+        return f"> {RESUME_TIMEOUT:g}"
     return "n/a" if x != x else f"{x:.2f}"
 
 
@@ -508,7 +545,9 @@ def report(pairs: dict[str, PairResults], commands: list[str]) -> str:
         "(Redis's fork child), RSS counting fork-shared pages twice and PSS once. Resume: writer "
         f"{RATE:,} SET/s target in batches of {max(1, RATE // 100)} every 10 ms; link cut for {DROP_S:g} s "
         "by the proxy (connections aborted, reconnects refused), time from the restore until the "
-        "replica's slave_repl_offset ≥ the master's master_repl_offset.",
+        "replica's slave_repl_offset ≥ the master's master_repl_offset. "
+        f"1-minute load average at the measurements: {min(LOADAVG, default=0):.1f}–{max(LOADAVG, default=0):.1f} "
+        f"on {os.cpu_count()} CPUs.",
         "",
         "Commands:",
         "",
@@ -522,6 +561,10 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--writer":
         writer_main(int(sys.argv[2]))
         return
+    # Started in the background by a non-interactive shell, SIGINT arrives ignored: restore it,
+    # and make SIGTERM unwind too, so the `finally` blocks stop every server this script started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench-replication: terminated"))
     os.sched_setaffinity(0, {1})  # the script, its proxy thread and the writer stay off core 0
     os.makedirs(BENCH_DIR, exist_ok=True)
     wanted = os.environ.get("BENCH_REPL_SERVERS", ",".join(CANDIDATES)).split(",")
