@@ -6,6 +6,7 @@
 #   make bench-atomic     MULTI/EXEC of 5 INCRs, EVALSHA, PUBLISH fan-out (tern-bench load generator)
 #   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20; checks the AOFs grew (BENCH_SECONDS=15)
 #   make bench-snapshot   BGSAVE under writes: peak RSS/PSS incl. fork child, save/load time (BENCH_SNAP_KEYS=5000000)
+#   make bench-replication  full sync of 5M keys to a fresh replica, resume after a 5 s link drop (BENCH_REPL_KEYS=500000: quick run)
 #   make run    build and start tern-server on port 6379 (extra args: make run ARGS="--port 7000")
 #   make fuzz   run the RESP parser fuzz target (needs nightly + cargo-fuzz; FUZZ_SECONDS=600)
 SHELL := /bin/bash
@@ -16,7 +17,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -59,6 +60,9 @@ bench-durable:
 bench-snapshot:
 	cargo build --release -p tern-bench
 	BENCH_SCRIPT=bench_snapshot.py bash scripts/bench.sh $(ARGS)
+
+bench-replication:
+	BENCH_SCRIPT=bench_replication.py bash scripts/bench.sh $(ARGS)
 
 run: build
 	./target/release/tern-server $(ARGS)

@@ -1,5 +1,5 @@
 """Helpers shared by the benchmark scripts (bench.py, bench_memory.py, bench_isolation.py,
-bench_atomic.py, bench_durable.py, bench_snapshot.py).
+bench_atomic.py, bench_durable.py, bench_snapshot.py, bench_replication.py).
 
 Standard library only.
 """
