@@ -433,6 +433,13 @@ impl Drop for Attached {
 }
 
 impl Attached {
+    /// The snapshot file of a disk-based sync was sent: it goes now, not with the replica.
+    pub fn sync_file_sent(&mut self) {
+        if let Some(p) = self.rdb.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
     pub fn set_state(&self, state: &'static str) {
         let mut list = self.srv.replicas.list.lock();
         if let Some(r) = list.iter_mut().find(|r| r.id == self.id) {

@@ -66,7 +66,7 @@ pub async fn serve<S: ClientStream>(
     tokio::pin!(job);
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.tick().await;
-    let (rep, made) = loop {
+    let (mut rep, made) = loop {
         tokio::select! {
             r = &mut job => break r.expect("replica snapshot"),
             _ = ready.notified() => {
@@ -91,7 +91,9 @@ pub async fn serve<S: ClientStream>(
         }
     };
     rep.set_state("send_bulk");
-    if send_rdb(srv, stream, &path, &kind, offset).await.is_err() {
+    let sent = send_rdb(srv, stream, &path, &kind, offset).await;
+    rep.sync_file_sent();
+    if sent.is_err() {
         return;
     }
     rep.set_state("online");

@@ -360,3 +360,22 @@ fn a_replica_with_its_link_down_refuses_stale_reads_when_told_to() {
     q(&mut c, &["REPLICAOF", "NO", "ONE"]);
     q(&mut c, &["SET", "k", "w"]);
 }
+
+#[test]
+fn a_disk_sync_removes_its_snapshot_file_once_sent() {
+    let master = Server::tern(&["--repl-diskless-sync", "no"]);
+    let replica = Server::tern(&[]);
+    let mut m = master.conn();
+    q(&mut m, &["SET", "k", "v"]);
+    let mut r = replica.conn();
+    replicaof(&mut r, &master);
+    wait_caught_up(&mut m, &mut r);
+    let leftovers: Vec<_> = std::fs::read_dir(master.dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("temp-") && n.ends_with(".rdb"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(q(&mut r, &["GET", "k"]), bulk("v"));
+}
