@@ -11,6 +11,7 @@ pub mod msg;
 pub mod node;
 pub mod nodes_conf;
 pub mod slots;
+pub mod state;
 
 pub use msg::{Body, DecodeError, Msg};
 pub use node::{NodeFlags, NodeId};
