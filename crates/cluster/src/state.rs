@@ -45,6 +45,12 @@ pub struct Config {
     pub hostname: Vec<u8>,
     /// `cluster-announce-human-nodename`.
     pub human_nodename: Vec<u8>,
+    /// `cluster-replica-validity-factor` (0: a replica always tries to fail over).
+    pub replica_validity_factor: u64,
+    /// `repl-ping-replica-period`, seconds.
+    pub repl_ping_replica_period: u64,
+    /// `cluster-replica-no-failover`.
+    pub replica_no_failover: bool,
 }
 
 impl Default for Config {
@@ -56,6 +62,9 @@ impl Default for Config {
             announce_ip: String::new(),
             hostname: Vec::new(),
             human_nodename: Vec::new(),
+            replica_validity_factor: 10,
+            repl_ping_replica_period: 10,
+            replica_no_failover: false,
         }
     }
 }
@@ -115,6 +124,8 @@ pub enum Action {
     HealthChanged(Health),
     /// This node must now replicate `master` (it lost its last slot to it).
     ReplicateFrom(NodeId),
+    /// This replica won an election: stop replicating and serve as a master.
+    PromoteMyself,
     /// This node no longer owns `slot`: its keys there must go.
     DeleteKeysInSlot(u16),
     Log {
@@ -164,6 +175,8 @@ pub struct Node {
     pub pong_received: u64,
     pub data_received: u64,
     pub fail_time: u64,
+    /// When we last voted for a replica of this master.
+    pub voted_time: u64,
     /// When the node was added (handshake nodes expire from here).
     pub ctime: u64,
     pub repl_offset: u64,
@@ -194,6 +207,7 @@ impl Node {
             pong_received: 0,
             data_received: 0,
             fail_time: 0,
+            voted_time: 0,
             ctime: now,
             repl_offset: 0,
             slots: SlotSet::new(),
@@ -216,10 +230,10 @@ impl Node {
     pub fn failed(&self) -> bool {
         self.flags.contains(NodeFlags::FAIL)
     }
-    fn has_link(&self) -> bool {
+    pub(crate) fn has_link(&self) -> bool {
         matches!(self.link, LinkStatus::Up { .. })
     }
-    fn name_for_log(&self) -> String {
+    pub(crate) fn name_for_log(&self) -> String {
         format!(
             "{} ({})",
             self.id,
@@ -230,7 +244,7 @@ impl Node {
 
 /// A small deterministic generator (xorshift64*): node ids and the cron's random choices.
 #[derive(Clone, Debug)]
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -241,7 +255,7 @@ impl Rng {
         self.0 = x;
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
     fn node_id(&mut self) -> NodeId {
@@ -258,29 +272,32 @@ impl Rng {
 pub struct ClusterState {
     pub config: Config,
     myself: NodeId,
-    nodes: BTreeMap<NodeId, Node>,
+    pub(crate) nodes: BTreeMap<NodeId, Node>,
     pub current_epoch: u64,
     pub last_vote_epoch: u64,
     /// Owner of each slot.
-    slots: Vec<Option<NodeId>>,
+    pub(crate) slots: Vec<Option<NodeId>>,
     pub migrating: BTreeMap<u16, NodeId>,
     pub importing: BTreeMap<u16, NodeId>,
     health: Health,
     /// Masters serving at least one slot.
-    size: usize,
+    pub(crate) size: usize,
     among_minority_time: u64,
     first_update: Option<u64>,
     /// Forgotten nodes and the second their ban ends.
     blacklist: BTreeMap<NodeId, u64>,
     todo_save: bool,
     todo_fsync: bool,
-    todo_update_state: bool,
+    pub(crate) todo_update_state: bool,
     iteration: u64,
     pings_sent: u64,
     /// Our replication offset, sent in headers.
     pub repl_offset: u64,
-    rng: Rng,
-    actions: Vec<Action>,
+    /// How old our copy of the master's data is, ms (the driver keeps it current on a replica).
+    pub repl_data_age: u64,
+    pub(crate) election: crate::election::Election,
+    pub(crate) rng: Rng,
+    pub(crate) actions: Vec<Action>,
 }
 
 impl ClusterState {
@@ -323,6 +340,8 @@ impl ClusterState {
             iteration: 0,
             pings_sent: 0,
             repl_offset: 0,
+            repl_data_age: 0,
+            election: Default::default(),
             rng,
             actions: Vec::new(),
         }
@@ -455,10 +474,10 @@ impl ClusterState {
     pub fn myself(&self) -> NodeId {
         self.myself
     }
-    fn me(&self) -> &Node {
+    pub(crate) fn me(&self) -> &Node {
         &self.nodes[&self.myself]
     }
-    fn me_mut(&mut self) -> &mut Node {
+    pub(crate) fn me_mut(&mut self) -> &mut Node {
         self.nodes
             .get_mut(&self.myself)
             .expect("myself is in the table")
@@ -485,18 +504,18 @@ impl ClusterState {
         std::mem::take(&mut self.actions)
     }
 
-    fn log(&mut self, level: LogLevel, line: String) {
+    pub(crate) fn log(&mut self, level: LogLevel, line: String) {
         self.actions.push(Action::Log { level, line });
     }
 
-    fn save(&mut self, fsync: bool) {
+    pub(crate) fn save(&mut self, fsync: bool) {
         self.todo_save = true;
         self.todo_fsync |= fsync;
     }
 
     // ---- slots -------------------------------------------------------------------------
 
-    fn add_slot(&mut self, id: NodeId, slot: u16) -> bool {
+    pub(crate) fn add_slot(&mut self, id: NodeId, slot: u16) -> bool {
         if self.slots[slot as usize].is_some() {
             return false;
         }
@@ -508,7 +527,7 @@ impl ClusterState {
         true
     }
 
-    fn del_slot(&mut self, slot: u16) -> bool {
+    pub(crate) fn del_slot(&mut self, slot: u16) -> bool {
         let Some(owner) = self.slots[slot as usize].take() else {
             return false;
         };
@@ -667,7 +686,7 @@ impl ClusterState {
         }
     }
 
-    fn set_node_as_master(&mut self, id: NodeId) {
+    pub(crate) fn set_node_as_master(&mut self, id: NodeId) {
         let Some(n) = self.nodes.get(&id) else { return };
         if n.is_master() {
             return;
@@ -789,7 +808,7 @@ impl ClusterState {
     // ---- outgoing messages ----------------------------------------------------------------
 
     /// Our header: a replica advertises its master's slots and configEpoch.
-    fn header(&self) -> Header {
+    pub(crate) fn header(&self) -> Header {
         let me = self.me();
         let master = me.master.and_then(|m| self.nodes.get(&m));
         let (slots, config_epoch) = match master {
@@ -831,7 +850,7 @@ impl ClusterState {
 
     /// A PING, PONG or MEET with gossip about a few random nodes (a tenth of the table, at
     /// least 3) plus every node in PFAIL, and our ping extensions.
-    fn send_ping(&mut self, link: Link, kind: u16, now: u64) {
+    pub(crate) fn send_ping(&mut self, link: Link, kind: u16, now: u64) {
         self.pings_sent += 1;
         let total = self.nodes.len();
         let mut fresh = total as i64 - 2;
@@ -912,7 +931,7 @@ impl ClusterState {
     }
 
     /// A message to every node we have a link to, handshake nodes aside.
-    fn broadcast(&mut self, msg: Msg) {
+    pub(crate) fn broadcast(&mut self, msg: Msg) {
         let targets: Vec<NodeId> = self
             .nodes
             .values()
@@ -1123,8 +1142,18 @@ impl ClusterState {
                 self.save(true);
                 self.update_slots_config_with(u.node, u.config_epoch, &u.slots);
             }
-            // Pub/sub, module messages and failover messages are the server's business (the
-            // election is not part of this module yet).
+            Body::FailoverAuthRequest => {
+                if let Some(s) = sender {
+                    self.handle_auth_request(s, h, now);
+                }
+            }
+            Body::FailoverAuthAck => {
+                if let Some(s) = sender {
+                    self.handle_auth_ack(s, h);
+                }
+            }
+            // Pub/sub and module messages are the server's business; manual failover
+            // (MFSTART) is not part of this module yet.
             _ => {}
         }
     }
@@ -1630,6 +1659,9 @@ impl ClusterState {
                     self.log(LogLevel::Debug, format!("*** NODE {id} possibly failing"));
                 }
             }
+        }
+        if !self.me().is_master() {
+            self.handle_replica_failover(now);
         }
         // A failing cluster is re-evaluated every run: it may be only waiting for a delay.
         if update || self.health == Health::Fail {

@@ -164,7 +164,7 @@ impl Sim {
             }
             Action::DeleteKeysInSlot(slot) => self.deleted_slots[i].push(slot),
             Action::Log { line, .. } => self.logs[i].push(line),
-            Action::HealthChanged(_) | Action::ReplicateFrom(_) => {}
+            Action::HealthChanged(_) | Action::ReplicateFrom(_) | Action::PromoteMyself => {}
         }
     }
 
@@ -452,4 +452,82 @@ fn master_losing_all_slots_becomes_a_replica_and_forget_spreads() {
         sim.nodes[0].node(&gone).is_none(),
         "the forgotten-node extension spreads"
     );
+}
+
+#[test]
+fn replica_of_a_failed_master_wins_the_election_and_takes_its_slots() {
+    let timeout = 2000;
+    let mut sim = Sim::new(5, timeout);
+    sim.meet_all();
+    sim.advance(3000);
+    let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in ranges.iter().enumerate() {
+        sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
+    }
+    // Two replicas of node 0; node 4 is further behind in replication, so node 3 ranks first.
+    let m0 = sim.id(0);
+    sim.nodes[3].set_my_master(m0);
+    sim.nodes[4].set_my_master(m0);
+    sim.nodes[3].repl_offset = 1000;
+    sim.nodes[4].repl_offset = 400;
+    sim.advance(5000);
+    assert!((0..5).all(|i| sim.nodes[i].health() == Health::Ok));
+    assert_eq!(sim.nodes[1].node(&m0).unwrap().replicas.len(), 2);
+    let epoch_before = (0..3)
+        .map(|i| sim.nodes[1].node(&sim.id(i)).unwrap().config_epoch)
+        .max()
+        .unwrap();
+
+    sim.down.insert(0);
+    sim.advance(3 * timeout + 5000);
+    let winner = sim.id(3);
+    for i in 1..5 {
+        let n = sim.nodes[i].node(&winner).unwrap();
+        assert!(n.is_master(), "observer {i}: {:?}", n.flags);
+        assert!(n.config_epoch > epoch_before);
+        assert_eq!(sim.nodes[i].slot_owner(0), Some(winner), "observer {i}");
+        assert_eq!(sim.nodes[i].slot_owner(5460), Some(winner));
+        assert_eq!(sim.nodes[i].health(), Health::Ok, "observer {i}");
+    }
+    assert!(sim.logs[3]
+        .iter()
+        .any(|l| l == "Failover election won: I'm the new master."));
+    assert!(sim.logs[3]
+        .iter()
+        .any(|l| l.starts_with("Start of election delayed for ")
+            && l.contains("(rank #0, offset 1000).")));
+    for i in [1, 2] {
+        assert!(
+            sim.logs[i]
+                .iter()
+                .any(|l| l.starts_with(&format!("Failover auth granted to {winner} ()"))),
+            "{i}"
+        );
+        // One vote per epoch.
+        assert_eq!(
+            sim.nodes[i].last_vote_epoch,
+            sim.nodes[3].node(&winner).unwrap().config_epoch
+        );
+    }
+    // The other replica follows the new master once it sees the slots move.
+    let n4 = sim.nodes[4].node(&sim.id(4)).unwrap();
+    assert!(n4.flags.contains(NodeFlags::REPLICA));
+    assert_eq!(n4.master, Some(winner));
+    assert!(!sim.logs[4]
+        .iter()
+        .any(|l| l == "Failover election won: I'm the new master."));
+
+    // The old master comes back, sees its slots served at a greater epoch and replicates the
+    // winner.
+    sim.down.remove(&0);
+    sim.advance(3 * timeout + 3000);
+    let old = sim.nodes[0].node(&m0).unwrap();
+    assert!(old.flags.contains(NodeFlags::REPLICA), "{:?}", old.flags);
+    assert_eq!(old.master, Some(winner));
+    for i in 1..5 {
+        assert!(
+            !sim.flags_of(i, 0).contains(NodeFlags::FAIL),
+            "observer {i}"
+        );
+    }
 }
