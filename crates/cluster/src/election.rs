@@ -132,7 +132,7 @@ impl ClusterState {
             return;
         }
         if !self.election.sent {
-            self.current_epoch += 1;
+            self.current_epoch = self.current_epoch.saturating_add(1);
             self.election.epoch = self.current_epoch;
             self.election.sent = true;
             let epoch = self.election.epoch;

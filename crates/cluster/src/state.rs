@@ -600,7 +600,7 @@ impl ClusterState {
         if mine != 0 && mine == max {
             return false;
         }
-        self.current_epoch += 1;
+        self.current_epoch = self.current_epoch.saturating_add(1);
         let epoch = self.current_epoch;
         self.me_mut().config_epoch = epoch;
         self.save(true);
@@ -683,6 +683,22 @@ impl ClusterState {
                 self.actions.push(Action::RenameLink { from, to });
             }
             self.nodes.insert(to, n);
+            // Every reference to the old name follows.
+            let rename = |id: &mut NodeId| {
+                if *id == from {
+                    *id = to;
+                }
+            };
+            self.slots.iter_mut().flatten().for_each(rename);
+            self.migrating.values_mut().for_each(rename);
+            self.importing.values_mut().for_each(rename);
+            for n in self.nodes.values_mut() {
+                n.master.iter_mut().for_each(rename);
+                n.replicas.iter_mut().for_each(rename);
+                n.fail_reports
+                    .iter_mut()
+                    .for_each(|r| rename(&mut r.reporter));
+            }
         }
     }
 
@@ -1328,7 +1344,8 @@ impl ClusterState {
         peer_ip: &str,
         h: &Header,
     ) -> bool {
-        if link == Link::Outbound(id) {
+        // Our own address is ours to decide; our link to a node has the address we dialed.
+        if id == self.myself || link == Link::Outbound(id) {
             return false;
         }
         let ip = pick_ip(&h.myip, peer_ip);
@@ -1359,7 +1376,7 @@ impl ClusterState {
         if sender.0 <= self.myself.0 {
             return;
         }
-        self.current_epoch += 1;
+        self.current_epoch = self.current_epoch.saturating_add(1);
         let epoch = self.current_epoch;
         self.me_mut().config_epoch = epoch;
         self.save(true);
@@ -1530,16 +1547,24 @@ impl ClusterState {
                 PingExt::Hostname(h) => hostname = h.clone(),
                 PingExt::HumanNodename(h) => human = h.clone(),
                 PingExt::ForgottenNode { node, ttl } => {
-                    if *node != self.myself && self.nodes.contains_key(node) {
-                        self.blacklist.insert(*node, now / 1000 + ttl);
+                    // Never myself, the node we replicate, nor the sender speaking now.
+                    let my_master = self.me().master.filter(|_| !self.me().is_master());
+                    if *node != self.myself
+                        && *node != sender
+                        && Some(*node) != my_master
+                        && self.nodes.contains_key(node)
+                    {
+                        self.blacklist
+                            .insert(*node, (now / 1000).saturating_add(*ttl));
                         self.del_node(*node);
                     }
                 }
                 PingExt::ShardId(id) => {
-                    let n = self.nodes.get_mut(&sender).expect("known");
-                    if n.shard_id != *id {
-                        n.shard_id = *id;
-                        self.save(false);
+                    if let Some(n) = self.nodes.get_mut(&sender) {
+                        if n.shard_id != *id {
+                            n.shard_id = *id;
+                            self.save(false);
+                        }
                     }
                 }
                 PingExt::Unknown { ext_type, .. } => {
@@ -1551,7 +1576,9 @@ impl ClusterState {
             }
         }
         // Absent hostname/human nodename extensions mean "none".
-        let n = self.nodes.get_mut(&sender).expect("known");
+        let Some(n) = self.nodes.get_mut(&sender) else {
+            return;
+        };
         if n.hostname != hostname || n.human_nodename != human {
             n.hostname = hostname;
             n.human_nodename = human;
