@@ -6,7 +6,7 @@
 //! `lastVoteEpoch`; the master must be failing; no second vote about one master within two
 //! node timeouts; the claimed slots must not be served with a greater configEpoch).
 
-use crate::msg::{msg_type, Body, Header, Msg};
+use crate::msg::{msg_type, Body, Header, Msg, MsgFlags};
 use crate::node::{NodeFlags, NodeId};
 use crate::state::{Action, ClusterState, Link, LogLevel};
 
@@ -66,7 +66,12 @@ impl ClusterState {
             return;
         };
         let Some(m) = self.node(&master) else { return };
-        if !m.failed() || m.slots.is_empty() || self.config.replica_no_failover {
+        // A manual failover runs while the master is up, and even with no-failover set.
+        let manual = self.manual_failover_ready();
+        if (!m.failed() && !manual)
+            || m.slots.is_empty()
+            || (self.config.replica_no_failover && !manual)
+        {
             self.election.last_reason = None;
             return;
         }
@@ -76,7 +81,9 @@ impl ClusterState {
             data_age -= timeout;
         }
         let factor = self.config.replica_validity_factor;
-        if factor != 0 && data_age > self.config.repl_ping_replica_period * 1000 + timeout * factor
+        if factor != 0
+            && data_age > self.config.repl_ping_replica_period * 1000 + timeout * factor
+            && !manual
         {
             self.cant_failover("Disconnected from master for longer than allowed. Please check the 'cluster-replica-validity-factor' configuration option.");
             return;
@@ -90,6 +97,12 @@ impl ClusterState {
                 rank,
                 ..Election::default()
             };
+            if manual {
+                // Coordinated with the master: no reason to wait.
+                self.election.time = now;
+                self.election.rank = 0;
+            }
+            let rank = self.election.rank;
             let delay = self.election.time - now;
             let offset = self.repl_offset;
             self.log(
@@ -109,7 +122,7 @@ impl ClusterState {
             }
             return;
         }
-        if !self.election.sent {
+        if !self.election.sent && !manual {
             let rank = self.replica_rank();
             if rank > self.election.rank {
                 let added = (rank - self.election.rank) as u64 * 1000;
@@ -140,7 +153,12 @@ impl ClusterState {
                 LogLevel::Notice,
                 format!("Starting a failover election for epoch {epoch}."),
             );
-            let msg = Msg::new(self.header(), Body::FailoverAuthRequest);
+            let mut header = self.header();
+            if manual {
+                // Masters vote though our master is up.
+                header.mflags.0[0] |= MsgFlags::FORCEACK;
+            }
+            let msg = Msg::new(header, Body::FailoverAuthRequest);
             self.broadcast(msg);
             self.save(true);
             return;
@@ -169,7 +187,7 @@ impl ClusterState {
     }
 
     /// Become a master serving every slot of the old one, and tell everyone.
-    fn replace_my_master(&mut self, old: NodeId, now: u64) {
+    pub(crate) fn replace_my_master(&mut self, old: NodeId, now: u64) {
         let me = self.myself();
         self.set_node_as_master(me);
         let slots: Vec<u16> = self
@@ -181,6 +199,7 @@ impl ClusterState {
             self.add_slot(me, s);
         }
         self.election = Election::default();
+        self.reset_manual_failover();
         self.actions.push(Action::PromoteMyself);
         self.todo_update_state = true;
         self.save(true);

@@ -126,6 +126,11 @@ pub enum Action {
     ReplicateFrom(NodeId),
     /// This replica won an election: stop replicating and serve as a master.
     PromoteMyself,
+    /// A replica's manual failover: hold client writes until `until` (ms) or UnpauseWrites.
+    PauseWrites {
+        until: u64,
+    },
+    UnpauseWrites,
     /// This node no longer owns `slot`: its keys there must go.
     DeleteKeysInSlot(u16),
     Log {
@@ -296,6 +301,7 @@ pub struct ClusterState {
     /// How old our copy of the master's data is, ms (the driver keeps it current on a replica).
     pub repl_data_age: u64,
     pub(crate) election: crate::election::Election,
+    pub(crate) mf: crate::manual_failover::ManualFailover,
     pub(crate) rng: Rng,
     pub(crate) actions: Vec<Action>,
 }
@@ -342,6 +348,7 @@ impl ClusterState {
             repl_offset: 0,
             repl_data_age: 0,
             election: Default::default(),
+            mf: Default::default(),
             rng,
             actions: Vec::new(),
         }
@@ -847,7 +854,15 @@ impl ClusterState {
                 Health::Ok => WireState::Ok,
                 Health::Fail => WireState::Fail,
             },
-            mflags: msg::MsgFlags::default(),
+            mflags: msg::MsgFlags([
+                if self.paused_for_failover() {
+                    msg::MsgFlags::PAUSED
+                } else {
+                    0
+                },
+                0,
+                0,
+            ]),
         }
     }
 
@@ -1080,6 +1095,7 @@ impl ClusterState {
                 self.save(true);
             }
             self.nodes.get_mut(&s).expect("known").repl_offset = h.offset;
+            self.note_paused_master_offset(s, h);
         }
 
         match &m.body {
@@ -1168,8 +1184,12 @@ impl ClusterState {
                     self.handle_auth_ack(s, h);
                 }
             }
-            // Pub/sub and module messages are the server's business; manual failover
-            // (MFSTART) is not part of this module yet.
+            Body::MfStart => {
+                if let Some(s) = sender {
+                    self.handle_mfstart(s, now);
+                }
+            }
+            // Pub/sub and module messages are the server's business.
             _ => {}
         }
     }
@@ -1444,6 +1464,7 @@ impl ClusterState {
     /// Become a replica of `master` (CLUSTER REPLICATE, or losing every slot to it).
     pub fn set_my_master(&mut self, master: NodeId) {
         let me = self.myself;
+        self.reset_manual_failover();
         if self.me().is_master() {
             self.me_mut().flags.remove(NodeFlags::MASTER);
             self.me_mut().flags.remove(NodeFlags::MIGRATE_TO);
@@ -1687,6 +1708,7 @@ impl ClusterState {
                 }
             }
         }
+        self.manual_failover_cron(now);
         if !self.me().is_master() {
             self.handle_replica_failover(now);
         }

@@ -27,6 +27,8 @@ struct Sim {
     logs: Vec<Vec<String>>,
     saves: Vec<usize>,
     deleted_slots: Vec<Vec<u16>>,
+    /// Pauses, unpauses and promotions the node asked its server for.
+    events: Vec<Vec<&'static str>>,
     queue: VecDeque<(usize, Link, String, Vec<u8>)>,
 }
 
@@ -61,6 +63,7 @@ impl Sim {
             logs: vec![Vec::new(); n],
             saves: vec![0; n],
             deleted_slots: vec![Vec::new(); n],
+            events: vec![Vec::new(); n],
             queue: VecDeque::new(),
         }
     }
@@ -164,7 +167,10 @@ impl Sim {
             }
             Action::DeleteKeysInSlot(slot) => self.deleted_slots[i].push(slot),
             Action::Log { line, .. } => self.logs[i].push(line),
-            Action::HealthChanged(_) | Action::ReplicateFrom(_) | Action::PromoteMyself => {}
+            Action::PauseWrites { .. } => self.events[i].push("pause"),
+            Action::UnpauseWrites => self.events[i].push("unpause"),
+            Action::PromoteMyself => self.events[i].push("promote"),
+            Action::HealthChanged(_) | Action::ReplicateFrom(_) => {}
         }
     }
 
@@ -530,4 +536,109 @@ fn replica_of_a_failed_master_wins_the_election_and_takes_its_slots() {
             "observer {i}"
         );
     }
+}
+
+/// Three masters with slots, node 3 replicating node 0 and node 4 replicating node 1.
+fn masters_and_replicas(timeout: u64) -> Sim {
+    let mut sim = Sim::new(5, timeout);
+    sim.meet_all();
+    sim.advance(3000);
+    let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in ranges.iter().enumerate() {
+        sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
+    }
+    let (m0, m1) = (sim.id(0), sim.id(1));
+    sim.nodes[3].set_my_master(m0);
+    sim.nodes[4].set_my_master(m1);
+    sim.advance(5000);
+    assert!((0..5).all(|i| sim.nodes[i].health() == Health::Ok));
+    sim
+}
+
+#[test]
+fn manual_failover_waits_for_the_paused_offset_then_switches_roles() {
+    use tern_cluster::manual_failover::FailoverMode;
+    let mut sim = masters_and_replicas(2000);
+    let (m0, r3) = (sim.id(0), sim.id(3));
+    assert_eq!(
+        sim.nodes[0].manual_failover(FailoverMode::Default, sim.now),
+        Err("You should send CLUSTER FAILOVER to a replica")
+    );
+    sim.nodes[0].repl_offset = 5000;
+    sim.nodes[3].repl_offset = 4000;
+    sim.nodes[3]
+        .manual_failover(FailoverMode::Default, sim.now)
+        .unwrap();
+    sim.advance(400);
+    // The master paused and told its offset; the replica is not there yet.
+    assert_eq!(sim.events[0], vec!["pause"]);
+    assert!(sim.logs[0]
+        .iter()
+        .any(|l| *l == format!("Manual failover requested by replica {r3} ().")));
+    assert!(sim.logs[3]
+        .iter()
+        .any(|l| l == "Received replication offset for paused master manual failover: 5000"));
+    assert!(sim.nodes[3]
+        .node(&r3)
+        .unwrap()
+        .flags
+        .contains(NodeFlags::REPLICA));
+    // Caught up: the election runs at once, masters vote though node 0 is up.
+    sim.nodes[3].repl_offset = 5000;
+    sim.advance(1500);
+    assert!(sim.logs[3]
+        .iter()
+        .any(|l| l == "All master replication stream processed, manual failover can start."));
+    assert!(sim.logs[3]
+        .iter()
+        .any(|l| l == "Failover election won: I'm the new master."));
+    assert_eq!(sim.events[3], vec!["promote"]);
+    sim.advance(2000);
+    for i in 0..5 {
+        assert_eq!(sim.nodes[i].slot_owner(0), Some(r3), "observer {i}");
+        assert!(sim.nodes[i].node(&r3).unwrap().is_master());
+    }
+    // The old master follows the winner and lifts its pause.
+    let old = sim.nodes[0].node(&m0).unwrap();
+    assert_eq!(old.master, Some(r3));
+    assert_eq!(sim.events[0], vec!["pause", "unpause"]);
+}
+
+#[test]
+fn takeover_needs_no_votes_and_manual_failover_times_out() {
+    use tern_cluster::manual_failover::FailoverMode;
+    let mut sim = masters_and_replicas(2000);
+    let r4 = sim.id(4);
+    let top = sim.nodes[4].current_epoch;
+    sim.nodes[4]
+        .manual_failover(FailoverMode::Takeover, sim.now)
+        .unwrap();
+    assert!(sim.nodes[4].node(&r4).unwrap().config_epoch > top);
+    sim.advance(2000);
+    for i in 0..5 {
+        assert_eq!(sim.nodes[i].slot_owner(5461), Some(r4), "observer {i}");
+    }
+    assert!(!sim.logs[4]
+        .iter()
+        .any(|l| l.starts_with("Starting a failover election")));
+
+    // A replica that never catches up gives up after 5 seconds, and its master unpauses.
+    sim.nodes[0].repl_offset = 10;
+    sim.nodes[3].repl_offset = 5;
+    sim.nodes[3]
+        .manual_failover(FailoverMode::Default, sim.now)
+        .unwrap();
+    sim.advance(6000);
+    assert!(sim.logs[3]
+        .iter()
+        .any(|l| l == "Manual failover timed out."));
+    assert!(sim.logs[0]
+        .iter()
+        .any(|l| l == "Manual failover timed out."));
+    assert_eq!(sim.events[0], vec!["pause", "unpause"]);
+    assert!(sim.nodes[3]
+        .node(&sim.id(3))
+        .unwrap()
+        .flags
+        .contains(NodeFlags::REPLICA));
 }
