@@ -260,3 +260,119 @@ fn captured_redis_traffic_replayed_into_node_2() {
         .contains(&Action::SaveConfig { fsync: true }));
     assert_eq!(NodesConf::parse(&saved).unwrap().to_text(), saved);
 }
+
+/// The capture's cluster as node `me` sees it: 1, 2, 3 masters of the three ranges at the
+/// epochs of the failover's vote request, 4 replica of 1.
+fn failover_cluster(me: &str) -> ClusterState {
+    let req = bus("failover_auth_request_0").header;
+    let line = |n: &str, port: u16, role: &str, epoch: u64, slots: &str| {
+        let flags = if n == me {
+            format!("myself,{role}")
+        } else {
+            role.to_string()
+        };
+        let (flags, master) = match role {
+            "slave" => (flags, N1.to_string()),
+            _ => (flags, "-".to_string()),
+        };
+        format!(
+            "{n} 127.0.0.1:{port}@{}{} {flags} {master} 0 0 {epoch} connected {slots}\n",
+            port + 10050,
+            if n == N4 { ",,nodename=human-d" } else { "" }
+        )
+    };
+    let text = format!(
+        "{}{}{}{}vars currentEpoch {} lastVoteEpoch 0\n",
+        line(N1, 7601, "master", req.config_epoch, "0-5460"),
+        line(N2, 7602, "master", 0, "5461-10922"),
+        line(N3, 7603, "master", 0, "10923-16383"),
+        line(N4, 7604, "slave", req.config_epoch, ""),
+        req.current_epoch - 1
+    );
+    let mut node =
+        ClusterState::from_conf(Config::default(), &NodesConf::parse(&text).unwrap(), 5, NOW);
+    for n in [N1, N2, N3, N4] {
+        if n != me {
+            node.link_connected(id(n), NOW);
+        }
+    }
+    node.take_actions();
+    node
+}
+
+#[test]
+fn captured_manual_failover_replayed_on_each_side() {
+    // Node 1 (the master) gets MFSTART from its replica: pauses writes, pings it PAUSED.
+    let mut n1 = failover_cluster(N1);
+    n1.handle_message(Link::Inbound(1), "127.0.0.1", &bus("mfstart"), NOW);
+    let a = n1.take_actions();
+    assert!(a
+        .iter()
+        .any(|a| matches!(a, Action::PauseWrites { until } if *until == NOW + 10_000)));
+    assert!(logs(&a).contains(&format!(
+        "Manual failover requested by replica {N4} (human-d)."
+    )));
+    let pings = sends(&a, Link::Outbound(id(N4)));
+    assert_eq!(pings.len(), 1);
+    assert!(pings[0].header.mflags.paused());
+
+    // Node 2 (another master) grants the captured vote request, FORCEACK as the master is up.
+    let req = bus("failover_auth_request_0");
+    assert!(req.header.mflags.force_ack());
+    let mut n2 = failover_cluster(N2);
+    n2.handle_message(Link::Inbound(1), "127.0.0.1", &req, NOW);
+    let a = n2.take_actions();
+    let acks = sends(&a, Link::Outbound(id(N4)));
+    assert_eq!(acks.len(), 1);
+    assert_eq!(acks[0].body, Body::FailoverAuthAck);
+    assert_eq!(n2.last_vote_epoch, req.header.current_epoch);
+    assert!(logs(&a).contains(&format!(
+        "Failover auth granted to {N4} (human-d) for epoch {}",
+        req.header.current_epoch
+    )));
+
+    // Node 4 (the replica): CLUSTER FAILOVER, the master's PAUSED ping gives the offset, the
+    // election runs once caught up, and the two captured ACKs make it master.
+    let mut n4 = failover_cluster(N4);
+    n4.manual_failover(tern_cluster::manual_failover::FailoverMode::Default, NOW)
+        .unwrap();
+    let a = n4.take_actions();
+    assert_eq!(sends(&a, Link::Outbound(id(N1)))[0].body, Body::MfStart);
+    let paused = bus("ping_paused");
+    assert!(paused.header.mflags.paused());
+    n4.handle_message(Link::Inbound(1), "127.0.0.1", &paused, NOW + 10);
+    assert!(logs(&n4.take_actions()).contains(&format!(
+        "Received replication offset for paused master manual failover: {}",
+        paused.header.offset
+    )));
+    n4.repl_offset = paused.header.offset;
+    let mut now = NOW + 100;
+    n4.tick(now);
+    now += 100;
+    n4.tick(now);
+    let a = n4.take_actions();
+    let requests: Vec<Msg> = a
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send { msg, .. } if msg.body == Body::FailoverAuthRequest => {
+                Some((**msg).clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests.len(), 3, "{:#?}", logs(&a));
+    assert!(requests[0].header.mflags.force_ack());
+    assert_eq!(requests[0].header.current_epoch, req.header.current_epoch);
+    for ack in ["failover_auth_ack_0", "failover_auth_ack_1"] {
+        n4.handle_message(Link::Inbound(2), "127.0.0.1", &bus(ack), now);
+    }
+    now += 100;
+    n4.tick(now);
+    let a = n4.take_actions();
+    assert!(a.contains(&Action::PromoteMyself), "{:#?}", logs(&a));
+    assert_eq!(n4.slot_owner(0), Some(id(N4)));
+    assert_eq!(
+        n4.node(&id(N4)).unwrap().config_epoch,
+        req.header.current_epoch
+    );
+}
