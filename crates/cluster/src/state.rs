@@ -4,6 +4,10 @@
 //! answers with [`Action`]s (connect, send, close, save nodes.conf, log...) collected until
 //! [`ClusterState::take_actions`].
 //!
+//! Events only record what is to be saved and re-evaluated: call
+//! [`ClusterState::before_sleep`] after a batch of them ([`ClusterState::tick`] does), as Redis
+//! does before its event loop sleeps, to get the save/fsync and state-change actions.
+//!
 //! Links follow Redis: each node we know has at most one outbound link ([`Link::Outbound`],
 //! keyed by the node's id: the driver connects to the address in [`Action::Connect`]) on which
 //! we send PING/MEET and read PONGs, and peers' inbound links ([`Link::Inbound`], numbered by
@@ -718,7 +722,12 @@ impl ClusterState {
         if let Some(m) = old_master.and_then(|m| self.nodes.get_mut(&m)) {
             m.replicas.retain(|r| *r != id);
         }
+        let is_me = id == self.myself;
         let n = self.nodes.get_mut(&id).expect("checked");
+        if old_master.is_some() && !is_me {
+            // A promoted replica's master had replicas: a target for replica migration.
+            n.flags.insert(NodeFlags::MIGRATE_TO);
+        }
         n.flags.remove(NodeFlags::REPLICA);
         n.flags.insert(NodeFlags::MASTER);
         n.master = None;
