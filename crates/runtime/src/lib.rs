@@ -46,6 +46,7 @@ pub mod server;
 pub mod shutdown_sequence;
 pub mod stats;
 pub mod subscriptions;
+pub mod sync_rdb;
 pub mod table;
 pub mod tls;
 pub mod tracking;

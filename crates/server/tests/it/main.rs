@@ -35,6 +35,7 @@ mod psync;
 mod psync2;
 mod pubsub;
 mod rdb;
+mod repl_tail;
 mod replica_expiry;
 mod replication;
 mod scripting;
