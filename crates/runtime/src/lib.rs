@@ -37,6 +37,7 @@ pub mod propagate;
 pub mod push;
 pub mod registry;
 pub mod replica_expiry;
+pub mod replica_replies;
 pub mod replication;
 pub mod reply_buffer;
 pub mod save_child;

@@ -964,6 +964,14 @@ fn follow_as(
         loop {
             match parser.parse(&buf[pos..], &limits) {
                 Ok(Some(used)) => {
+                    // While a script is busy the stream waits (Redis accumulates it rather
+                    // than answering the master -BUSY, which would lose the write).
+                    while crate::lua::busy_error(srv).is_some()
+                        && current(srv, gen)
+                        && !handle.is_killed()
+                    {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                     let _applying = srv.master_link.apply.lock();
                     if !current(srv, gen) {
                         err = Some("REPLICAOF changed".to_string());

@@ -763,8 +763,9 @@ pub fn info_replicas(srv: &Server, out: &mut String) -> usize {
     rows.len()
 }
 
-/// What a replica sends on its stream: REPLCONF ACK <offset> (recorded), anything else is
-/// ignored. Consumes the complete commands in `inbuf`.
+/// What a replica sends on its stream: REPLCONF ACK <offset> (recorded); a command that
+/// would be answered drops the replica (`replica_replies`). Consumes the complete commands
+/// in `inbuf`.
 pub fn replica_input(
     srv: &Server,
     handle: &crate::clients::ClientHandle,
@@ -782,6 +783,10 @@ pub fn replica_input(
         match parser.parse(&inbuf[pos..], &limits) {
             Ok(Some(used)) => {
                 let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
+                if crate::replica_replies::refuse(srv, handle, &args) {
+                    pos = inbuf.len();
+                    break;
+                }
                 if args.len() >= 3 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "ack") {
                     if let Some(off) = parse_i64(&args[2]) {
                         let fack = (args.len() >= 5 && eq_ic(&args[3], "fack"))

@@ -20,9 +20,15 @@ pub async fn serve<S: ClientStream>(
     stream: &mut S,
     handle: &Arc<ClientHandle>,
     kind: SyncKind,
+    pending: &mut BytesMut,
 ) {
     let ready = Arc::new(Notify::new());
     replication::sync_requested(srv, handle);
+    // What the replica sent right after its SYNC (a command that needs a reply drops it).
+    replication::replica_input(srv, handle, pending);
+    if handle.is_killed() {
+        return;
+    }
     if let SyncKind::Psync { replid, offset } = &kind {
         let wake = ready.clone();
         let continued = replication::try_continue(
@@ -85,7 +91,7 @@ pub async fn serve<S: ClientStream>(
             }
             r = stream.read_buf(&mut inbuf) => {
                 replication::replica_input(srv, handle, &mut inbuf);
-                matches!(r, Ok(0) | Err(_))
+                matches!(r, Ok(0) | Err(_)) || handle.is_killed()
             }
         };
         if gone {
@@ -190,6 +196,9 @@ async fn first_ack<S: ClientStream>(
     loop {
         let acked = sends_ack(&inbuf);
         replication::replica_input(srv, handle, &mut inbuf);
+        if handle.is_killed() {
+            return false;
+        }
         if acked {
             return true;
         }

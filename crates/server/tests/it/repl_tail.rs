@@ -240,3 +240,91 @@ fn the_master_link_is_a_client_with_an_id_from_the_common_counter() {
     wait_caught_up(&mut m, &mut r);
     assert_eq!(q(&mut r, &["GET", "k2"]), bulk("v2"));
 }
+
+/// Read until the server closes the connection (the payload and newlines may come first).
+fn closed_within(raw: &mut Raw<false>, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if raw.closed_by_server() {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn a_replica_that_sends_a_command_needing_a_reply_is_disconnected() {
+    let master = Server::tern(&["--repl-diskless-sync", "no"]);
+    let mut m = master.conn();
+    q(&mut m, &["SET", "foo", "bar"]);
+    for (sync, cmd, name, keyspace) in [
+        (&[&b"SYNC"[..]][..], &[&b"PING"[..]][..], "ping", false),
+        (&[b"SYNC"], &[b"XINFO", b"HELP"], "xinfo|help", false),
+        (
+            &[b"PSYNC", b"replicationid", b"-1"],
+            &[b"GET", b"foo"],
+            "get",
+            true,
+        ),
+        (
+            &[b"PSYNC", b"replicationid", b"-1"],
+            &[b"SLOWLOG", b"GET"],
+            "slowlog|get",
+            false,
+        ),
+    ] {
+        let mut raw: Raw<false> = Raw::new(master.port);
+        raw.send(sync);
+        raw.send(cmd);
+        assert!(closed_within(&mut raw, Duration::from_secs(5)), "{name}");
+        let log = master.log();
+        assert!(
+            log.contains(&format!(
+                "Replica generated a reply to command '{name}', disconnecting it: id="
+            )),
+            "{name}"
+        );
+        assert_eq!(
+            log.contains(
+                "== CRITICAL == This master is sending an error to its replica: 'Replica can't interact with the keyspace' after processing the command 'get'"
+            ),
+            keyspace || name == "slowlog|get",
+            "{name}"
+        );
+        assert_eq!(
+            q(&mut m, &["PING"]),
+            redis::Value::SimpleString("PONG".into())
+        );
+    }
+}
+
+#[test]
+fn the_master_stream_waits_for_a_busy_script_on_the_replica() {
+    let master = Server::tern(&[]);
+    let mut m = master.conn();
+    // The suite's configuration: an error on the stream would stop the replica.
+    let replica = Server::tern(&["--propagation-error-behavior", "panic"]);
+    let mut r = replica.conn();
+    q(&mut r, &["CONFIG", "SET", "busy-reply-threshold", "100"]);
+    replicaof(&mut r, &master);
+    wait_link_up(&mut r);
+    let script = replica.port;
+    let busy = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{script}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: redis::RedisResult<redis::Value> = redis::cmd("EVAL")
+            .arg("local t = redis.call('TIME')[1] + 1 while tonumber(redis.call('TIME')[1]) <= t do end")
+            .arg(0)
+            .query(&mut c);
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..100 {
+        q(&mut m, &["SET", &format!("k{i}"), "v"]);
+    }
+    busy.join().unwrap();
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(q(&mut r, &["DBSIZE"]), int(100));
+    assert!(!replica.log().contains("== CRITICAL =="));
+}
