@@ -417,7 +417,7 @@ fn propagate_add_trim(
 }
 
 fn xadd(ctx: &mut Ctx, args: &Args) {
-    let obey = tern_runtime::master_link::obeys(ctx.conn.handle.id);
+    let obey = tern_runtime::master_link::obeys(&ctx.conn.handle);
     let p = match parse_add_trim(args, true, obey) {
         Ok(p) => p,
         Err(e) => return ctx.error(e),
@@ -482,7 +482,7 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
 }
 
 fn xtrim(ctx: &mut Ctx, args: &Args) {
-    let obey = tern_runtime::master_link::obeys(ctx.conn.handle.id);
+    let obey = tern_runtime::master_link::obeys(&ctx.conn.handle);
     let p = match parse_add_trim(args, false, obey) {
         Ok(p) => p,
         Err(e) => return ctx.error(e),

@@ -67,14 +67,18 @@ fn exec(ctx: &mut Ctx, _args: &Args) {
     }
     // The server's state may have changed since queueing (Redis checks EXEC as the sum of
     // its commands): a replica now, its link down, too few replicas for writes.
-    if !state.is_empty() && !tern_runtime::master_link::obeys(ctx.conn.handle.id) {
+    if !state.is_empty() && !tern_runtime::master_link::obeys(&ctx.conn.handle) {
         let write = state.any_flags() & f::WRITE != 0;
         let stale_ok = state.all_flags() & f::STALE != 0;
-        let denied = tern_runtime::master_link::deny_reason(srv, write, stale_ok).or_else(|| {
-            write
-                .then(|| tern_runtime::replication::deny_write(srv))
-                .flatten()
-        });
+        let denied = tern_runtime::master_link::deny_reason(srv, write, stale_ok)
+            .or_else(|| {
+                write
+                    .then(|| tern_runtime::replication::deny_write(srv))
+                    .flatten()
+            })
+            .or_else(|| {
+                tern_runtime::persistence::deny_loading(srv, state.all_flags(), state.any_flags())
+            });
         if let Some(e) = denied {
             unwatch_all(srv, ctx.conn);
             recycle(ctx.conn, state);

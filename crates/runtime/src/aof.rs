@@ -780,18 +780,9 @@ fn child_result(ended: crate::save_child::Ended) -> Result<(), String> {
 }
 
 /// Take a snapshot into the sink `make` creates at the cut (the function libraries it writes
-/// are then the cut's); `at_cut` runs there too. Returns the sink once every key is in.
-pub(crate) fn snapshot_into<S: tern_engine::snapshot::SnapshotSink>(
-    srv: &Server,
-    at_cut: Option<&(dyn Fn() + Sync)>,
-    make: impl FnOnce() -> S,
-) -> S {
-    let never = AtomicBool::new(false);
-    snapshot_into_abortable(srv, at_cut, &never, make).expect("a snapshot nobody aborts")
-}
-
-/// `snapshot_into` that gives up (None) once `abort` is set.
-fn snapshot_into_abortable<S: tern_engine::snapshot::SnapshotSink>(
+/// are then the cut's); `at_cut` runs there too. Returns the sink once every key is in, or
+/// None once `abort` is set.
+pub(crate) fn snapshot_into_abortable<S: tern_engine::snapshot::SnapshotSink>(
     srv: &Server,
     at_cut: Option<&(dyn Fn() + Sync)>,
     abort: &AtomicBool,

@@ -277,7 +277,12 @@ impl ClientHandle {
             omem,
             crate::client_eviction::client_memory(self),
             cmd_name,
-            m.user,
+            // The master's link runs as no ACL user (Redis's superuser client).
+            if self.has_flag(cflags::MASTER) {
+                "(superuser)"
+            } else {
+                &m.user
+            },
             self.tracking_redir.load(Relaxed),
             self.resp.load(Relaxed),
             lossy(&m.lib_name),

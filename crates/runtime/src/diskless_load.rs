@@ -170,6 +170,8 @@ fn parse(srv: &Server, store: &Store, src: &mut impl std::io::Read) -> Result<Lo
     let dbs = store.databases();
     let lfu = srv.config.hot.lfu_policy.load(Relaxed);
     let mut bad_db = None;
+    // Tests hold a replica mid-load with it, as with a file load.
+    let mut delay = crate::load_delay::KeyLoadDelay::from_config(srv);
     let opts = LoadOptions {
         deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
         verify_crc: !srv.rdb.skip_checksum_validation.load(Relaxed),
@@ -186,6 +188,7 @@ fn parse(srv: &Server, store: &Store, src: &mut impl std::io::Read) -> Result<Lo
                 return;
             }
             crate::persistence::insert_loaded_key(store, k, now, lfu);
+            delay.after_key();
         },
         |db, keys| {
             if db < dbs {

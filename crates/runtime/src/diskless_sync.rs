@@ -56,11 +56,21 @@ pub struct DisklessSync {
     state: Mutex<State>,
     /// A snapshot is being streamed to replicas (INFO's rdb_bgsave_in_progress).
     transferring: AtomicBool,
+    /// FLUSHALL asked the running transfer to stop (its data is gone).
+    flushed: AtomicBool,
 }
 
 impl DisklessSync {
     pub fn in_progress(&self) -> bool {
         self.transferring.load(Relaxed)
+    }
+
+    /// FLUSHALL: give up the running transfer, as Redis kills its RDB child; its replicas
+    /// are dropped and reconnect for a new one.
+    pub fn abort_transfer(&self) {
+        if self.in_progress() {
+            self.flushed.store(true, Relaxed);
+        }
     }
 }
 
@@ -153,6 +163,12 @@ fn eof_mark() -> String {
 /// One snapshot streamed to `batch`.
 fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) {
     crate::log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
+    srv.diskless.flushed.store(false, Relaxed);
+    // This process streams it (no fork): the pid is the server's own.
+    crate::log::notice(&format!(
+        "Background RDB transfer started by pid {}",
+        std::process::id()
+    ));
     let mark = eof_mark();
     let abort = AtomicBool::new(false);
     let now = clock::now_ms();
@@ -202,6 +218,10 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
             crate::log::warning(&format!(
                 "Diskless rdb transfer, write error sending DB to replicas: {e}"
             ));
+            return;
+        }
+        None if srv.diskless.flushed.load(Relaxed) => {
+            crate::log::warning("Background transfer aborted (FLUSHALL)");
             return;
         }
         None => {
@@ -302,6 +322,10 @@ impl FanOut<'_> {
 
 impl std::io::Write for FanOut<'_> {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.srv.diskless.flushed.load(Relaxed) {
+            self.abort.store(true, Relaxed);
+            return Err(std::io::Error::other("FLUSHALL"));
+        }
         self.buf.extend_from_slice(b);
         if self.buf.len() >= CHUNK {
             self.send_buffered()?;

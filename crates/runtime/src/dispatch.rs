@@ -269,7 +269,7 @@ pub fn execute_for_script(
         conn.stats.cmds[entry.id].rejected.add(1);
         return Err(crate::evict::OOM_SCRIPT_ERROR.into());
     }
-    if f & flags::WRITE != 0 && !crate::master_link::obeys(conn.handle.id) {
+    if f & flags::WRITE != 0 && !crate::master_link::obeys(&conn.handle) {
         if let Some(e) = crate::master_link::deny_reason(srv, true, true) {
             conn.stats.total_error_replies.add(1);
             srv.stats.record_error("READONLY");
@@ -415,7 +415,7 @@ fn check<'s>(
         ));
         return Err(Some(entry));
     }
-    if crate::master_link::obeys(conn.handle.id) || in_exec {
+    if crate::master_link::obeys(&conn.handle) || in_exec {
         // The AOF being replayed, the master's stream: no LOADING, MISCONF, READONLY...
         // Inside EXEC neither: the server's state was checked for EXEC itself (Redis).
         return Ok(entry);
@@ -468,7 +468,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args, entry: 
     let now_ms = conn.now_ms;
     tern_engine::watch::set_command(
         entry.spec.flags & flags::WRITE != 0,
-        conn.handle.id == crate::master_link::MASTER_CLIENT_ID,
+        conn.handle.has_flag(crate::clients::cflags::MASTER),
     );
     // Tracking invalidates exactly the keys the command touches for WATCH.
     let collect = srv.tracking.active();

@@ -483,8 +483,11 @@ fn persistence_section(srv: &Server, out: &mut String) {
         .saturating_sub(srv.dirty_at_save.load(Relaxed));
     let now = tern_engine::clock::now_ms() / 1000;
     let loading = rdb.loading.load(Relaxed);
-    // A diskless transfer is Redis's BGSAVE to replica sockets.
-    let bg = rdb.bgsave_in_progress.load(Relaxed) || srv.diskless.in_progress();
+    // A diskless transfer is Redis's BGSAVE to replica sockets; a disk sync's snapshot its
+    // BGSAVE to disk.
+    let bg = rdb.bgsave_in_progress.load(Relaxed)
+        || srv.diskless.in_progress()
+        || rdb.sync_saves.load(Relaxed) > 0;
     let total = rdb.loading_total.load(Relaxed).max(1);
     let loaded = rdb.loading_loaded.load(Relaxed);
     let _ = write!(

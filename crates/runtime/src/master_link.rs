@@ -29,14 +29,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tern_engine::clock;
 
-/// The pseudo-client that runs the master's stream (Redis's CLIENT_MASTER).
-pub const MASTER_CLIENT_ID: u64 = u64::MAX - 1;
-
 /// Clients whose commands are obeyed without the refusals normal clients get: the AOF
-/// loader and the master's stream.
+/// loader and the master's stream (Redis's CLIENT_MASTER, flag M).
 #[inline]
-pub fn obeys(id: u64) -> bool {
-    id >= MASTER_CLIENT_ID
+pub fn obeys(h: &crate::clients::ClientHandle) -> bool {
+    h.id == crate::aof::CLIENT_ID || h.has_flag(crate::clients::cflags::MASTER)
 }
 
 /// Link states as ROLE names them.
@@ -264,8 +261,9 @@ fn follow_master(
     srv.propagation.log.set_proxy(true);
     // Clients blocked on this master's data or acknowledgements cannot be served any more.
     srv.blocking.unblock_all_on_role_change();
-    // Our own replicas were following another history: they must resync.
-    srv.propagation.log.close_subs();
+    // Our own replicas stay: if the new master continues our history they continue with
+    // us; they are dropped when it renames the history (+CONTINUE <new id>) or its full sync
+    // replaces our data, as Redis 7 does.
     let _ = std::thread::Builder::new()
         .name("master-link".into())
         .spawn(move || link_main(&srv, &host, port, gen));
@@ -888,8 +886,9 @@ fn follow(
             tcp.as_raw_fd(),
         )
     };
+    // Its id comes from the clients' counter, a new one at each connection, as in Redis.
     let handle = Arc::new(crate::clients::ClientHandle::new(
-        MASTER_CLIENT_ID,
+        srv.clients.next_id(),
         addr,
         laddr,
         fd,
@@ -899,7 +898,7 @@ fn follow(
     let result = follow_as(srv, wire, offset, db, gen, &handle);
     // Off the registry before the socket closes (KILL must never touch a reused fd).
     handle.detach_socket();
-    srv.clients.unregister(MASTER_CLIENT_ID);
+    srv.clients.unregister(handle.id);
     result
 }
 
@@ -970,6 +969,14 @@ fn follow_as(
         loop {
             match parser.parse(&buf[pos..], &limits) {
                 Ok(Some(used)) => {
+                    // While a script is busy the stream waits (Redis accumulates it rather
+                    // than answering the master -BUSY, which would lose the write).
+                    while crate::lua::busy_error(srv).is_some()
+                        && current(srv, gen)
+                        && !handle.is_killed()
+                    {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                     let _applying = srv.master_link.apply.lock();
                     if !current(srv, gen) {
                         err = Some("REPLICAOF changed".to_string());

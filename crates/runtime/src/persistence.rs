@@ -21,6 +21,9 @@ use std::sync::Arc;
 /// (`Server::rdb`).
 pub struct RdbState {
     pub bgsave_in_progress: AtomicBool,
+    /// Snapshots for disk-target full syncs running now: INFO shows them as a BGSAVE, as
+    /// Redis's sync is one.
+    pub sync_saves: std::sync::atomic::AtomicUsize,
     pub bgsave_scheduled: AtomicBool,
     /// Unix seconds the running BGSAVE started.
     pub bgsave_started: AtomicU64,
@@ -51,6 +54,7 @@ impl Default for RdbState {
     fn default() -> RdbState {
         RdbState {
             bgsave_in_progress: AtomicBool::new(false),
+            sync_saves: Default::default(),
             bgsave_scheduled: AtomicBool::new(false),
             bgsave_started: AtomicU64::new(0),
             last_bgsave_ok: AtomicBool::new(true),
@@ -278,11 +282,13 @@ pub fn save_after_flushall(srv: &Server) {
     }
 }
 
-/// FLUSHALL: give up a running BGSAVE (its data is gone), as Redis kills its RDB child.
+/// FLUSHALL: give up a running BGSAVE or diskless transfer (its data is gone), as Redis kills
+/// its RDB child.
 pub fn abort_bgsave(srv: &Server) {
     if srv.rdb.bgsave_in_progress.load(Relaxed) {
         srv.rdb.abort_bgsave.store(true, Relaxed);
     }
+    srv.diskless.abort_transfer();
 }
 
 /// How an RDB file is loaded.
@@ -683,6 +689,22 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     }
 }
 
+const ERR_LOADING: &str = "LOADING Redis is loading the dataset in memory";
+
+/// -LOADING while the dataset loads, for a command (or an EXEC whose queued commands have
+/// `all` flags in common and `any` among them) that may not run then: without the LOADING
+/// flag during a load, or flagged NO_ASYNC_LOADING while the old data serves a replica's
+/// diskless load (async loading).
+pub fn deny_loading(srv: &Server, all: u32, any: u32) -> Option<&'static str> {
+    if srv.rdb.loading.load(Relaxed) && all & f::LOADING == 0 {
+        return Some(ERR_LOADING);
+    }
+    if any & f::NO_ASYNC_LOADING != 0 && srv.diskless_load.async_loading.load(Relaxed) {
+        return Some(ERR_LOADING);
+    }
+    None
+}
+
 const ERR_MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// MISCONF when writes are held back because the last background save failed (and
@@ -698,12 +720,8 @@ pub fn disk_error(srv: &Server) -> Option<&'static str> {
 /// may run then), or the last background save failed and `stop-writes-on-bgsave-error` holds
 /// writes (and PING) back. Two relaxed loads in the common case.
 pub fn deny_reason(srv: &Server, spec: &CommandSpec) -> Option<&'static str> {
-    if srv.rdb.loading.load(Relaxed) && spec.flags & f::LOADING == 0 {
-        return Some("LOADING Redis is loading the dataset in memory");
-    }
-    // While the old data serves a replica's diskless load, what would disturb it waits.
-    if spec.flags & f::NO_ASYNC_LOADING != 0 && srv.diskless_load.async_loading.load(Relaxed) {
-        return Some("LOADING Redis is loading the dataset in memory");
+    if let Some(e) = deny_loading(srv, spec.flags, spec.flags) {
+        return Some(e);
     }
     if !srv.rdb.last_bgsave_ok.load(Relaxed)
         && (spec.flags & f::WRITE != 0 || spec.name == "ping")

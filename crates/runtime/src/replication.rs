@@ -18,7 +18,7 @@ use crate::ctx::Ctx;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use tern_engine::clock;
 pub use tern_persist::wlog::Sub;
@@ -654,8 +654,14 @@ pub fn replica_name(srv: &Server, handle: &crate::clients::ClientHandle) -> Stri
 }
 
 /// Write the full-sync snapshot to a temp file in the working directory; the replica's stream
-/// starts at its cut. Blocking (run it off the async workers). Returns (path, stream offset).
-pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64), String> {
+/// starts at its cut. Blocking (run it off the async workers; INFO counts it while the caller
+/// holds a `sync_rdb::Running`). None when `abort` was set meanwhile (the replica went away:
+/// `sync_rdb::unwanted`).
+pub fn write_sync_rdb(
+    srv: &Server,
+    rep: &mut Attached,
+    abort: &AtomicBool,
+) -> Result<Option<crate::sync_rdb::SyncRdb>, String> {
     crate::log::notice("Starting BGSAVE for SYNC with target: disk (forkless snapshot)");
     let path = PathBuf::from(format!("temp-{}-repl-{}.rdb", std::process::id(), rep.id));
     rep.rdb = Some(path.clone());
@@ -666,12 +672,14 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
         )
     })?;
     let offset = AtomicU64::new(0);
+    let dirty_at_cut = AtomicU64::new(0);
     let sub = rep.sub.clone();
     let now = clock::now_ms();
-    let writer = crate::aof::snapshot_into(srv, None, || {
+    let writer = crate::aof::snapshot_into_abortable(srv, None, abort, || {
         // At the cut: the replica's stream starts here, where its RDB says it does.
         let pos = srv.propagation.log.start_sub(&sub);
         offset.store(pos.offset, Relaxed);
+        dirty_at_cut.store(srv.dirty_total(), Relaxed);
         let aux = sync_aux(&replid(srv), now, pos);
         crate::persistence::rdb_writer(
             srv,
@@ -680,12 +688,20 @@ pub fn write_sync_rdb(srv: &Server, rep: &mut Attached) -> Result<(PathBuf, u64)
             now,
         )
     });
+    let Some(writer) = writer else {
+        crate::sync_rdb::aborted(srv);
+        return Ok(None);
+    };
     writer
         .finish()
         .and_then(|bw| bw.into_inner().map_err(|e| e.into_error()))
         .map_err(|e| format!("Write error saving the RDB for the replica sync: {e}"))?;
     srv.replicas.sync_full.fetch_add(1, Relaxed);
-    Ok((path, offset.load(Relaxed)))
+    Ok(Some(crate::sync_rdb::SyncRdb {
+        path,
+        offset: offset.load(Relaxed),
+        dirty_at_cut: dirty_at_cut.load(Relaxed),
+    }))
 }
 
 /// The AUX fields of a full sync's snapshot: the replica's stream starts at `pos`, in the
@@ -809,8 +825,9 @@ pub fn info_replicas(srv: &Server, out: &mut String) -> usize {
     rows.len()
 }
 
-/// What a replica sends on its stream: REPLCONF ACK <offset> (recorded), anything else is
-/// ignored. Consumes the complete commands in `inbuf`.
+/// What a replica sends on its stream: REPLCONF ACK <offset> (recorded); a command that
+/// would be answered drops the replica (`replica_replies`). Consumes the complete commands
+/// in `inbuf`.
 pub fn replica_input(
     srv: &Server,
     handle: &crate::clients::ClientHandle,
@@ -828,6 +845,10 @@ pub fn replica_input(
         match parser.parse(&inbuf[pos..], &limits) {
             Ok(Some(used)) => {
                 let args = Args::new(parser.arg_base(&inbuf[pos..]), parser.ranges());
+                if crate::replica_replies::refuse(srv, handle, &args) {
+                    pos = inbuf.len();
+                    break;
+                }
                 if args.len() >= 3 && eq_ic(&args[0], "replconf") && eq_ic(&args[1], "ack") {
                     if let Some(off) = parse_i64(&args[2]) {
                         let fack = (args.len() >= 5 && eq_ic(&args[3], "fack"))

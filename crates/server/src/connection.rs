@@ -365,12 +365,11 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
             break;
         }
         if let Some(kind) = conn.pending_sync.take() {
-            // The rest of the input, if any, was sent before the replica read our reply:
-            // Redis too drops it.
             if !flush_replies(&srv, &mut conn, &mut out, &mut outbox, &mut stream, &stats).await {
                 break;
             }
-            crate::replica::serve(&srv, &mut stream, &handle, kind).await;
+            // The rest of the input is the replica's, read as it sends on its link.
+            crate::replica::serve(&srv, &mut stream, &handle, kind, &mut inbuf).await;
             break;
         }
         // Drop big argument tables so an idle client holds little memory (Redis frees argv

@@ -3,10 +3,12 @@
 
 use crate::connection::ClientStream;
 use bytes::BytesMut;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use tern_runtime::clients::ClientHandle;
 use tern_runtime::diskless_sync::{self, Feed};
 use tern_runtime::replication::{self, SyncKind};
+use tern_runtime::sync_rdb;
 use tern_runtime::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
@@ -18,9 +20,15 @@ pub async fn serve<S: ClientStream>(
     stream: &mut S,
     handle: &Arc<ClientHandle>,
     kind: SyncKind,
+    pending: &mut BytesMut,
 ) {
     let ready = Arc::new(Notify::new());
     replication::sync_requested(srv, handle);
+    // What the replica sent right after its SYNC (a command that needs a reply drops it).
+    replication::replica_input(srv, handle, pending);
+    if handle.is_killed() {
+        return;
+    }
     if let SyncKind::Psync { replid, offset } = &kind {
         let wake = ready.clone();
         let continued = replication::try_continue(
@@ -53,45 +61,66 @@ pub async fn serve<S: ClientStream>(
         return serve_diskless(srv, stream, handle, rep, &kind, &ready).await;
     }
     // The snapshot runs on its own thread; the replica gets a newline every second meanwhile
-    // (Redis's keepalive before the payload).
+    // (Redis's keepalive before the payload). If the replica leaves first (or is dropped at
+    // its output limit), the snapshot is given up, or finished as the server's dump
+    // (`sync_rdb::unwanted`).
     let sub = rep.sub.clone();
     let mut rep = rep;
+    let abort = Arc::new(AtomicBool::new(false));
+    let orphaned = Arc::new(AtomicBool::new(false));
     let job = {
         let srv = srv.clone();
+        let (abort, orphaned) = (abort.clone(), orphaned.clone());
         tokio::task::spawn_blocking(move || {
-            let r = replication::write_sync_rdb(&srv, &mut rep);
+            let _running = sync_rdb::Running::start(&srv);
+            let r = replication::write_sync_rdb(&srv, &mut rep, &abort);
+            if let (Ok(Some(made)), true) = (&r, orphaned.load(Relaxed)) {
+                sync_rdb::keep_as_dump(&srv, made);
+            }
             (rep, r)
         })
     };
     tokio::pin!(job);
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.tick().await;
+    let mut inbuf = BytesMut::new();
     let (mut rep, made) = loop {
-        tokio::select! {
+        let gone = tokio::select! {
             r = &mut job => break r.expect("replica snapshot"),
             _ = ready.notified() => {
-                if sub.overflowed() {
-                    // The snapshot still finishes; dropping `rep` then detaches it.
-                    return output_limit_reached(handle);
+                let over = sub.overflowed();
+                if over {
+                    output_limit_reached(handle);
                 }
+                over
             }
             _ = tick.tick() => {
-                if stream.write_all(b"\n").await.is_err() || stream.flush().await.is_err() {
-                    // The snapshot still finishes; dropping `rep` then detaches it.
-                    return;
-                }
+                handle.is_killed()
+                    || stream.write_all(b"\n").await.is_err()
+                    || stream.flush().await.is_err()
             }
+            r = stream.read_buf(&mut inbuf) => {
+                replication::replica_input(srv, handle, &mut inbuf);
+                matches!(r, Ok(0) | Err(_)) || handle.is_killed()
+            }
+        };
+        if gone {
+            if !sync_rdb::unwanted(srv, &abort) {
+                orphaned.store(true, Relaxed);
+            }
+            return;
         }
     };
-    let (path, offset) = match made {
-        Ok(v) => v,
+    let made = match made {
+        Ok(Some(v)) => v,
+        Ok(None) => return,
         Err(e) => {
             tern_runtime::log::warning(&e);
             return;
         }
     };
     rep.set_state("send_bulk");
-    let sent = send_rdb(srv, stream, &path, &kind, offset).await;
+    let sent = send_rdb(srv, stream, &made.path, &kind, made.offset).await;
     rep.sync_file_sent();
     if sent.is_err() {
         return;
@@ -206,6 +235,9 @@ async fn first_ack<S: ClientStream>(
     loop {
         let acked = sends_ack(&inbuf);
         replication::replica_input(srv, handle, &mut inbuf);
+        if handle.is_killed() {
+            return false;
+        }
         if acked {
             return true;
         }

@@ -337,7 +337,7 @@ pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
         ctx.error("ERR Can not execute a script with write flag using *_ro command.");
         return false;
     }
-    if crate::master_link::obeys(ctx.conn.handle.id) {
+    if crate::master_link::obeys(&ctx.conn.handle) {
         return true;
     }
     if fl & sflags::NO_WRITES == 0 {

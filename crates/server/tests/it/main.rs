@@ -36,6 +36,7 @@ mod psync2;
 mod pubsub;
 mod rdb;
 mod repl_buffer;
+mod repl_tail;
 mod replica_expiry;
 mod replication;
 mod scripting;
