@@ -144,9 +144,12 @@ fn schedule(srv: &Arc<Server>, rt: &tokio::runtime::Handle) {
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }
+        // INFO's rdb_current_bgsave_time_sec counts from the transfer's start too.
+        let running = crate::sync_rdb::Running::start(srv);
         srv.diskless.transferring.store(true, Relaxed);
         transfer(srv, rt, batch);
         srv.diskless.transferring.store(false, Relaxed);
+        drop(running);
         // Whoever arrived during the transfer waited since its start at least.
         let mut st = srv.diskless.state.lock();
         if !st.waiting.is_empty() {
