@@ -701,7 +701,33 @@ fn receive_payload(
     })?;
     file.flush()
         .map_err(|e| format!("Write error writing the payload to disk: {e}"))?;
+    // It becomes our dump file: durable before it replaces the old one.
+    file.get_ref().sync_data().map_err(|e| {
+        format!(
+            "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}"
+        )
+    })?;
     Ok(total)
+}
+
+/// The received payload replaces our dump file (`dbfilename`), as Redis keeps its master's
+/// snapshot: renamed over it, the directory fsynced.
+fn install_payload(srv: &Server, temp: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    let dump = crate::persistence::rdb_path(srv);
+    std::fs::rename(temp, &dump).map_err(|e| {
+        format!("Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}", dump.display())
+    })?;
+    let dir = dump
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        crate::log::warning(&format!(
+            "Failed trying to sync DB directory {} in MASTER <-> REPLICA synchronization: {e}",
+            dir.display()
+        ));
+    }
+    Ok(dump)
 }
 
 /// Load the payload straight from the socket (`repl-diskless-load`); `mode` is Direct or
@@ -815,6 +841,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         if !current(srv, gen) {
             return Err("REPLICAOF changed".into());
         }
+        let dump = install_payload(srv, &path)?;
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
         srv.propagation.log.close_subs();
         crate::replication::forget_history(srv);
@@ -824,9 +851,18 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
             as_replica: true,
             ..Default::default()
         };
-        crate::persistence::rdb_load(srv, &path, how).map_err(|e| {
+        let loaded = crate::persistence::rdb_load(srv, &dump, how).map_err(|e| {
             format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
-        })
+        });
+        // rdb-del-sync-files: a replica without persistence keeps no sync file.
+        if srv.config.get_bool("rdb-del-sync-files")
+            && !crate::persistence::has_save_points(srv)
+            && !crate::aof::enabled(srv)
+        {
+            crate::log::notice("Removing the RDB file obtained from the master. This replica has persistence disabled");
+            let _ = std::fs::remove_file(&dump);
+        }
+        loaded
     });
     let _ = std::fs::remove_file(&path);
     // The stream goes on in the database the master's snapshot names (Redis's

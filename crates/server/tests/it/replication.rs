@@ -379,3 +379,30 @@ fn a_disk_sync_removes_its_snapshot_file_once_sent() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert_eq!(q(&mut r, &["GET", "k"]), bulk("v"));
 }
+
+/// A replica that loads its payload from disk keeps it as its dump file, as Redis does,
+/// unless `rdb-del-sync-files` says a replica without persistence keeps none.
+#[test]
+fn a_disk_loaded_payload_becomes_the_replicas_dump() {
+    let master = Server::tern(&[]);
+    let mut m = master.conn();
+    q(&mut m, &["SET", "k", "v"]);
+    for (del, kept) in [("no", true), ("yes", false)] {
+        let replica = Server::tern(&[
+            "--repl-diskless-load",
+            "disabled",
+            "--rdb-del-sync-files",
+            del,
+        ]);
+        let mut r = replica.conn();
+        replicaof(&mut r, &master);
+        wait_caught_up(&mut m, &mut r);
+        let dump = replica.dir().join("dump.rdb");
+        assert_eq!(dump.exists(), kept, "rdb-del-sync-files {del}");
+        if kept {
+            let bytes = std::fs::read(&dump).unwrap();
+            assert!(bytes.starts_with(b"REDIS") && bytes.len() > 20);
+        }
+        assert_eq!(q(&mut r, &["GET", "k"]), bulk("v"));
+    }
+}
