@@ -234,7 +234,9 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
     };
     let mut fan = fan;
     fan.buf.extend_from_slice(mark.as_bytes());
-    if fan.send_buffered().is_err() {
+    // The end goes like every chunk: a replica stuck past repl-timeout is dropped, not
+    // waited for.
+    if fan.deliver(true).is_err() {
         crate::log::warning("Diskless rdb transfer, last replica dropped, killing fork child.");
         return;
     }
@@ -243,12 +245,10 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
         fan.outs.len()
     ));
     for o in fan.outs.drain(..) {
-        if rt.block_on(o.tx.send(Feed::Done)).is_ok() {
-            crate::log::notice(&format!(
-                "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
-                o.name
-            ));
-        }
+        crate::log::notice(&format!(
+            "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
+            o.name
+        ));
     }
     crate::log::notice("Background RDB transfer terminated with success");
 }
@@ -275,16 +275,22 @@ struct FanOut<'a> {
 impl FanOut<'_> {
     /// Hand the buffered bytes to every replica; Err once none is left.
     fn send_buffered(&mut self) -> std::io::Result<()> {
+        self.deliver(false)
+    }
+
+    /// Hand the buffered bytes (and with `done` the end of the payload) to every replica
+    /// still there, each given up to repl-timeout; Err once none is left.
+    fn deliver(&mut self, done: bool) -> std::io::Result<()> {
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
         let rt = &self.rt;
         // Read at every chunk: CONFIG SET repl-timeout applies to a running transfer.
         let timeout = Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
         self.outs.retain_mut(|o| {
             let started = Instant::now();
-            let send = |b: Bytes| {
+            let send = |f: Feed| {
                 let left = timeout.saturating_sub(started.elapsed());
                 // The timer is made inside block_on: it needs the runtime's context.
-                let sent = rt.block_on(async { tokio::time::timeout(left, o.tx.send(Feed::Data(b))).await });
+                let sent = rt.block_on(async { tokio::time::timeout(left, o.tx.send(f)).await });
                 match sent {
                     Ok(Ok(())) => true,
                     Ok(Err(_)) => {
@@ -306,11 +312,11 @@ impl FanOut<'_> {
                 }
             };
             if let Some(h) = o.head.take() {
-                if !send(h) {
+                if !send(Feed::Data(h)) {
                     return false;
                 }
             }
-            chunk.is_empty() || send(chunk.clone())
+            (chunk.is_empty() || send(Feed::Data(chunk.clone()))) && (!done || send(Feed::Done))
         });
         if self.outs.is_empty() {
             self.abort.store(true, Relaxed);
