@@ -38,24 +38,31 @@ fn write_mb(m: &mut redis::Connection, prefix: &str, mb: usize) {
     }
 }
 
-#[test]
-fn a_stopped_replica_pins_one_shared_copy_until_its_limit_drops_it() {
+/// A master with a 16 KiB backlog and no replica output limit, and two replicas in sync.
+fn master_with_two_replicas() -> (Server, Server, Server) {
+    let debug = ["--enable-debug-command", "yes"];
     let master = Server::tern(&[
         "--repl-backlog-size",
         "16384",
         "--client-output-buffer-limit",
         "replica 0 0 0",
-        "--enable-debug-command",
-        "yes",
+        debug[0],
+        debug[1],
     ]);
-    let debug = ["--enable-debug-command", "yes"];
-    let (fast, slow) = (Server::tern(&debug), Server::tern(&debug));
+    let (r1, r2) = (Server::tern(&debug), Server::tern(&debug));
     let mut m = master.conn();
-    for r in [&fast, &slow] {
+    for r in [&r1, &r2] {
         let mut c = r.conn();
         replicaof(&mut c, &master);
         wait_caught_up(&mut m, &mut c);
     }
+    (master, r1, r2)
+}
+
+#[test]
+fn a_stopped_replica_pins_one_shared_copy_until_its_limit_drops_it() {
+    let (master, fast, slow) = master_with_two_replicas();
+    let mut m = master.conn();
     slow.signal(libc::SIGSTOP);
     // Past what the sockets' kernel buffers absorb.
     write_mb(&mut m, "k", 40);
@@ -104,22 +111,8 @@ fn a_stopped_replica_pins_one_shared_copy_until_its_limit_drops_it() {
 
 #[test]
 fn a_replica_continues_from_what_another_replica_still_holds() {
-    let master = Server::tern(&[
-        "--repl-backlog-size",
-        "16384",
-        "--client-output-buffer-limit",
-        "replica 0 0 0",
-        "--enable-debug-command",
-        "yes",
-    ]);
-    let debug = ["--enable-debug-command", "yes"];
-    let (a, pinning) = (Server::tern(&debug), Server::tern(&debug));
+    let (master, a, pinning) = master_with_two_replicas();
     let mut m = master.conn();
-    for r in [&a, &pinning] {
-        let mut c = r.conn();
-        replicaof(&mut c, &master);
-        wait_caught_up(&mut m, &mut c);
-    }
     // Stopped first, it holds the stream from before `a` leaves (once its socket is full).
     pinning.signal(libc::SIGSTOP);
     let mut ra = a.conn();
