@@ -14,7 +14,7 @@ use crate::server::Server;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use tern_engine::clock;
 use tern_engine::store::Store;
-use tern_persist::rdb::file::{LoadOptions, Loaded, StreamLoadError};
+use tern_persist::rdb::file::{Loaded, StreamLoadError};
 
 /// The replica's diskless-load state, owned by the server (`Server::diskless_load`).
 #[derive(Default)]
@@ -167,37 +167,15 @@ fn free_in_background(store: Store) {
 /// expired are kept: the master's DELs follow), as a file load does.
 fn parse(srv: &Server, store: &Store, src: &mut impl std::io::Read) -> Result<Loaded, Failed> {
     let now = clock::now_ms();
-    let dbs = store.databases();
-    let lfu = srv.config.hot.lfu_policy.load(Relaxed);
-    let mut bad_db = None;
-    // Tests hold a replica mid-load with it, as with a file load.
-    let mut delay = crate::load_delay::KeyLoadDelay::from_config(srv);
-    let opts = LoadOptions {
-        deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
-        verify_crc: !srv.rdb.skip_checksum_validation.load(Relaxed),
-        name_expired: false,
-    };
+    // key-load-delay holds a replica mid-load (tests use it), as with a file load.
+    let mut sink = crate::persistence::KeySink::new(srv, store, now);
     let loaded = tern_persist::rdb::file::load_from(
         src,
         now,
         false,
-        opts,
-        |k| {
-            if k.db >= dbs {
-                bad_db.get_or_insert(k.db);
-                return;
-            }
-            crate::persistence::insert_loaded_key(store, k, now, lfu);
-            delay.after_key();
-        },
-        |db, keys| {
-            if db < dbs {
-                let per_shard = keys as usize / store.shards_per_db();
-                for s in 0..store.shards_per_db() {
-                    store.lock_shard(db, s).reserve(per_shard + per_shard / 8);
-                }
-            }
-        },
+        crate::persistence::load_options(srv, false),
+        |k| sink.key(k),
+        |db, keys| crate::persistence::presize(store, db, keys),
         |pos| srv.rdb.loading_loaded.store(pos as u64, Relaxed),
     )
     .map_err(|e| match e {
@@ -210,9 +188,10 @@ fn parse(srv: &Server, store: &Store, src: &mut impl std::io::Read) -> Result<Lo
         }
         StreamLoadError::Rdb(e) => Failed::Rdb(format!("Short read or corrupt RDB payload: {e}")),
     })?;
-    if let Some(db) = bad_db {
+    if let Some(db) = sink.bad_db {
         return Err(Failed::Rdb(format!(
-            "The MASTER's data holds keys in DB {db}, more than the {dbs} databases configured"
+            "The MASTER's data holds keys in DB {db}, more than the {} databases configured",
+            store.databases()
         )));
     }
     Ok(loaded)

@@ -145,7 +145,7 @@ fn over_limit(
     // in Redis (a slow replica must not make the master evict its dataset).
     let counted = |used: u64| {
         if used > limit {
-            used.saturating_sub(crate::replication::not_counted_for_evict(srv))
+            used.saturating_sub(crate::replication::buffer_memory(srv).not_counted)
         } else {
             used
         }

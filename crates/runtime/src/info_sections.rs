@@ -402,8 +402,8 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
     let mem_scripts = scripts_eval + mem_functions;
     let lazy_pending = srv.lazyfree.pending.load(Relaxed);
     let lazyfreed = srv.lazyfree.freed.load(Relaxed);
-    let (repl_buffers, repl_backlog, repl_clients) = (repl.total, repl.backlog, repl.replicas);
-    let not_counted = crate::replication::not_counted_for_evict(srv);
+    let (repl_buffers, repl_backlog, repl_clients, not_counted) =
+        (repl.total, repl.backlog, repl.replicas, repl.not_counted);
     let _ = write!(
         out,
         "used_memory:{used}\r\n\

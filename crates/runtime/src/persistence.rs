@@ -449,13 +449,65 @@ pub(crate) enum RdbLoadError {
     Functions(String),
 }
 
-/// Load an RDB image (a file, or an AOF's RDB preamble) into the store: each key with its
-/// expiry and its LRU idle time or LFU counter, then the function libraries. Expired keys are
-/// dropped when `drop_expired` (not for an AOF preamble: the AOF's own DELs follow). The
-/// libraries join those loaded already (`merge`: replacing any of the same name).
+/// Where the keys of an RDB being loaded go (a file, an AOF preamble, a master's payload):
+/// into `store`, pausing after each as `key-load-delay` says; keys of a database beyond
+/// those configured are only noted (`bad_db`: the first one met).
+pub(crate) struct KeySink<'a> {
+    store: &'a tern_engine::store::Store,
+    now: u64,
+    lfu: bool,
+    delay: crate::load_delay::KeyLoadDelay<'a>,
+    pub bad_db: Option<usize>,
+}
+
+impl<'a> KeySink<'a> {
+    pub fn new(srv: &'a Server, store: &'a tern_engine::store::Store, now: u64) -> KeySink<'a> {
+        KeySink {
+            store,
+            now,
+            lfu: srv.config.hot.lfu_policy.load(Relaxed),
+            delay: crate::load_delay::KeyLoadDelay::from_config(srv),
+            bad_db: None,
+        }
+    }
+
+    pub fn key(&mut self, k: tern_persist::rdb::file::LoadedKey) {
+        if k.db >= self.store.databases() {
+            self.bad_db.get_or_insert(k.db);
+            return;
+        }
+        insert_loaded_key(self.store, k, self.now, self.lfu);
+        self.delay.after_key();
+    }
+}
+
+/// An RDB's RESIZEDB hint: the database's tables are sized once instead of growing step by
+/// step.
+pub(crate) fn presize(store: &tern_engine::store::Store, db: usize, keys: u64) {
+    if db < store.databases() {
+        let per_shard = keys as usize / store.shards_per_db();
+        for s in 0..store.shards_per_db() {
+            store.lock_shard(db, s).reserve(per_shard + per_shard / 8);
+        }
+    }
+}
+
+/// The RDB loader's options as the configuration sets them.
+pub(crate) fn load_options(
+    srv: &Server,
+    name_expired: bool,
+) -> tern_persist::rdb::file::LoadOptions {
+    tern_persist::rdb::file::LoadOptions {
+        // `clients` leaves files (and the master's payload) to the shallow checks.
+        deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
+        verify_crc: !srv.rdb.skip_checksum_validation.load(Relaxed),
+        name_expired,
+    }
+}
+
 /// Put one key read from an RDB into `store`, its LRU idle time or LFU counter turned into
 /// the access stamp the store keeps (shard locked for this key alone).
-pub(crate) fn insert_loaded_key(
+fn insert_loaded_key(
     store: &tern_engine::store::Store,
     k: tern_persist::rdb::file::LoadedKey,
     now: u64,
@@ -482,6 +534,10 @@ pub(crate) fn insert_loaded_key(
     );
 }
 
+/// Load an RDB image (a file, or an AOF's RDB preamble) into the store: each key with its
+/// expiry and its LRU idle time or LFU counter, then the function libraries. Expired keys are
+/// dropped when `drop_expired` (not for an AOF preamble: the AOF's own DELs follow). The
+/// libraries join those loaded already (`merge`: replacing any of the same name).
 pub(crate) fn load_rdb_into(
     srv: &Server,
     data: &[u8],
@@ -491,40 +547,14 @@ pub(crate) fn load_rdb_into(
     progress: impl FnMut(usize),
 ) -> Result<tern_persist::rdb::file::Loaded, RdbLoadError> {
     let now = clock::now_ms();
-    let dbs = srv.store.databases();
-    let lfu = srv.config.hot.lfu_policy.load(Relaxed);
-    let mut bad_db = None;
-    let mut delay = crate::load_delay::KeyLoadDelay::from_config(srv);
-    let opts = tern_persist::rdb::file::LoadOptions {
-        // `clients` leaves files (and the master's payload) to the shallow checks.
-        deep: srv.config.get("sanitize-dump-payload").as_deref() == Some("yes"),
-        verify_crc: !srv.rdb.skip_checksum_validation.load(Relaxed),
-        name_expired,
-    };
+    let mut sink = KeySink::new(srv, &srv.store, now);
     let loaded = tern_persist::rdb::file::load(
         data,
         now,
         drop_expired,
-        opts,
-        |k| {
-            if k.db >= dbs {
-                bad_db.get_or_insert(k.db);
-                return;
-            }
-            insert_loaded_key(&srv.store, k, now, lfu);
-            delay.after_key();
-        },
-        |db, keys| {
-            // Size the tables once instead of growing them step by step.
-            if db < dbs {
-                let per_shard = keys as usize / srv.store.shards_per_db();
-                for s in 0..srv.store.shards_per_db() {
-                    srv.store
-                        .lock_shard(db, s)
-                        .reserve(per_shard + per_shard / 8);
-                }
-            }
-        },
+        load_options(srv, name_expired),
+        |k| sink.key(k),
+        |db, keys| presize(&srv.store, db, keys),
         progress,
     )
     .map_err(|e| {
@@ -538,7 +568,8 @@ pub(crate) fn load_rdb_into(
             String::from_utf8_lossy(key)
         ));
     }
-    if let Some(db) = bad_db {
+    if let Some(db) = sink.bad_db {
+        let dbs = srv.store.databases();
         return Err(RdbLoadError::TooManyDbs { dbs, db });
     }
     if !loaded.functions.is_empty() {

@@ -524,39 +524,31 @@ fn replica_entry(
 }
 
 /// The replication buffer's memory as Redis reports it: the backlog's share (up to its
-/// size) and the replicas' share (what they hold beyond it).
+/// size), the replicas' share (what they hold beyond it), and what maxmemory does not count
+/// (the same beyond the backlog's size, with an allowance for the backlog's block overhead).
 pub struct BufferMemory {
     pub total: u64,
     pub backlog: u64,
     pub replicas: u64,
+    pub not_counted: u64,
 }
 
 pub fn buffer_memory(srv: &Server) -> BufferMemory {
     let total = srv.propagation.log.repl_buffer_mem() as u64;
     let size = backlog_size(srv) as u64;
     let has_replicas = !srv.replicas.list.lock().is_empty();
-    if has_replicas && total > size {
-        BufferMemory {
-            total,
-            backlog: size,
-            replicas: total - size,
-        }
+    let replicas = if has_replicas {
+        total.saturating_sub(size)
     } else {
-        BufferMemory {
-            total,
-            backlog: total,
-            replicas: 0,
-        }
-    }
-}
-
-/// Memory maxmemory does not count: what replicas hold beyond the backlog's size (with an
-/// allowance for the backlog's block overhead), as Redis.
-pub fn not_counted_for_evict(srv: &Server) -> u64 {
-    let total = srv.propagation.log.repl_buffer_mem() as u64;
-    let size = backlog_size(srv) as u64;
+        0
+    };
     let counted = size + (size / (16 * 1024) + 1) * 64;
-    total.saturating_sub(counted)
+    BufferMemory {
+        total,
+        backlog: total - replicas,
+        replicas,
+        not_counted: total.saturating_sub(counted),
+    }
 }
 
 /// CONFIG RESETSTAT: the sync counters start again.

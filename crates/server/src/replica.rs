@@ -47,7 +47,7 @@ pub async fn serve<S: ClientStream>(
         }
     }
     let wake = ready.clone();
-    let rep = {
+    let mut rep = {
         let srv = srv.clone();
         let handle = handle.clone();
         // Subscribing waits for in-flight unlogged writes: off the async worker.
@@ -65,7 +65,6 @@ pub async fn serve<S: ClientStream>(
     // its output limit), the snapshot is given up, or finished as the server's dump
     // (`sync_rdb::unwanted`).
     let sub = rep.sub.clone();
-    let mut rep = rep;
     let abort = Arc::new(AtomicBool::new(false));
     let orphaned = Arc::new(AtomicBool::new(false));
     let job = {

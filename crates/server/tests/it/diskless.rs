@@ -40,11 +40,21 @@ fn temp_rdbs(s: &Server) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn replicaof(r: &mut redis::Connection, master: &Server) {
-    assert_eq!(
-        q(r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
-        redis::Value::Okay
-    );
+/// A tern replica (DEBUG enabled) that loads its payload in `mode` (repl-diskless-load).
+fn tern_replica(mode: &str) -> Server {
+    Server::tern(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-load",
+        mode,
+    ])
+}
+
+/// `r` follows `master` and ends with the master's data (`assert_same`).
+fn follow(master: &Server, m: &mut redis::Connection, r: &mut redis::Connection) {
+    replicaof(r, master);
+    wait_link_up(r);
+    assert_same(m, r);
 }
 
 /// The replica followed the master's snapshot and its stream: same digest, same functions.
@@ -70,16 +80,9 @@ fn tern_master_streams_to_tern_replicas_in_every_load_mode() {
         ("on-empty-db", "to parser"),
         ("swapdb", "to parser"),
     ] {
-        let replica = Server::tern(&[
-            "--enable-debug-command",
-            "yes",
-            "--repl-diskless-load",
-            mode,
-        ]);
+        let replica = tern_replica(mode);
         let mut r = replica.conn();
-        replicaof(&mut r, &master);
-        wait_link_up(&mut r);
-        assert_same(&mut m, &mut r);
+        follow(&master, &mut m, &mut r);
         assert_eq!(q(&mut r, &["FCALL_RO", "dlf", "0"]), bulk("from-master"));
         let log = replica.log();
         assert!(
@@ -114,17 +117,10 @@ fn on_empty_db_loads_from_disk_when_the_replica_has_data() {
     let master = Server::tern(&["--enable-debug-command", "yes"]);
     let mut m = master.conn();
     fill(&mut m);
-    let replica = Server::tern(&[
-        "--enable-debug-command",
-        "yes",
-        "--repl-diskless-load",
-        "on-empty-db",
-    ]);
+    let replica = tern_replica("on-empty-db");
     let mut r = replica.conn();
     q(&mut r, &["SET", "local", "1"]);
-    replicaof(&mut r, &master);
-    wait_link_up(&mut r);
-    assert_same(&mut m, &mut r);
+    follow(&master, &mut m, &mut r);
     assert_eq!(q(&mut r, &["EXISTS", "local"]), int(0));
     assert!(replica
         .log()
@@ -143,9 +139,7 @@ fn disk_sync_when_diskless_sync_is_off() {
     fill(&mut m);
     let replica = Server::tern(&["--enable-debug-command", "yes"]);
     let mut r = replica.conn();
-    replicaof(&mut r, &master);
-    wait_link_up(&mut r);
-    assert_same(&mut m, &mut r);
+    follow(&master, &mut m, &mut r);
     assert!(master
         .log()
         .contains("Starting BGSAVE for SYNC with target: disk"));
@@ -328,9 +322,7 @@ fn tern_master_streams_to_redis_server_replica() {
             return;
         };
         let mut r = replica.conn();
-        replicaof(&mut r, &master);
-        wait_link_up(&mut r);
-        assert_same(&mut m, &mut r);
+        follow(&master, &mut m, &mut r);
         assert!(temp_rdbs(&replica).is_empty());
     }
     assert!(temp_rdbs(&master).is_empty());
@@ -347,16 +339,9 @@ fn redis_server_master_streams_to_tern_in_every_load_mode() {
         };
         let mut m = master.conn();
         fill(&mut m);
-        let replica = Server::tern(&[
-            "--enable-debug-command",
-            "yes",
-            "--repl-diskless-load",
-            mode,
-        ]);
+        let replica = tern_replica(mode);
         let mut r = replica.conn();
-        replicaof(&mut r, &master);
-        wait_link_up(&mut r);
-        assert_same(&mut m, &mut r);
+        follow(&master, &mut m, &mut r);
         assert_eq!(q(&mut r, &["FCALL_RO", "dlf", "0"]), bulk("from-master"));
         assert!(temp_rdbs(&replica).is_empty(), "{mode}");
         assert!(temp_rdbs(&master).is_empty(), "{mode}");
@@ -367,12 +352,7 @@ fn redis_server_master_streams_to_tern_in_every_load_mode() {
 /// data of its own.
 fn slow_master_and_swapdb_replica(keys: usize) -> (Server, Server) {
     let master = Server::tern(&["--enable-debug-command", "yes"]);
-    let replica = Server::tern(&[
-        "--enable-debug-command",
-        "yes",
-        "--repl-diskless-load",
-        "swapdb",
-    ]);
+    let replica = tern_replica("swapdb");
     let mut m = master.conn();
     q(&mut m, &["DEBUG", "POPULATE", &keys.to_string(), "master"]);
     q(&mut m, &["CONFIG", "SET", "rdbcompression", "no"]);

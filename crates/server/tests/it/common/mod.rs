@@ -647,7 +647,10 @@ pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 
 /// REPLICAOF the server `master` (on this host).
 pub fn replicaof(r: &mut redis::Connection, master: &Server) {
-    q(r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    assert_eq!(
+        q(r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
+        redis::Value::Okay
+    );
 }
 
 /// Wait until the replica `r` reports its link to the master up.
