@@ -11,6 +11,7 @@ pub mod blocking;
 pub mod client_eviction;
 pub mod clients;
 pub mod clients_cron;
+pub mod cluster;
 pub mod config;
 pub mod ctx;
 pub mod diskless_load;

@@ -110,6 +110,8 @@ pub struct Server {
     pub used_memory: crate::evict::UsedMemory,
     /// INFO memory's peak and startup used-memory marks.
     pub memory_marks: crate::info_sections::MemoryMarks,
+    /// Cluster mode's state and routing table; set once at start-up when `cluster-enabled`.
+    pub cluster: std::sync::OnceLock<std::sync::Arc<crate::cluster::Cluster>>,
 }
 
 impl Server {
@@ -192,6 +194,7 @@ impl Server {
             lazyfree: Default::default(),
             used_memory: Default::default(),
             memory_marks: Default::default(),
+            cluster: Default::default(),
         }
     }
 

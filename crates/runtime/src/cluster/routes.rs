@@ -1,0 +1,74 @@
+//! The routing table: for each hash slot, the node serving it and how to reach that node, plus
+//! the slots being migrated or imported. It is a snapshot of the cluster state, rebuilt when the
+//! state changes, so the per-command slot check needs no lock of the state.
+
+use tern_cluster::state::{ClusterState, Health};
+use tern_cluster::{NodeId, CLUSTER_SLOTS};
+
+/// No node serves the slot.
+pub const UNASSIGNED: u16 = u16::MAX;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteNode {
+    pub id: NodeId,
+    /// How clients reach the node: `ip:port` as MOVED/ASK print it (the announced endpoint).
+    pub ip: String,
+    pub port: u16,
+    /// The master this node replicates, an index into `nodes`.
+    pub master: Option<u16>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Routes {
+    pub nodes: Vec<RouteNode>,
+    /// Index of this node in `nodes`.
+    pub myself: u16,
+    /// Per slot, the index of the node serving it, or [`UNASSIGNED`].
+    pub owner: Vec<u16>,
+    /// Slots this node is migrating, with the target (index into `nodes`).
+    pub migrating: Vec<(u16, u16)>,
+    /// Slots this node is importing, with the source.
+    pub importing: Vec<(u16, u16)>,
+    /// The cluster state is `ok`.
+    pub ok: bool,
+}
+
+impl Routes {
+    pub fn of(state: &ClusterState) -> Routes {
+        let nodes: Vec<RouteNode> = state
+            .nodes()
+            .map(|n| RouteNode {
+                id: n.id,
+                ip: n.ip.clone(),
+                port: n.port,
+                master: None,
+            })
+            .collect();
+        let index = |id: &NodeId| {
+            nodes
+                .binary_search_by(|n| n.id.cmp(id))
+                .map_or(UNASSIGNED, |i| i as u16)
+        };
+        let mut nodes_with_masters = nodes.clone();
+        for (n, r) in state.nodes().zip(nodes_with_masters.iter_mut()) {
+            r.master = n.master.map(|m| index(&m)).filter(|&i| i != UNASSIGNED);
+        }
+        let owner = (0..CLUSTER_SLOTS as u16)
+            .map(|s| state.slot_owner(s).map_or(UNASSIGNED, |id| index(&id)))
+            .collect();
+        Routes {
+            myself: index(&state.myself()),
+            owner,
+            migrating: state.migrating.iter().map(|(&s, n)| (s, index(n))).collect(),
+            importing: state.importing.iter().map(|(&s, n)| (s, index(n))).collect(),
+            ok: state.health() == Health::Ok,
+            nodes: nodes_with_masters,
+        }
+    }
+
+    /// The node serving `slot`, if any.
+    #[inline]
+    pub fn owner_of(&self, slot: u16) -> Option<&RouteNode> {
+        self.nodes.get(self.owner[slot as usize] as usize)
+    }
+}
