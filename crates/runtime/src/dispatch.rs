@@ -242,6 +242,7 @@ pub fn execute_for_script(
     args: &Args,
     read_only: bool,
     oom_exempt: bool,
+    script_slot: &mut crate::cluster::redirect::ScriptSlot,
 ) -> Result<u32, std::borrow::Cow<'static, str>> {
     let reject = |e: Option<&CmdEntry>, msg: &'static str| {
         conn.stats.total_error_replies.add(1);
@@ -323,6 +324,16 @@ pub fn execute_for_script(
             srv.stats.record_error("NOREPLICAS");
             conn.stats.cmds[entry.id].rejected.add(1);
             return Err(format!("-{e}").into());
+        }
+    }
+    if srv.cluster.get().is_some() {
+        if let Some(e) =
+            crate::cluster::redirect::script_refusal(srv, conn, entry, args, script_slot)
+        {
+            conn.stats.total_error_replies.add(1);
+            srv.stats.record_error("ERR");
+            conn.stats.cmds[entry.id].rejected.add(1);
+            return Err(e.into());
         }
     }
     conn.mark = Instant::now();

@@ -43,8 +43,65 @@ pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Opti
                 std::iter::once((*args, entry)),
             ),
         };
-        refused.map(|r| message(srv, routes, r))
+        refused.err().map(|r| message(srv, routes, r))
     })
+}
+
+/// A script's slot: the slot of its declared keys, then of the first key it used.
+pub struct ScriptSlot {
+    pub slot: Option<u16>,
+    /// `allow-cross-slot-keys`, or an EVAL without flags: keys of other slots this node
+    /// serves are allowed.
+    pub allow_cross_slot: bool,
+}
+
+impl ScriptSlot {
+    pub fn new<'k>(keys: impl Iterator<Item = &'k [u8]>, allow_cross_slot: bool) -> ScriptSlot {
+        let mut keys = keys;
+        ScriptSlot {
+            slot: keys.next().map(key_hash_slot),
+            allow_cross_slot,
+        }
+    }
+}
+
+/// Cluster mode: whether a script's `redis.call` may run here (Redis's
+/// `scriptVerifyClusterState`): its keys are served by this node, and in the script's slot.
+pub fn script_refusal(
+    srv: &Server,
+    conn: &Conn,
+    entry: &CmdEntry,
+    args: &Args,
+    script: &mut ScriptSlot,
+) -> Option<&'static str> {
+    let cluster = srv.cluster.get()?;
+    if crate::master_link::obeys(&conn.handle) {
+        return None;
+    }
+    let routed = cluster.with_routes(|routes| {
+        let one = std::iter::once((*args, entry));
+        route(srv, conn, routes, entry.spec.name, entry.spec.flags, one)
+    });
+    match routed {
+        Err(Refusal::DownReadOnly) => Some(
+            "Script attempted to execute a write command while the cluster is down and readonly",
+        ),
+        Err(Refusal::Down) => {
+            Some("Script attempted to execute a command while the cluster is down")
+        }
+        Err(_) => Some("Script attempted to access a non local key in a cluster node"),
+        Ok(Some(slot)) if !script.allow_cross_slot => match script.slot {
+            None => {
+                script.slot = Some(slot);
+                None
+            }
+            Some(s) if s != slot => {
+                Some("Script attempted to access keys that do not hash to the same slot")
+            }
+            Some(_) => None,
+        },
+        Ok(_) => None,
+    }
 }
 
 fn route<'a>(
@@ -54,7 +111,7 @@ fn route<'a>(
     name: &str,
     cmd_flags: u32,
     commands: impl Iterator<Item = (Args<'a>, &'a CmdEntry)>,
-) -> Option<Refusal> {
+) -> Result<Option<u16>, Refusal> {
     let pubsub_shard = matches!(name, "ssubscribe" | "sunsubscribe" | "spublish");
     let mut first: Option<&[u8]> = None;
     let mut slot = 0u16;
@@ -107,12 +164,14 @@ fn route<'a>(
         });
     }
     if unbound {
-        return Some(Refusal::Unbound);
+        return Err(Refusal::Unbound);
     }
     if cross {
-        return Some(Refusal::CrossSlot);
+        return Err(Refusal::CrossSlot);
     }
-    first?;
+    if first.is_none() {
+        return Ok(None);
+    }
     let write = cmd_flags & flags::WRITE != 0;
     if !routes.ok {
         let allowed = if pubsub_shard {
@@ -121,33 +180,39 @@ fn route<'a>(
             srv.config.get_bool("cluster-allow-reads-when-down")
         };
         if !allowed {
-            return Some(Refusal::Down);
+            return Err(Refusal::Down);
         }
         if !pubsub_shard && write {
-            return Some(Refusal::DownReadOnly);
+            return Err(Refusal::DownReadOnly);
         }
     }
     if (migrating || importing) && name == "migrate" {
-        return None;
+        return Ok(Some(slot));
     }
     if migrating && missing > 0 {
-        return Some(if existing > 0 {
+        return Err(if existing > 0 {
             Refusal::Unstable
         } else {
             Refusal::Ask(slot, routes.migrating_to(slot).unwrap_or(UNASSIGNED))
         });
     }
     if importing && (conn.asking || cmd_flags & flags::ASKING != 0) {
-        return (multiple_keys && missing > 0).then_some(Refusal::Unstable);
+        if multiple_keys && missing > 0 {
+            return Err(Refusal::Unstable);
+        }
+        return Ok(Some(slot));
     }
     let me = &routes.nodes[routes.myself as usize];
     if (conn.handle.has_flag(cflags::READONLY) || pubsub_shard)
         && !write
         && me.master == Some(owner)
     {
-        return None;
+        return Ok(Some(slot));
     }
-    (owner != routes.myself).then_some(Refusal::Moved(slot, owner))
+    if owner != routes.myself {
+        return Err(Refusal::Moved(slot, owner));
+    }
+    Ok(Some(slot))
 }
 
 fn message(srv: &Server, routes: &Routes, r: Refusal) -> String {
