@@ -72,6 +72,13 @@ impl Cluster {
         })
     }
 
+    /// PUBLISH (or, `shard`, SPUBLISH) in cluster mode: it travels to the other nodes over
+    /// the bus, not in the replication stream (Redis's `clusterPropagatePublish`).
+    pub fn publish(&self, channel: &[u8], message: &[u8], shard: bool) {
+        self.state.lock().publish(channel, message, shard);
+        (self.wake)();
+    }
+
     /// After any change to `state`: republish the routing table and let the bus act.
     pub fn changed(&self, state: &ClusterState) {
         let fresh = routes::Routes::of(state);
