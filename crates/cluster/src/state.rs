@@ -1205,14 +1205,12 @@ impl ClusterState {
                     self.handle_mfstart(s, now);
                 }
             }
-            Body::Publish(p) | Body::PublishShard(p) => {
-                if sender.is_some() {
-                    self.actions.push(Action::Deliver {
-                        channel: p.channel.clone(),
-                        message: p.message.clone(),
-                        shard: matches!(m.body, Body::PublishShard(_)),
-                    });
-                }
+            Body::Publish(p) | Body::PublishShard(p) if sender.is_some() => {
+                self.actions.push(Action::Deliver {
+                    channel: p.channel.clone(),
+                    message: p.message.clone(),
+                    shard: matches!(m.body, Body::PublishShard(_)),
+                });
             }
             // Module messages: tern has no modules.
             _ => {}
