@@ -6,7 +6,15 @@
 //! calls [`Cluster::changed`], which publishes a fresh [`routes::Routes`] when slots, nodes or the
 //! health moved, and wakes the bus to carry out the actions the change queued.
 
+pub mod bus;
+pub mod conf_file;
 pub mod routes;
+pub mod settings;
+pub mod slot_keys;
+pub mod start;
+
+/// The protocol crate, for the command families (which depend on the runtime only).
+pub use tern_cluster as proto;
 
 use parking_lot::{Mutex, RwLock};
 use std::sync::Arc;
@@ -21,6 +29,8 @@ pub struct Cluster {
     routes: RwLock<Arc<routes::Routes>>,
     /// Wakes the bus thread to drain the state's actions (messages, connects, config saves).
     wake: Box<dyn Fn() + Send + Sync>,
+    /// The bus's links, message counters and nodes.conf (see `bus`).
+    pub io: bus::Io,
 }
 
 impl Cluster {
@@ -30,6 +40,7 @@ impl Cluster {
             state: Mutex::new(state),
             routes: RwLock::new(Arc::new(routes)),
             wake,
+            io: bus::Io::default(),
         }
     }
 
@@ -41,10 +52,15 @@ impl Cluster {
 
     /// After any change to `state`: republish the routing table and let the bus act.
     pub fn changed(&self, state: &ClusterState) {
+        self.publish(state);
+        (self.wake)();
+    }
+
+    /// Republish the routing table if `state` changed it (the bus, which acts itself).
+    pub fn publish(&self, state: &ClusterState) {
         let fresh = routes::Routes::of(state);
         if *self.routes.read().as_ref() != fresh {
             *self.routes.write() = Arc::new(fresh);
         }
-        (self.wake)();
     }
 }

@@ -59,8 +59,16 @@ impl Routes {
         Routes {
             myself: index(&state.myself()),
             owner,
-            migrating: state.migrating.iter().map(|(&s, n)| (s, index(n))).collect(),
-            importing: state.importing.iter().map(|(&s, n)| (s, index(n))).collect(),
+            migrating: state
+                .migrating
+                .iter()
+                .map(|(&s, n)| (s, index(n)))
+                .collect(),
+            importing: state
+                .importing
+                .iter()
+                .map(|(&s, n)| (s, index(n)))
+                .collect(),
             ok: state.health() == Health::Ok,
             nodes: nodes_with_masters,
         }
