@@ -317,6 +317,7 @@ pub struct ClusterState {
     pub(crate) election: crate::election::Election,
     pub(crate) mf: crate::manual_failover::ManualFailover,
     pub(crate) orphans: crate::replica_migration::Orphans,
+    changes: u64,
     pub(crate) rng: Rng,
     pub(crate) actions: Vec<Action>,
 }
@@ -365,6 +366,7 @@ impl ClusterState {
             election: Default::default(),
             mf: Default::default(),
             orphans: Default::default(),
+            changes: 0,
             rng,
             actions: Vec::new(),
         }
@@ -536,6 +538,13 @@ impl ClusterState {
     pub(crate) fn save(&mut self, fsync: bool) {
         self.todo_save = true;
         self.todo_fsync |= fsync;
+        self.changes += 1;
+    }
+
+    /// Counts the changes worth saving and of the health: a driver republishing what it derives
+    /// from the state (its routing table) looks again only when this moved.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     // ---- slots -------------------------------------------------------------------------
@@ -1856,6 +1865,7 @@ impl ClusterState {
             self.log(level, format!("Cluster state changed: {word}"));
             self.health = new;
             self.actions.push(Action::HealthChanged(new));
+            self.changes += 1;
         }
     }
 }

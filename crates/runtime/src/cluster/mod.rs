@@ -33,6 +33,8 @@ pub struct Cluster {
     /// Bumped with every new routing table: threads keep their own copy of the table and only
     /// look at the shared one when this moved (no shared cache line written per command).
     version: AtomicU64,
+    /// `state.changes()` when the routing table was last rebuilt.
+    seen_changes: AtomicU64,
     /// Wakes the bus thread to drain the state's actions (messages, connects, config saves).
     wake: Box<dyn Fn() + Send + Sync>,
     /// The bus's links, message counters and nodes.conf (see `bus`).
@@ -46,6 +48,7 @@ impl Cluster {
             state: Mutex::new(state),
             routes: RwLock::new(Arc::new(routes)),
             version: AtomicU64::new(1),
+            seen_changes: AtomicU64::new(u64::MAX),
             wake,
             io: bus::Io::default(),
         }
@@ -92,12 +95,21 @@ impl Cluster {
 
     /// After any change to `state`: republish the routing table and let the bus act.
     pub fn changed(&self, state: &ClusterState) {
-        self.publish_routes(state);
+        self.rebuild_routes(state);
         (self.wake)();
     }
 
-    /// Republish the routing table if `state` changed it (the bus, which acts itself).
+    /// Republish the routing table if `state` changed it (the bus, which acts itself). The
+    /// table is only rebuilt when the state counted a change since the last look: the bus
+    /// calls this every cron.
     pub fn publish_routes(&self, state: &ClusterState) {
+        if self.seen_changes.swap(state.changes(), Ordering::Relaxed) != state.changes() {
+            self.rebuild_routes(state);
+        }
+    }
+
+    fn rebuild_routes(&self, state: &ClusterState) {
+        self.seen_changes.store(state.changes(), Ordering::Relaxed);
         let fresh = routes::Routes::of(state);
         if *self.routes.read().as_ref() != fresh {
             *self.routes.write() = Arc::new(fresh);

@@ -10,7 +10,7 @@ use crate::ctx::Conn;
 use crate::registry::CmdEntry;
 use crate::server::Server;
 use crate::table::flags;
-use tern_cluster::key_hash_slot;
+use tern_engine::hash::key_slot;
 
 enum Refusal {
     Moved(u16, u16),
@@ -31,6 +31,9 @@ pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Opti
     }
     let cluster = srv.cluster.get()?;
     cluster.with_routes(|routes| {
+        if !exec && served_here(routes, entry, args) {
+            return None;
+        }
         let refused = match (exec, &conn.multi) {
             (true, None) => return None,
             (true, Some(m)) => route(srv, conn, routes, spec.name, m.any_flags(), m.commands()),
@@ -59,7 +62,7 @@ impl ScriptSlot {
     pub fn new<'k>(keys: impl Iterator<Item = &'k [u8]>, allow_cross_slot: bool) -> ScriptSlot {
         let mut keys = keys;
         ScriptSlot {
-            slot: keys.next().map(key_hash_slot),
+            slot: keys.next().map(key_slot),
             allow_cross_slot,
         }
     }
@@ -104,6 +107,25 @@ pub fn script_refusal(
     }
 }
 
+/// The common case, decided cheaply: a stable cluster (state ok, no slot migrating or
+/// importing here) and every key of the command in one slot this node serves.
+#[inline]
+fn served_here(routes: &Routes, entry: &CmdEntry, args: &Args) -> bool {
+    if !routes.ok || !routes.migrating.is_empty() || !routes.importing.is_empty() {
+        return false;
+    }
+    let mut slot = None;
+    let mut one_slot = true;
+    entry.spec.for_each_key(args, |pos, _| {
+        let s = key_slot(args.get(pos));
+        match slot {
+            None => slot = Some(s),
+            Some(first) => one_slot &= first == s,
+        }
+    });
+    one_slot && slot.is_none_or(|s| routes.owner[s as usize] == routes.myself)
+}
+
 fn route<'a>(
     srv: &Server,
     conn: &Conn,
@@ -126,7 +148,7 @@ fn route<'a>(
                 return;
             }
             let key = args.get(pos);
-            let this = key_hash_slot(key);
+            let this = key_slot(key);
             match first {
                 None => {
                     first = Some(key);
