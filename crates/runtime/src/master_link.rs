@@ -743,6 +743,8 @@ fn load_from_socket(
     dropped: impl FnOnce(),
 ) -> Result<usize, String> {
     use crate::diskless_load::{Failed, Mode};
+    // Redis loads on its event loop: the watchdog reports a load past its period.
+    let _busy = crate::watchdog::busy(srv, b"loading the master's payload from the socket");
     let mut payload = Payload::new(srv, wire, spec, gen)?;
     let size = payload.size();
     let loaded = if mode == Mode::Swap {
@@ -847,6 +849,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         dropping_history(srv);
         crate::persistence::empty_keyspace(srv);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        let _busy = crate::watchdog::busy(srv, b"loading the master's payload");
         let how = crate::persistence::RdbLoadHow {
             as_replica: true,
             ..Default::default()

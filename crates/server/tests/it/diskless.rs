@@ -509,3 +509,35 @@ fn a_replica_stuck_mid_transfer_times_out_by_the_repl_timeout_set_meanwhile() {
     assert_same(&mut m, &mut rf);
     q(&mut rs, &["CONFIG", "SET", "key-load-delay", "0"]);
 }
+
+#[test]
+fn a_diskless_load_interrupted_by_the_watchdog_carries_on() {
+    let master = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut m = master.conn();
+    q(&mut m, &["DEBUG", "POPULATE", "100", "master", "100000"]);
+    q(&mut m, &["CONFIG", "SET", "rdbcompression", "no"]);
+    // 10 ms per key: the replica waits in read() for most of a second.
+    q(&mut m, &["CONFIG", "SET", "rdb-key-save-delay", "10000"]);
+    let replica = tern_replica("on-empty-db");
+    let mut r = replica.conn();
+    q(&mut r, &["CONFIG", "SET", "watchdog-period", "200"]);
+    replicaof(&mut r, &master);
+    wait_until("the watchdog's report", || {
+        replica.log().contains("--- WATCHDOG TIMER EXPIRED ---")
+    });
+    let log = replica.log();
+    assert!(
+        log.contains("loading the master's payload from the socket"),
+        "{log}"
+    );
+    // The load was interrupted (its read got EINTR), not broken: still loading, then done,
+    // with one full sync and no reconnection.
+    assert_eq!(info_field(&mut r, "persistence", "loading"), "1");
+    wait_link_up(&mut r);
+    q(&mut m, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_same(&mut m, &mut r);
+    assert_eq!(info_u64(&mut m, "stats", "sync_full"), 1);
+    let log = replica.log();
+    assert!(!log.contains("Reconnecting to MASTER"), "{log}");
+    assert!(!log.contains("I/O error trying to sync"), "{log}");
+}
