@@ -201,6 +201,7 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
                     tx: w.tx.clone(),
                     name: w.name.clone(),
                     head,
+                    last_progress: Instant::now(),
                 });
             }
             let fan = FanOut {
@@ -260,10 +261,13 @@ struct Out {
     name: String,
     /// Its `+FULLRESYNC` / `$EOF:` lines, sent before the first chunk.
     head: Option<Bytes>,
+    /// When its queue last took something (Redis's time of the last partial write): the
+    /// replica times out repl-timeout after it.
+    last_progress: Instant,
 }
 
 /// The snapshot's output: bytes are gathered into chunks, each handed to every replica still
-/// there (waiting for the slowest, up to `repl-timeout`).
+/// there (waiting for the slowest, as long as it keeps taking them).
 struct FanOut<'a> {
     outs: Vec<Out>,
     buf: Vec<u8>,
@@ -279,44 +283,19 @@ impl FanOut<'_> {
     }
 
     /// Hand the buffered bytes (and with `done` the end of the payload) to every replica
-    /// still there, each given up to repl-timeout; Err once none is left.
+    /// still there; one that made no progress for repl-timeout is dropped. Err once none is
+    /// left.
     fn deliver(&mut self, done: bool) -> std::io::Result<()> {
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
-        let rt = &self.rt;
-        // Read at every chunk: CONFIG SET repl-timeout applies to a running transfer.
-        let timeout = Duration::from_secs(self.srv.config.get_i64("repl-timeout").max(1) as u64);
+        let (rt, srv) = (&self.rt, self.srv);
         self.outs.retain_mut(|o| {
-            let started = Instant::now();
-            let send = |f: Feed| {
-                let left = timeout.saturating_sub(started.elapsed());
-                // The timer is made inside block_on: it needs the runtime's context.
-                let sent = rt.block_on(async { tokio::time::timeout(left, o.tx.send(f)).await });
-                match sent {
-                    Ok(Ok(())) => true,
-                    Ok(Err(_)) => {
-                        crate::log::warning(&format!(
-                            "Diskless rdb transfer, write error sending DB to replica: replica {} went away",
-                            o.name
-                        ));
-                        false
-                    }
-                    Err(_) => {
-                        crate::log::warning(&format!(
-                            "Disconnecting timedout replica (full sync): {}",
-                            o.name
-                        ));
-                        // Its connection may be stuck writing: closing it ends that.
-                        o.handle.kill();
-                        false
-                    }
-                }
-            };
             if let Some(h) = o.head.take() {
-                if !send(Feed::Data(h)) {
+                if !o.send(rt, srv, Feed::Data(h)) {
                     return false;
                 }
             }
-            (chunk.is_empty() || send(Feed::Data(chunk.clone()))) && (!done || send(Feed::Done))
+            (chunk.is_empty() || o.send(rt, srv, Feed::Data(chunk.clone())))
+                && (!done || o.send(rt, srv, Feed::Done))
         });
         if self.outs.is_empty() {
             self.abort.store(true, Relaxed);
@@ -326,6 +305,61 @@ impl FanOut<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// How often a send waiting for a stuck replica looks at the clock and at repl-timeout.
+const TIMEOUT_CHECK: Duration = Duration::from_millis(100);
+
+impl Out {
+    /// Queue `f` for this replica, waiting while its queue is full; false (the replica is
+    /// dropped) if its connection is gone or it took nothing for repl-timeout. The limit is
+    /// read again while waiting, as Redis's cron does: a CONFIG SET repl-timeout made while
+    /// the transfer is stuck on this replica applies to it.
+    fn send(&mut self, rt: &tokio::runtime::Handle, srv: &Server, f: Feed) -> bool {
+        loop {
+            // Room in its queue means it took something since the last send, however long
+            // the transfer waited for another replica meanwhile.
+            match self.tx.try_reserve() {
+                Ok(permit) => {
+                    permit.send(f);
+                    self.last_progress = Instant::now();
+                    return true;
+                }
+                Err(mpsc::error::TrySendError::Closed(())) => {
+                    crate::log::warning(&format!(
+                        "Diskless rdb transfer, write error sending DB to replica: replica {} went away",
+                        self.name
+                    ));
+                    return false;
+                }
+                Err(mpsc::error::TrySendError::Full(())) => {}
+            }
+            // Full: it took nothing since the last send.
+            let limit = Duration::from_secs(srv.config.get_i64("repl-timeout").max(1) as u64);
+            let idle = self.last_progress.elapsed();
+            if idle >= limit {
+                crate::log::warning(&format!(
+                    "Disconnecting timedout replica (full sync): {}",
+                    self.name
+                ));
+                // Its connection may be stuck writing: closing it ends that.
+                self.handle.kill();
+                return false;
+            }
+            let wait = (limit - idle).min(TIMEOUT_CHECK);
+            let tx = &self.tx;
+            // Wait for room (or the next look at the clock). The timer is made inside
+            // block_on: it needs the runtime's context.
+            let _ = rt.block_on(async {
+                tokio::time::timeout(wait, async {
+                    if let Ok(permit) = tx.reserve().await {
+                        drop(permit);
+                    }
+                })
+                .await
+            });
+        }
     }
 }
 

@@ -54,6 +54,7 @@ pub mod tls;
 pub mod tracking;
 pub mod txn;
 pub mod wait;
+pub mod watchdog;
 pub mod world;
 
 pub use args::Args;

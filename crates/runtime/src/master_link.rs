@@ -743,6 +743,8 @@ fn load_from_socket(
     dropped: impl FnOnce(),
 ) -> Result<usize, String> {
     use crate::diskless_load::{Failed, Mode};
+    // Redis loads on its event loop: the watchdog reports a load past its period.
+    let _busy = crate::watchdog::busy(srv, b"loading the master's payload from the socket");
     let mut payload = Payload::new(srv, wire, spec, gen)?;
     let size = payload.size();
     let loaded = if mode == Mode::Swap {
@@ -798,8 +800,10 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         }
     };
     set_state(srv, gen, |l| {
-        // The dataset is about to be replaced: until loaded, nothing to continue from.
-        l.continuable = false;
+        // Our dataset (and the history it continues) stays until the payload is in and
+        // about to replace it (`dropping_history`): a transfer that fails before leaves
+        // the old master's history to continue, as Redis keeps its cached master until
+        // it loads.
         l.state = State::Sync;
         l.transfer_size = -1;
         l.transfer_read = 0;
@@ -830,8 +834,7 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     }
     if mode != crate::diskless_load::Mode::Disk {
         let db = load_from_socket(srv, &mut wire, &spec, mode, same_history, gen, || {
-            srv.propagation.log.close_subs();
-            crate::replication::forget_history(srv);
+            dropping_history(srv)
         })?;
         return synced(srv, wire, replid, offset, db, gen);
     }
@@ -843,10 +846,10 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
         }
         let dump = install_payload(srv, &path)?;
         crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
-        srv.propagation.log.close_subs();
-        crate::replication::forget_history(srv);
+        dropping_history(srv);
         crate::persistence::empty_keyspace(srv);
         crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        let _busy = crate::watchdog::busy(srv, b"loading the master's payload");
         let how = crate::persistence::RdbLoadHow {
             as_replica: true,
             ..Default::default()
@@ -869,6 +872,17 @@ fn sync_and_follow(srv: &Arc<Server>, host: &str, port: u16, gen: u64) -> Result
     // repl-stream-db), else the first command selects.
     let db = loaded?.and_then(|l| l.repl).map_or(0, |r| r.db);
     synced(srv, wire, replid, offset, db, gen)
+}
+
+/// A full sync's payload is about to replace our dataset: the history it continued ends
+/// (Redis discards its cached master and its replicas here, not at +FULLRESYNC): our
+/// replicas go, and nothing is left to continue until the new data is in.
+fn dropping_history(srv: &Server) {
+    if let Some(l) = srv.master_link.link.lock().as_mut() {
+        l.continuable = false;
+    }
+    srv.propagation.log.close_subs();
+    crate::replication::forget_history(srv);
 }
 
 /// The master's dataset is in: our history is now the master's; restart our AOF from it,

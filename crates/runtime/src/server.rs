@@ -80,6 +80,8 @@ pub struct Server {
     pub replicas: crate::replication::Replicas,
     /// The master side's diskless full syncs (snapshots streamed to replica sockets).
     pub diskless: crate::diskless_sync::DisklessSync,
+    /// The software watchdog's view of busy threads (watchdog-period).
+    pub watchdog: crate::watchdog::Watchdog,
     /// The replica side's diskless loads (async loading).
     pub diskless_load: crate::diskless_load::DisklessLoad,
     /// The EVAL script cache (SCRIPT LOAD, EVAL, SCRIPT FLUSH).
@@ -182,6 +184,7 @@ impl Server {
             master_link: Default::default(),
             replicas: Default::default(),
             diskless: Default::default(),
+            watchdog: Default::default(),
             diskless_load: Default::default(),
             scripts: Default::default(),
             migrate_links: Default::default(),

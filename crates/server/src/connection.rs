@@ -186,7 +186,10 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                     if pushes {
                         conn.drain_pushes(&srv, &mut out);
                     }
-                    dispatch::execute(&srv, &mut conn, &mut out, &args);
+                    {
+                        let _busy = tern_runtime::watchdog::busy_command(&srv, &args);
+                        dispatch::execute(&srv, &mut conn, &mut out, &args);
+                    }
                     if pushes || conn.push_rx.is_some() {
                         conn.drain_pushes(&srv, &mut out);
                     }
@@ -291,7 +294,10 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
                 conn.start_batch();
                 let a = args.args();
                 conn.drain_first = false;
-                dispatch::execute(&srv, &mut conn, &mut out, &a);
+                {
+                    let _busy = tern_runtime::watchdog::busy_command(&srv, &a);
+                    dispatch::execute(&srv, &mut conn, &mut out, &a);
+                }
                 conn.drain_first = true;
                 if std::mem::take(&mut conn.pending_pause) {
                     continue;
@@ -650,7 +656,11 @@ async fn run_offloaded(
         let worker_stats = std::mem::replace(&mut conn.stats, srv.stats.local());
         conn.offloaded = true;
         conn.mark = std::time::Instant::now();
-        dispatch::execute(&srv, &mut conn, &mut out, &args.args());
+        {
+            let args = args.args();
+            let _busy = tern_runtime::watchdog::busy_command(&srv, &args);
+            dispatch::execute(&srv, &mut conn, &mut out, &args);
+        }
         conn.offloaded = false;
         conn.stats = worker_stats;
         (conn, out)

@@ -259,6 +259,7 @@ async fn accept_loop(srv: Arc<Server>, drain: Arc<drain::Drain>, workers: Vec<Wo
         warning!("{e}");
         return 1;
     }
+    tern_runtime::watchdog::start(&srv);
     let l = listeners.clone();
     srv.shutdown_state
         .set_before_exit(Box::new(move || l.close_before_exit()));

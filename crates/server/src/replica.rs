@@ -147,7 +147,6 @@ async fn serve_diskless<S: ClientStream>(
     let name = replication::replica_name(srv, handle);
     let psync = matches!(kind, SyncKind::Psync { .. });
     let mut feed = diskless_sync::join(srv, handle.clone(), rep.sub.clone(), psync, name.clone());
-    let timeout = repl_timeout(srv);
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.tick().await;
     let mut started = false;
@@ -169,14 +168,16 @@ async fn serve_diskless<S: ClientStream>(
                         stream.write_all(&bytes).await?;
                         stream.flush().await
                     };
-                    let write = tokio::time::timeout(timeout, write);
                     tokio::pin!(write);
+                    let began = std::time::Instant::now();
                     // A replica whose stream outgrows its limit meanwhile is dropped, as in
-                    // Redis, even in the middle of its payload.
+                    // Redis, even in the middle of its payload; so is one that takes nothing
+                    // for repl-timeout (read at every tick: CONFIG SET applies to a stuck
+                    // write too).
                     loop {
                         tokio::select! {
                             r = &mut write => {
-                                if !matches!(r, Ok(Ok(()))) {
+                                if r.is_err() {
                                     return;
                                 }
                                 break;
@@ -184,6 +185,14 @@ async fn serve_diskless<S: ClientStream>(
                             _ = ready.notified() => {
                                 if rep.sub.overflowed() {
                                     return output_limit_reached(handle);
+                                }
+                            }
+                            _ = tick.tick() => {
+                                if began.elapsed() >= repl_timeout(srv) {
+                                    tern_runtime::log::warning(&format!(
+                                        "Disconnecting timedout replica (full sync): {name}"
+                                    ));
+                                    return;
                                 }
                             }
                         }
@@ -215,7 +224,7 @@ async fn serve_diskless<S: ClientStream>(
     drop(feed);
     rep.set_state("online");
     tern_runtime::log::notice(&format!("Synchronization with replica {name} succeeded"));
-    if !first_ack(srv, stream, handle, timeout, inbuf).await {
+    if !first_ack(srv, stream, handle, repl_timeout(srv), inbuf).await {
         return;
     }
     stream_to_replica(srv, stream, handle, &rep.sub, ready).await;

@@ -56,6 +56,8 @@ pub struct Hot {
     pub slowlog_slower_than: AtomicI64,
     pub slowlog_max_len: AtomicU64,
     pub latency_threshold: AtomicU64,
+    /// watchdog-period (ms): threads mark their work for the watchdog while it is > 0.
+    pub watchdog_period: AtomicU64,
     pub latency_tracking: AtomicBool,
     pub lfu_policy: AtomicBool,
     pub lfu_log_factor: AtomicU64,
@@ -149,6 +151,7 @@ impl Config {
                 slowlog_slower_than: AtomicI64::new(10000),
                 slowlog_max_len: AtomicU64::new(128),
                 latency_threshold: AtomicU64::new(0),
+                watchdog_period: AtomicU64::new(0),
                 latency_tracking: AtomicBool::new(true),
                 lfu_policy: AtomicBool::new(false),
                 lfu_log_factor: AtomicU64::new(10),
@@ -564,6 +567,7 @@ impl Config {
             "slowlog-log-slower-than" => h.slowlog_slower_than.store(n(), Relaxed),
             "slowlog-max-len" => h.slowlog_max_len.store(n() as u64, Relaxed),
             "latency-monitor-threshold" => h.latency_threshold.store(n() as u64, Relaxed),
+            "watchdog-period" => h.watchdog_period.store(n().max(0) as u64, Relaxed),
             "latency-tracking" => h.latency_tracking.store(yes, Relaxed),
             "maxmemory-policy" => {
                 h.lfu_policy.store(v.contains("lfu"), Relaxed);

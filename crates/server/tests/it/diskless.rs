@@ -456,3 +456,88 @@ fn a_replica_waiting_for_the_transfer_is_in_handshake() {
     q(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
     wait_link_up(&mut r);
 }
+
+#[test]
+fn a_replica_stuck_mid_transfer_times_out_by_the_repl_timeout_set_meanwhile() {
+    let master = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut m = master.conn();
+    // 30 MB, bigger than every buffer between the snapshot and a replica.
+    q(&mut m, &["DEBUG", "POPULATE", "3000", "big", "10000"]);
+    q(&mut m, &["CONFIG", "SET", "rdbcompression", "no"]);
+    q(
+        &mut m,
+        &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "2"],
+    );
+    q(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "5"]);
+    let slow = tern_replica("swapdb");
+    let fast = tern_replica("disabled");
+    let (mut rs, mut rf) = (slow.conn(), fast.conn());
+    // 1 ms per key: the transfer, bound to the slowest replica, takes 3 s at least.
+    q(&mut rs, &["CONFIG", "SET", "key-load-delay", "1000"]);
+    replicaof(&mut rs, &master);
+    replicaof(&mut rf, &master);
+    wait_until("the slow replica to load", || {
+        slow.log()
+            .contains("MASTER <-> REPLICA sync: Loading DB in memory")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // The snapshot now waits for the slow replica under the default 60 s; the replica stops
+    // reading, and the limit shrinks while the wait is under way.
+    slow.signal(libc::SIGSTOP);
+    q(&mut m, &["CONFIG", "SET", "repl-timeout", "2"]);
+    let stopped = std::time::Instant::now();
+    wait_for("the transfer to end", Duration::from_secs(15), || {
+        info_field(&mut m, "persistence", "rdb_bgsave_in_progress") == "0"
+    });
+    let took = stopped.elapsed();
+    let log = master.log();
+    slow.signal(libc::SIGCONT);
+    assert!(
+        log.contains(&format!(
+            "Disconnecting timedout replica (full sync): 127.0.0.1:{}",
+            slow.port
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains("Diskless rdb transfer, done reading from pipe, 1 replicas still up."),
+        "{log}"
+    );
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    // The other replica got the whole snapshot.
+    wait_link_up(&mut rf);
+    assert_same(&mut m, &mut rf);
+    q(&mut rs, &["CONFIG", "SET", "key-load-delay", "0"]);
+}
+
+#[test]
+fn a_diskless_load_interrupted_by_the_watchdog_carries_on() {
+    let master = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut m = master.conn();
+    q(&mut m, &["DEBUG", "POPULATE", "100", "master", "100000"]);
+    q(&mut m, &["CONFIG", "SET", "rdbcompression", "no"]);
+    // 10 ms per key: the replica waits in read() for most of a second.
+    q(&mut m, &["CONFIG", "SET", "rdb-key-save-delay", "10000"]);
+    let replica = tern_replica("on-empty-db");
+    let mut r = replica.conn();
+    q(&mut r, &["CONFIG", "SET", "watchdog-period", "200"]);
+    replicaof(&mut r, &master);
+    wait_until("the watchdog's report", || {
+        replica.log().contains("--- WATCHDOG TIMER EXPIRED ---")
+    });
+    let log = replica.log();
+    assert!(
+        log.contains("loading the master's payload from the socket"),
+        "{log}"
+    );
+    // The load was interrupted (its read got EINTR), not broken: still loading, then done,
+    // with one full sync and no reconnection.
+    assert_eq!(info_field(&mut r, "persistence", "loading"), "1");
+    wait_link_up(&mut r);
+    q(&mut m, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_same(&mut m, &mut r);
+    assert_eq!(info_u64(&mut m, "stats", "sync_full"), 1);
+    let log = replica.log();
+    assert!(!log.contains("Reconnecting to MASTER"), "{log}");
+    assert!(!log.contains("I/O error trying to sync"), "{log}");
+}

@@ -123,3 +123,55 @@ fn expired_keys_are_saved_and_counted_as_expired_on_load() {
         "10"
     );
 }
+
+const WATCHDOG: &str = "--- WATCHDOG TIMER EXPIRED ---";
+
+#[test]
+fn the_watchdog_reports_a_command_stuck_past_its_period_once() {
+    let mut s = Server::tern(&["--enable-debug-command", "yes"]);
+    let mut c = s.conn();
+    q(&mut c, &["CONFIG", "SET", "watchdog-period", "200"]);
+    assert_eq!(
+        q(&mut c, &["CONFIG", "GET", "watchdog-period"]),
+        arr(&["watchdog-period", "200"])
+    );
+    q(&mut c, &["SET", "k", "v"]);
+    // One stretch of 1 s: one report, naming the thread, the command and its stack.
+    assert_eq!(q(&mut c, &["DEBUG", "SLEEP", "1"]), ok());
+    wait_until("the report", || s.log().contains("\n--------\n"));
+    let log = s.log();
+    assert_eq!(log.matches(WATCHDOG).count(), 1, "{log}");
+    let report = &log[log.find(WATCHDOG).unwrap()..];
+    assert!(report.contains("Thread tern-worker-"), "{report}");
+    assert!(
+        report
+            .to_lowercase()
+            .contains("(watchdog-period 200 ms): debug"),
+        "{report}"
+    );
+    assert!(report.contains("------ STACK TRACE ------"), "{report}");
+    // The interrupted sleep went on: DEBUG SLEEP still slept its second.
+    let t = std::time::Instant::now();
+    q(&mut c, &["DEBUG", "SLEEP", "0.5"]);
+    assert!(t.elapsed() >= Duration::from_millis(450));
+    wait_until("the second report", || {
+        s.log().matches(WATCHDOG).count() == 2
+    });
+    // Short commands are never reported; a period of 0 turns the watchdog off.
+    for _ in 0..100 {
+        q(&mut c, &["GET", "k"]);
+    }
+    q(&mut c, &["CONFIG", "SET", "watchdog-period", "0"]);
+    q(&mut c, &["DEBUG", "SLEEP", "0.5"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(s.log().matches(WATCHDOG).count(), 2, "{}", s.log());
+    // Back on, a SIGALRM from outside still does what it does without a handler.
+    q(&mut c, &["CONFIG", "SET", "watchdog-period", "200"]);
+    std::thread::sleep(Duration::from_millis(200));
+    s.signal(libc::SIGALRM);
+    let status = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("exit on SIGALRM");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGALRM));
+}

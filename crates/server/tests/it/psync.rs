@@ -243,3 +243,58 @@ fn the_backlog_is_freed_after_its_ttl_without_replicas() {
         .log()
         .contains("Replication backlog freed after 1 seconds without connected replicas."));
 }
+
+/// A replica (with a replica of its own) told to follow a new master whose full sync never
+/// arrives (the new master dies mid-transfer) still holds its old master's history: back to
+/// the old master, it continues partially, and its own replica stays connected throughout.
+/// Redis discards its cached master when the payload is about to be loaded, not at
+/// +FULLRESYNC.
+#[test]
+fn a_full_sync_that_fails_before_loading_keeps_the_old_history() {
+    for load in ["disabled", "swapdb"] {
+        let master1 = Server::tern(&[]);
+        let mut m1 = master1.conn();
+        q(&mut m1, &["SET", "a", "b"]);
+        let mut master2 = Server::tern(&["--enable-debug-command", "yes"]);
+        let mut m2 = master2.conn();
+        q(&mut m2, &["DEBUG", "POPULATE", "10", "master2", "10"]);
+        // 1 s per key: the transfer never ends before the kill.
+        q(&mut m2, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+        let replica = Server::tern(&["--repl-diskless-load", load]);
+        let sub = Server::tern(&[]);
+        let (mut r, mut s) = (replica.conn(), sub.conn());
+        replicaof(&mut r, &master1);
+        wait_caught_up(&mut m1, &mut r);
+        replicaof(&mut s, &replica);
+        wait_caught_up(&mut r, &mut s);
+        assert_eq!(q(&mut s, &["GET", "a"]), bulk("b"));
+
+        replicaof(&mut r, &master2);
+        wait_until("master2's transfer to start", || {
+            info_field(&mut m2, "persistence", "rdb_bgsave_in_progress") == "1"
+                && m2.info_text("replication").contains("state=wait_bgsave")
+        });
+        master2.signal(libc::SIGKILL);
+        master2.wait_exit(Duration::from_secs(10));
+        // Until a payload loads, the chain keeps master1's replication ID.
+        let id = info_field(&mut m1, "replication", "master_replid");
+        assert_eq!(info_field(&mut r, "replication", "master_replid"), id);
+
+        let (full, partial, _) = sync_counts(&mut m1);
+        replicaof(&mut r, &master1);
+        wait_link_up(&mut r);
+        assert_eq!(sync_counts(&mut m1).0, full, "{load}: {}", replica.log());
+        assert_eq!(sync_counts(&mut m1).1, partial + 1, "{load}");
+        assert_eq!(info_field(&mut r, "replication", "master_replid"), id);
+        assert_eq!(info_field(&mut s, "replication", "master_replid"), id);
+        // The sub-replica synced once, fully, and never lost its link.
+        assert_eq!(sync_counts(&mut r).0, 1, "{load}");
+        assert_eq!(sync_counts(&mut r).1, 0, "{load}");
+        assert!(!sub.log().contains("Connection with master lost"), "{load}");
+        // And the chain goes on.
+        q(&mut m1, &["SET", "after", "1"]);
+        wait_caught_up(&mut m1, &mut r);
+        wait_caught_up(&mut r, &mut s);
+        assert_eq!(q(&mut s, &["GET", "after"]), bulk("1"));
+    }
+}
