@@ -598,10 +598,8 @@ fn node_offset(srv: &Server, st: &ClusterState, n: &Node) -> u64 {
     if n.id != st.myself() {
         return n.repl_offset;
     }
-    match tern_runtime::master_link::link_role(srv) {
-        Some((_, _, _, off)) => off.max(0) as u64,
-        None => srv.propagation.log.repl_offset(),
-    }
+    tern_runtime::master_link::processed_offset(srv)
+        .unwrap_or_else(|| srv.propagation.log.repl_offset())
 }
 
 /// One node of a CLUSTER SLOTS range: endpoint, port, id, then the other known endpoints.
