@@ -155,7 +155,7 @@ impl Bus {
             self.refresh_offsets(&mut st);
             f(&mut st, now);
             st.before_sleep(now);
-            self.cluster.publish(&st);
+            self.cluster.publish_routes(&st);
         }
         self.drive();
     }
@@ -265,6 +265,15 @@ impl Bus {
                 }
                 Action::PauseWrites { .. } => self.srv.pause.start_failover_hold(),
                 Action::UnpauseWrites => self.srv.pause.end_failover_hold(),
+                Action::Deliver {
+                    channel,
+                    message,
+                    shard,
+                } => {
+                    self.srv
+                        .pubsub
+                        .publish(&self.srv, shard, &channel, &message);
+                }
                 Action::DeleteKeysInSlot(slot) => {
                     super::slot_keys::delete_slot_keys(&self.srv, slot)
                 }

@@ -5,28 +5,15 @@
 //! In cluster mode only database 0 holds keys.
 
 use crate::server::Server;
-use tern_cluster::key_hash_slot;
 
-/// Keys of `slot` in db 0 (a walk of the keyspace until the engine's per-slot index lands).
-fn keys_of_slot(srv: &Server, slot: u16, max: usize) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for i in 0..srv.store.shards_per_db() {
-        let g = srv.store.lock_shard(0, i);
-        for e in g.dict().iter() {
-            if key_hash_slot(e.key()) == slot {
-                out.push(e.key().to_vec());
-                if out.len() >= max {
-                    return out;
-                }
-            }
-        }
-    }
-    out
+/// Keys of `slot` in db 0, from the dicts' per-slot index.
+fn keys_of_slot(srv: &Server, slot: u16, max: usize) -> Vec<Box<[u8]>> {
+    srv.store.lock_slot(0, slot).dict().keys_in_slot(slot, max)
 }
 
 /// How many keys db 0 holds in `slot`.
 pub fn count_slot_keys(srv: &Server, slot: u16) -> usize {
-    keys_of_slot(srv, slot, usize::MAX).len()
+    srv.store.lock_slot(0, slot).dict().count_in_slot(slot)
 }
 
 /// Delete every key of `slot`, each reaching replicas and the AOF as a DEL.
