@@ -477,7 +477,9 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
         rss as i64 - resident as i64,
         ratio(rss, used),
         rss as i64 - used as i64,
-        srv.cluster.get().map_or(0, |c| c.io.links_memory()),
+        srv.cluster.get().map_or(0, |c| {
+            c.io.links_memory() + c.state.lock().pending_send_bytes()
+        }),
     );
 }
 

@@ -314,6 +314,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) {
         st.set_slot_node(slot, n);
         if importing {
             st.log_notice(format!("configEpoch updated after importing slot {slot}"));
+            st.broadcast_pong(now());
         }
         let my_slots_left = st.node(&me).is_some_and(|m| !m.slots.is_empty());
         if was_mine && n != me && !my_slots_left && st.config.allow_replica_migration {

@@ -375,6 +375,18 @@ fn nodes_conf_survives_a_restart_and_is_locked() {
     assert_eq!(info_field_of(&info, "cluster_current_epoch"), "0");
     assert_eq!(info_field_of(&info, "cluster_slots_assigned"), "0");
     // A master with keys cannot be reset.
+    assert_eq!(s(&mut c, &["cluster", "addslotsrange", "0", "16383"]), "OK");
+    let me = Node {
+        server: again,
+        bus,
+        dir: dir.clone(),
+    };
+    wait_for(
+        "a one-node cluster to be ok",
+        Duration::from_secs(10),
+        || cluster_ok(&me),
+    );
+    let mut c = me.server.conn();
     assert_eq!(s(&mut c, &["set", "k", "v"]), "OK");
     assert_eq!(
         err(&mut c, &["cluster", "reset"]),
