@@ -175,3 +175,49 @@ impl ClusterState {
         self.log(LogLevel::Notice, line);
     }
 }
+
+impl ClusterState {
+    /// A PONG to every node we have a link to (Redis's `clusterBroadcastPong`): after SETSLOT
+    /// NODE took an imported slot, so the new owner and its epoch spread at once.
+    pub fn broadcast_pong(&mut self, now: u64) {
+        let targets: Vec<NodeId> = self
+            .nodes
+            .values()
+            .filter(|n| n.id != self.myself && n.has_link() && !n.in_handshake())
+            .map(|n| n.id)
+            .collect();
+        for id in targets {
+            self.send_ping(
+                crate::state::Link::Outbound(id),
+                crate::msg::msg_type::PONG,
+                now,
+            );
+        }
+    }
+}
+
+impl ClusterState {
+    /// Bytes of the messages decided but not yet handed to a link: they are a link's output
+    /// already for Redis, which queues them on the link at once (INFO `mem_cluster_links`
+    /// counts them, so a MULTI that publishes sees its messages there).
+    pub fn pending_send_bytes(&self) -> usize {
+        self.actions
+            .iter()
+            .map(|a| match a {
+                crate::state::Action::Send { msg, .. } => {
+                    let body = match &msg.body {
+                        crate::Body::Publish(p) | crate::Body::PublishShard(p) => {
+                            p.channel.len() + p.message.len() + 8
+                        }
+                        crate::Body::Ping(p) | crate::Body::Pong(p) | crate::Body::Meet(p) => {
+                            p.gossip.len() * crate::msg::GOSSIP_LEN
+                        }
+                        _ => 0,
+                    };
+                    crate::msg::HEADER_LEN + body
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+}

@@ -266,7 +266,7 @@ fn clients_section(srv: &Server, out: &mut String) {
     let _ = write!(
         out,
         "connected_clients:{}\r\n\
-         cluster_connections:0\r\n\
+         cluster_connections:{}\r\n\
          maxclients:{}\r\n\
          client_recent_max_input_buffer:{max_in}\r\n\
          client_recent_max_output_buffer:{max_out}\r\n\
@@ -276,6 +276,10 @@ fn clients_section(srv: &Server, out: &mut String) {
          total_blocking_keys:{blocking_keys}\r\n\
          total_blocking_keys_on_nokey:{nokey_keys}\r\n",
         clients.len() - replicas,
+        // As Redis: two links per other known node.
+        srv.cluster
+            .get()
+            .map_or(0, |c| c.state.lock().nodes().count().saturating_sub(1) * 2),
         srv.config.hot.maxclients.load(Relaxed),
     );
 }
@@ -451,7 +455,7 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
          mem_total_replication_buffers:{repl_buffers}\r\n\
          mem_clients_slaves:{repl_clients}\r\n\
          mem_clients_normal:{clients_normal}\r\n\
-         mem_cluster_links:0\r\n\
+         mem_cluster_links:{}\r\n\
          mem_aof_buffer:0\r\n\
          mem_allocator:jemalloc-5.3.0\r\n\
          active_defrag_running:0\r\n\
@@ -473,6 +477,9 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
         rss as i64 - resident as i64,
         ratio(rss, used),
         rss as i64 - used as i64,
+        srv.cluster.get().map_or(0, |c| {
+            c.io.links_memory() + c.state.lock().pending_send_bytes()
+        }),
     );
 }
 

@@ -1184,6 +1184,12 @@ impl Fsynced {
     }
 }
 
+/// The replication offset a replica has processed, kept while the link is down (as Redis's
+/// cached master's): what a cluster replica's election ranks it by. None on a master.
+pub fn processed_offset(srv: &Server) -> Option<u64> {
+    srv.master_link.link.lock().as_ref().map(|l| l.offset)
+}
+
 /// How old a replica's copy of the master's data is, ms: since the last byte from the
 /// master while the link is up, since the link went down otherwise (a cluster replica's
 /// election weighs it).

@@ -80,10 +80,16 @@ fn main() {
     tern_runtime::client_eviction::apply_limit(&srv);
     // `replicaof host port` in the configuration: follow that master from the start (the
     // link waits for the load below, which may give it a history to continue).
-    if let Some((host, Ok(port))) = srv.config.get("replicaof").and_then(|v| {
-        v.split_once(' ')
-            .map(|(h, p)| (h.to_string(), p.parse::<u16>()))
-    }) {
+    // (Not in cluster mode: a cluster node's master comes from nodes.conf.)
+    if let Some((host, Ok(port))) = srv
+        .config
+        .get("replicaof")
+        .filter(|_| srv.cluster.get().is_none())
+        .and_then(|v| {
+            v.split_once(' ')
+                .map(|(h, p)| (h.to_string(), p.parse::<u16>()))
+        })
+    {
         tern_runtime::master_link::start_from_config(srv.clone(), host, port);
     }
     let rdb = tern_runtime::persistence::rdb_path(&srv);

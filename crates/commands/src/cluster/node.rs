@@ -314,6 +314,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) {
         st.set_slot_node(slot, n);
         if importing {
             st.log_notice(format!("configEpoch updated after importing slot {slot}"));
+            st.broadcast_pong(now());
         }
         let my_slots_left = st.node(&me).is_some_and(|m| !m.slots.is_empty());
         if was_mine && n != me && !my_slots_left && st.config.allow_replica_migration {
@@ -598,10 +599,8 @@ fn node_offset(srv: &Server, st: &ClusterState, n: &Node) -> u64 {
     if n.id != st.myself() {
         return n.repl_offset;
     }
-    match tern_runtime::master_link::link_role(srv) {
-        Some((_, _, _, off)) => off.max(0) as u64,
-        None => srv.propagation.log.repl_offset(),
-    }
+    tern_runtime::master_link::processed_offset(srv)
+        .unwrap_or_else(|| srv.propagation.log.repl_offset())
 }
 
 /// One node of a CLUSTER SLOTS range: endpoint, port, id, then the other known endpoints.

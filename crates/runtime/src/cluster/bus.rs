@@ -12,7 +12,7 @@ use super::Cluster;
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tern_cluster::msg::{msg_type, MsgReader};
@@ -41,6 +41,9 @@ pub struct Io {
     /// Connect attempts under way: attempt number → the node (renames follow).
     pending: Mutex<HashMap<u64, NodeId>>,
     next_attempt: AtomicU64,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER's message type plus one (0: drop nothing, so that the
+    /// default is none).
+    drop_filter: AtomicI64,
 }
 
 /// One open link.
@@ -68,6 +71,15 @@ impl Io {
             Some(c) => c.save(seq, text, fsync),
             None => Ok(()),
         }
+    }
+
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER: drop received messages of `kind` (-1: none).
+    pub fn set_drop_filter(&self, kind: i64) {
+        self.drop_filter.store(kind.saturating_add(1), Relaxed);
+    }
+
+    fn dropped(&self, kind: u16) -> bool {
+        self.drop_filter.load(Relaxed) == kind as i64 + 1
     }
 
     /// Total bytes queued on every link (INFO's mem_cluster_links).
@@ -152,9 +164,9 @@ impl Bus {
     /// is.
     fn refresh_offsets(&self, st: &mut ClusterState) {
         let srv = &self.srv;
-        match crate::master_link::link_role(srv) {
-            Some((_, _, _, offset)) => {
-                st.repl_offset = offset.max(0) as u64;
+        match crate::master_link::processed_offset(srv) {
+            Some(offset) => {
+                st.repl_offset = offset;
                 st.repl_data_age = crate::master_link::data_age_ms(srv);
             }
             None => st.repl_offset = srv.propagation.log.repl_offset(),
@@ -435,6 +447,10 @@ impl Bus {
         if t < self.cluster.io.received.len() {
             self.cluster.io.received[t].fetch_add(1, Relaxed);
         }
+        if self.cluster.io.dropped(msg.msg_type()) {
+            crate::log::warning("Dropping packet that matches debug drop filter");
+            return;
+        }
         self.with_state(|st, now| {
             // Peers reach us at the address they met us on: ours, unless announced.
             let kind = msg.msg_type();
@@ -475,4 +491,27 @@ async fn accept_loop(bus: Arc<Bus>, listener: TcpListener) {
 /// Whether the node's outbound link is up (CLUSTER LINKS lists only links bound to a node).
 pub fn link_up(status: LinkStatus) -> bool {
     matches!(status, LinkStatus::Up { .. })
+}
+
+/// DEBUG CLUSTERLINK KILL: free the node's outbound link (`to`), inbound link (`from`), or
+/// both, as a broken link is freed.
+pub fn kill_links(cluster: &Cluster, node: NodeId, to: bool, from: bool) {
+    let mut st = cluster.state.lock();
+    let Some(n) = st.node(&node) else { return };
+    let mut links = Vec::new();
+    if to && link_up(n.link) {
+        links.push(Link::Outbound(node));
+    }
+    if from {
+        if let Some(i) = n.inbound {
+            links.push(Link::Inbound(i));
+        }
+    }
+    for link in links {
+        if let Some(l) = cluster.io.links.lock().remove(&link) {
+            l.reader.abort();
+        }
+        st.link_closed(link);
+    }
+    cluster.changed(&st);
 }

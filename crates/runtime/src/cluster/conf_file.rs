@@ -14,8 +14,10 @@ use tern_cluster::{NodeFlags, NodesConf};
 
 pub struct ConfFile {
     pub path: PathBuf,
-    /// Held open: its `flock` is the lock.
-    _lock: File,
+    /// Held open: its `flock` is the lock. Each save renames a new file over the old one, so
+    /// the new file is locked in turn (Redis 7.2 keeps locking the replaced inode only,
+    /// which lets a second node in after the first save).
+    lock: Mutex<File>,
     /// One save at a time, each writing the newest text it was given.
     saving: Mutex<u64>,
 }
@@ -32,6 +34,14 @@ impl ConfFile {
     /// Lock the file (creating it if missing), as Redis: a second process on the same file
     /// gets Redis's message.
     pub fn lock(path: &Path) -> Result<ConfFile, String> {
+        Ok(ConfFile {
+            path: path.to_path_buf(),
+            lock: Mutex::new(Self::lock_file(path)?),
+            saving: Mutex::new(0),
+        })
+    }
+
+    fn lock_file(path: &Path) -> Result<File, String> {
         let f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -57,11 +67,7 @@ impl ConfFile {
                 )
             });
         }
-        Ok(ConfFile {
-            path: path.to_path_buf(),
-            _lock: f,
-            saving: Mutex::new(0),
-        })
+        Ok(f)
     }
 
     /// Read the configuration. A missing or empty file means a new node; a corrupt one is an
@@ -121,6 +127,9 @@ impl ConfFile {
                 f.sync_all()?;
             }
             std::fs::rename(&tmp, &self.path)?;
+            if let Ok(f) = Self::lock_file(&self.path) {
+                *self.lock.lock() = f;
+            }
             if fsync {
                 let dir = match self.path.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

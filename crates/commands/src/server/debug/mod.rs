@@ -16,6 +16,26 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "se
         "A container for debugging commands.", complexity: "Depends on subcommand."),
 };
 
+/// DEBUG CLUSTERLINK KILL <to|from|all> <node-id>.
+fn clusterlink_kill(ctx: &mut Ctx, args: &Args) {
+    let Some(c) = ctx.srv.cluster.get().cloned() else {
+        return ctx.error("ERR Debug option only available for cluster mode enabled setup!");
+    };
+    let id = tern_runtime::cluster::proto::NodeId::parse(&args[4])
+        .filter(|id| c.state.lock().node(id).is_some());
+    let Some(id) = id else {
+        return ctx.error(&format!("ERR Unknown node {}", args.str(4)));
+    };
+    let (to, from) = match args.str(3).to_ascii_lowercase().as_str() {
+        "to" => (true, false),
+        "from" => (false, true),
+        "all" => (true, true),
+        _ => return ctx.error(&format!("ERR Unknown direction {}", args.str(3))),
+    };
+    tern_runtime::cluster::bus::kill_links(&c, id, to, from);
+    ctx.out.ok();
+}
+
 fn debug(ctx: &mut Ctx, args: &Args) {
     // Refused with `enable-debug-command` by the dispatcher (PROTECTED flag).
     let sub = args.str(1).to_ascii_lowercase();
@@ -32,6 +52,18 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             ctx.out.ok();
         }
         ("object", 3) => debug_object(ctx, &args[2]),
+        ("drop-cluster-packet-filter", 3) => {
+            let Some(kind) = parse_i64(&args[2]) else {
+                return ctx.error(ERR_NOT_INT);
+            };
+            if let Some(c) = ctx.srv.cluster.get() {
+                c.io.set_drop_filter(kind);
+            }
+            ctx.out.ok();
+        }
+        ("clusterlink", 5) if args.str(2).eq_ignore_ascii_case("kill") => {
+            clusterlink_kill(ctx, args)
+        }
         ("set-active-expire", 3) => {
             let on = atoi(&args[2]) != 0;
             ctx.srv.active_expire_enabled.store(on, Relaxed);

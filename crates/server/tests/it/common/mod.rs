@@ -112,6 +112,16 @@ impl Server {
         Some(Self::spawn(cmd, port))
     }
 
+    /// Start any server command line (another build of Redis, say) the same way.
+    pub fn spawn_cmd(cmd: Command, port: u16) -> Server {
+        Self::spawn(cmd, port)
+    }
+
+    /// Own a process started by hand (one expected to exit at once, not waited for).
+    pub fn from_child(child: Child, port: u16) -> Server {
+        Server { child, port }
+    }
+
     fn spawn(mut cmd: Command, port: u16) -> Server {
         let dir = std::env::temp_dir().join(format!("tern-test-{port}"));
         // Another test binary may have used this port before and left a dump.rdb (perhaps a
