@@ -101,14 +101,16 @@ impl Routes {
     }
 
     /// How a redirection names `node` (`cluster-preferred-endpoint-type`): its ip, its
-    /// hostname, or `?` when that is unknown (as Redis's `getPreferredEndpoint`).
+    /// hostname (`?` when it has none), or nothing for `unknown-endpoint` (as Redis's
+    /// `getPreferredEndpoint`).
     pub fn endpoint(&self, srv: &crate::server::Server, node: &RouteNode) -> String {
         let kind = srv.config.get("cluster-preferred-endpoint-type");
         match kind.as_deref() {
             Some("hostname") if !node.hostname.is_empty() => {
                 String::from_utf8_lossy(&node.hostname).into_owned()
             }
-            Some("hostname") | Some("unknown-endpoint") => "?".into(),
+            Some("hostname") => "?".into(),
+            Some("unknown-endpoint") => String::new(),
             _ => node.ip.clone(),
         }
     }
