@@ -220,8 +220,10 @@ def cli(*args: str, timeout: float = 120, check: bool = True) -> str:
     if not REDIS_CLI:
         pytest.skip("redis-cli is not installed (run scripts/setup.sh)")
     argv = [REDIS_CLI, "--cluster", *args]
+    t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     out = p.stdout + p.stderr
+    print(f"[cluster] redis-cli --cluster {args[0]}: {time.monotonic() - t0:.2f}s")
     if check and p.returncode != 0:
         raise CliError(f"{' '.join(argv)} exited {p.returncode}:\n{out[-4000:]}")
     return out
@@ -294,7 +296,9 @@ class Cluster:
                 maps.add(slot_map_key(n.nodes()))
             return len(maps) == 1
 
+        t0 = time.monotonic()
         wait_for(converged, timeout, what="cluster_state:ok and one slot map on every node")
+        print(f"[cluster] converged in {time.monotonic() - t0:.2f}s")
 
     def masters(self, via: Node | None = None) -> list[dict]:
         return [

@@ -327,9 +327,8 @@ def test_reshard_and_rebalance_under_load(clusters):
         cl.check()
         after = {e["addr"]: set(e["slots"]) for e in cl.masters()}
         assert moved <= after[dst.addr] and not moved & after[src.addr]
-        assert src.c.dbsize() + dst.c.dbsize() == sum(
-            1 for k in keys if key_slot(k) in set(m[0]["slots"]) | set(m[1]["slots"])
-        )
+        both = set(m[0]["slots"]) | set(m[1]["slots"])
+        assert src.c.dbsize() + dst.c.dbsize() == sum(1 for k in keys if key_slot(k) in both)
         ops_during_reshard = load.ops
         # Rebalance evens the masters out again (the 600 slots moved are past its threshold).
         out = cli("rebalance", cl.entry.addr, timeout=180)
@@ -366,19 +365,17 @@ def test_add_node_master_and_replica_then_del_node(clusters):
     view = {e["id"]: e for e in cl.entry.nodes()}
     assert "master" in view[new_master.myid()]["flags"]
     assert view[new_replica.myid()]["master"] == new_master.myid()
-    # Give the new master slots (and their keys) from every other master.
-    out = cli(
-        "rebalance", cl.entry.addr, "--cluster-use-empty-masters", timeout=180
-    )
-    assert "Moving" in out, out
+    # Give the new master slots (and their keys) of the first master.
+    first = cl.node_at(cl.masters()[0]["addr"])
+    cl.reshard(first, new_master, 400)
     cl.wait_ok()
     cl.check()
-    owned = next(e for e in cl.masters() if e["addr"] == new_master.addr)["slots"]
-    assert 4000 <= len(owned) <= 4200, len(owned)
-    assert new_master.c.dbsize() == sum(1 for k in keys if key_slot(k) in set(owned))
+    owned = set(next(e for e in cl.masters() if e["addr"] == new_master.addr)["slots"])
+    assert len(owned) == 400
+    assert new_master.c.dbsize() == sum(1 for k in keys if key_slot(k) in owned)
     wait_for(lambda: new_replica.c.dbsize() == new_master.c.dbsize(), 20, what="replica caught up")
     verify(cl, {k: k for k in keys})
-    # Remove the replica, then empty the master (weight 0) and remove it too.
+    # Remove the replica; then empty the added master and remove it too.
     gone = new_replica.myid()
     out = cli("del-node", cl.entry.addr, gone)
     assert "CLUSTER RESET SOFT" in out, out
@@ -388,11 +385,18 @@ def test_add_node_master_and_replica_then_del_node(clusters):
     cl.nodes.remove(new_replica)
     new_replica.stop()
     assert all(gone not in {e["id"] for e in n.nodes()} for n in cl.live())
-    cli(
-        "rebalance", cl.entry.addr, "--cluster-weight", f"{new_master.myid()}=0", timeout=180
+    # Move its slots back: a master left without slots becomes a replica of the master that
+    # took its last ones (cluster-allow-replica-migration, on by default in Redis 7).
+    cl.reshard(new_master, first, 400)
+    wait_for(
+        lambda: new_master.c.execute_command("ROLE")[0] == "slave"
+        and next(e for e in first.nodes() if e["addr"] == new_master.addr)["master"]
+        == first.myid(),
+        30,
+        what="the emptied master to become a replica of the one that took its slots",
     )
     cl.wait_ok()
-    assert next((e for e in cl.masters() if e["addr"] == new_master.addr), None) is None
+    cl.check()
     cli("del-node", cl.entry.addr, new_master.myid())
     assert len(new_master.nodes()) == 1
     cl.nodes.remove(new_master)
@@ -486,10 +490,10 @@ def write_typed(c: RedisCluster, key: str, kind: str, i: int) -> None:
 
 def digests(cl: Cluster, keys: list[str]) -> dict[str, str]:
     """DEBUG DIGEST-VALUE of every key, asked of the master that holds it."""
+    owner = {s: cl.node_at(e["addr"]) for e in cl.masters() for s in e["slots"]}
     out = {}
     for k in keys:
-        n = cl.master_of_slot(key_slot(k))
-        out[k] = n.c.execute_command("DEBUG", "DIGEST-VALUE", k)[0]
+        out[k] = owner[key_slot(k)].c.execute_command("DEBUG", "DIGEST-VALUE", k)[0]
     return out
 
 
@@ -497,7 +501,7 @@ def mixed_cluster_round_trip(cl: Cluster, newcomer_kind: str) -> None:
     """Add a node of `newcomer_kind`, reshard slots with typed keys onto it, compare digests."""
     rc = cl.client()
     try:
-        keys = [f"mix:{i}" for i in range(3000)]
+        keys = [f"mix:{i}" for i in range(4000)]
         for i, k in enumerate(keys):
             write_typed(rc, k, MIXED_TYPES[i % len(MIXED_TYPES)], i)
         ttls_before = {k: rc.ttl(k) for k in keys[:30]}
@@ -508,18 +512,17 @@ def mixed_cluster_round_trip(cl: Cluster, newcomer_kind: str) -> None:
     cl.add_node(new)
     m = cl.masters()
     src = cl.node_at(m[0]["addr"])
-    moved = set(m[0]["slots"][:1000])
-    cl.reshard(src, new, 1000)
+    moved = set(m[0]["slots"][:400])
+    cl.reshard(src, new, 400)
     cl.wait_ok()
     cl.check()
     owned = set(next(e for e in cl.masters() if e["addr"] == new.addr)["slots"])
     assert owned == moved
     moved_keys = [k for k in keys if key_slot(k) in moved]
-    assert len(moved_keys) > 100 and new.c.dbsize() == len(moved_keys)
+    assert len(moved_keys) > 50 and new.c.dbsize() == len(moved_keys)
     after = digests(cl, keys)
     assert after == before
-    for k in moved_keys:
-        assert cl.master_of_slot(key_slot(k)) is new
+
     rc = cl.client()
     try:
         for k, t in ttls_before.items():
@@ -530,7 +533,7 @@ def mixed_cluster_round_trip(cl: Cluster, newcomer_kind: str) -> None:
     finally:
         rc.close()
     # And back: the keys return to the first master intact.
-    cl.reshard(new, src, 1000)
+    cl.reshard(new, src, 400)
     cl.wait_ok()
     cl.check()
     assert new.c.dbsize() == 0
