@@ -29,7 +29,7 @@ load's ops/s and p50/p99/max latency during the reshard and during the warm-up b
 Environment: TERN_SERVER, BENCH_REDIS72 (default ~/redis-7.2.6/src/redis-server), BENCH_REDIS_CLI
 (default: the 7.2.6 build's redis-cli, else redis-cli on PATH), BENCH_RESHARD_KEYS,
 BENCH_RESHARD_SLOTS, BENCH_RESHARD_VALUE, BENCH_RESHARD_PIPELINE, BENCH_RESHARD_WARMUP,
-BENCH_RESHARD_SERVERS, BENCH_TERN_THREADS, BENCH_PORT_BASE (default 7880: ports base, base+1 and
+BENCH_RESHARD_SERVERS, BENCH_TERN_THREADS, BENCH_PORT_BASE (default 7890: ports base, base+1 and
 their bus ports +10000).
 """
 
@@ -63,7 +63,7 @@ VALUE = int(os.environ.get("BENCH_RESHARD_VALUE", "64"))
 PIPELINE = int(os.environ.get("BENCH_RESHARD_PIPELINE", "1000"))
 WARMUP = float(os.environ.get("BENCH_RESHARD_WARMUP", "2"))
 TERN_THREADS = os.environ.get("BENCH_TERN_THREADS", "1")
-PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "7880"))
+PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "7890"))
 REDIS72 = os.environ.get("BENCH_REDIS72", os.path.expanduser("~/redis-7.2.6/src/redis-server"))
 REDIS_CLI = os.environ.get("BENCH_REDIS_CLI") or next(
     (p for p in (os.path.expanduser("~/redis-7.2.6/src/redis-cli"),) if os.access(p, os.X_OK)),

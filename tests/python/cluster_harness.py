@@ -7,7 +7,7 @@ The binaries are parameters, so every test is first proven on real Redis:
 * ``TERN_PY_TARGET=redis``  every "tern" node is a redis-server too (checks the tests themselves)
 * ``CLUSTER_REDIS_SERVER``  the redis-server for redis nodes (default: Debian's, as conftest)
 * ``CLUSTER_REDIS_CLI``     the redis-cli that runs ``--cluster`` (default: ``redis-cli`` on PATH)
-* ``CLUSTER_TEST_PORTS``    the client ports to use, ``FIRST-LAST`` (default 7800-7869); each
+* ``CLUSTER_TEST_PORTS``    the client ports to use, ``FIRST-LAST`` (default 7800-7859); each
   node's bus port is its port + 10000, as a default Redis Cluster node has it.
 """
 
@@ -60,7 +60,7 @@ def _can_bind(port: int) -> bool:
 
 
 def _port_range() -> tuple[int, int]:
-    spec = os.environ.get("CLUSTER_TEST_PORTS", "7800-7869")
+    spec = os.environ.get("CLUSTER_TEST_PORTS", "7800-7859")
     lo, hi = (int(x) for x in spec.split("-"))
     return lo, hi
 

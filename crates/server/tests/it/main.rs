@@ -9,6 +9,7 @@ mod aof;
 mod aof_replica;
 mod aof_rewrite;
 mod bitops;
+mod cluster_cli;
 mod config_info;
 mod corrupt_dump;
 mod digest;
