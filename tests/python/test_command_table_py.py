@@ -4,7 +4,6 @@ redis-server 7.2.6, built at ~/redis-7.2.6 (or $REDIS_726_SERVER); skipped when 
 
 Known gaps, listed so that a new one fails and a fixed one must be removed from the list:
 - tern's key specs carry no `notes` text (Redis's free-form remarks); notes are not compared;
-- FAILOVER and RESTORE-ASKING are not implemented;
 - the commands in MISSING_TIPS lack some of Redis's command tips.
 """
 
@@ -18,7 +17,7 @@ from conftest import ServerProc
 
 REDIS_726 = os.environ.get("REDIS_726_SERVER", str(Path.home() / "redis-7.2.6/src/redis-server"))
 
-NOT_IMPLEMENTED = {"restore-asking"}
+NOT_IMPLEMENTED = set()
 
 # Commands whose COMMAND tips differ from Redis 7.2.6 (everything else about them matches).
 MISSING_TIPS = {

@@ -137,6 +137,13 @@ pub enum Action {
     UnpauseWrites,
     /// This node no longer owns `slot`: its keys there must go.
     DeleteKeysInSlot(u16),
+    /// A PUBLISH (or, `shard`, SPUBLISH) another node propagated: deliver it to this node's
+    /// subscribers.
+    Deliver {
+        channel: Vec<u8>,
+        message: Vec<u8>,
+        shard: bool,
+    },
     Log {
         level: LogLevel,
         line: String,
@@ -1198,8 +1205,53 @@ impl ClusterState {
                     self.handle_mfstart(s, now);
                 }
             }
-            // Pub/sub and module messages are the server's business.
+            Body::Publish(p) | Body::PublishShard(p) if sender.is_some() => {
+                self.actions.push(Action::Deliver {
+                    channel: p.channel.clone(),
+                    message: p.message.clone(),
+                    shard: matches!(m.body, Body::PublishShard(_)),
+                });
+            }
+            // Module messages: tern has no modules.
             _ => {}
+        }
+    }
+
+    /// PUBLISH in cluster mode reaches every node; SPUBLISH the other nodes of this shard (its
+    /// master and replicas), as Redis's `clusterPropagatePublish`.
+    pub fn publish(&mut self, channel: &[u8], message: &[u8], shard: bool) {
+        let publish = msg::Publish {
+            channel: channel.to_vec(),
+            message: message.to_vec(),
+        };
+        if !shard {
+            let msg = Msg::new(self.header(), Body::Publish(publish));
+            self.broadcast(msg);
+            return;
+        }
+        let me = self.me();
+        let master = if me.is_master() {
+            Some(self.myself)
+        } else {
+            me.master
+        };
+        let mut shard_nodes: Vec<NodeId> = Vec::new();
+        if let Some(m) = master.and_then(|m| self.nodes.get(&m)) {
+            shard_nodes.push(m.id);
+            shard_nodes.extend(m.replicas.iter().copied());
+        }
+        let msg = Msg::new(self.header(), Body::PublishShard(publish));
+        for id in shard_nodes {
+            let Some(n) = self.nodes.get(&id) else {
+                continue;
+            };
+            if id == self.myself || n.in_handshake() || !n.has_link() {
+                continue;
+            }
+            self.actions.push(Action::Send {
+                link: Link::Outbound(id),
+                msg: Box::new(msg.clone()),
+            });
         }
     }
 

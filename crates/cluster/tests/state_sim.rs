@@ -29,6 +29,8 @@ struct Sim {
     deleted_slots: Vec<Vec<u16>>,
     /// Pauses, unpauses and promotions the node asked its server for.
     events: Vec<Vec<&'static str>>,
+    /// (channel, message, sharded) the node was asked to deliver to its subscribers.
+    delivered: Vec<Vec<(String, String, bool)>>,
     queue: VecDeque<(usize, Link, String, Vec<u8>)>,
 }
 
@@ -64,6 +66,7 @@ impl Sim {
             saves: vec![0; n],
             deleted_slots: vec![Vec::new(); n],
             events: vec![Vec::new(); n],
+            delivered: vec![Vec::new(); n],
             queue: VecDeque::new(),
         }
     }
@@ -170,6 +173,15 @@ impl Sim {
             Action::PauseWrites { .. } => self.events[i].push("pause"),
             Action::UnpauseWrites => self.events[i].push("unpause"),
             Action::PromoteMyself => self.events[i].push("promote"),
+            Action::Deliver {
+                channel,
+                message,
+                shard,
+            } => self.delivered[i].push((
+                String::from_utf8(channel).unwrap(),
+                String::from_utf8(message).unwrap(),
+                shard,
+            )),
             Action::HealthChanged(_) | Action::ReplicateFrom(_) => {}
         }
     }
@@ -641,4 +653,35 @@ fn takeover_needs_no_votes_and_manual_failover_times_out() {
         .unwrap()
         .flags
         .contains(NodeFlags::REPLICA));
+}
+
+#[test]
+fn publish_reaches_every_node_and_spublish_only_the_shard() {
+    let mut sim = masters_and_replicas(2000);
+    sim.nodes[0].publish(b"news", b"hello", false);
+    sim.pump();
+    for i in 1..5 {
+        assert_eq!(
+            sim.delivered[i],
+            vec![("news".into(), "hello".into(), false)],
+            "node {i}"
+        );
+    }
+    assert!(
+        sim.delivered[0].is_empty(),
+        "the publisher delivers locally itself"
+    );
+    // Node 3 replicates node 0: a shard message from either reaches only the other.
+    sim.nodes[3].publish(b"orders", b"o1", true);
+    sim.pump();
+    assert_eq!(
+        sim.delivered[0].last().unwrap(),
+        &("orders".into(), "o1".into(), true)
+    );
+    for i in [1, 2, 4] {
+        assert!(
+            !sim.delivered[i].iter().any(|d| d.2),
+            "node {i} is in another shard"
+        );
+    }
 }

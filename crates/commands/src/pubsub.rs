@@ -81,14 +81,21 @@ fn sunsubscribe(ctx: &mut Ctx, args: &Args) {
 }
 
 fn publish(ctx: &mut Ctx, args: &Args) {
-    let n = ctx.srv.pubsub.publish(ctx.srv, false, &args[1], &args[2]);
-    tern_runtime::propagate::propagate_publish(ctx.srv, ctx.conn.db, args);
-    ctx.out.int(n as i64);
+    publish_and_propagate(ctx, args, false);
 }
 
 fn spublish(ctx: &mut Ctx, args: &Args) {
-    let n = ctx.srv.pubsub.publish(ctx.srv, true, &args[1], &args[2]);
-    tern_runtime::propagate::propagate_publish(ctx.srv, ctx.conn.db, args);
+    publish_and_propagate(ctx, args, true);
+}
+
+/// Deliver to this node's subscribers, then to the replicas (or, in cluster mode, to the
+/// other nodes over the cluster bus); the reply counts the local receivers, as Redis's.
+fn publish_and_propagate(ctx: &mut Ctx, args: &Args, shard: bool) {
+    let n = ctx.srv.pubsub.publish(ctx.srv, shard, &args[1], &args[2]);
+    match ctx.srv.cluster.get() {
+        Some(cluster) => cluster.publish(&args[1], &args[2], shard),
+        None => tern_runtime::propagate::propagate_publish(ctx.srv, ctx.conn.db, args),
+    }
     ctx.out.int(n as i64);
 }
 

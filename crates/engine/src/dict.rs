@@ -6,11 +6,23 @@
 
 use crate::entry::{Entry, EntryBox};
 use crate::hash::key_hash;
+use crate::slot_index::SlotIndex;
 
-#[derive(Default)]
 pub struct Dict {
     buckets: Vec<Option<EntryBox>>,
     len: usize,
+    /// Cluster mode: the keys by hash slot.
+    slots: Option<Box<SlotIndex>>,
+}
+
+impl Default for Dict {
+    fn default() -> Self {
+        Dict {
+            buckets: Vec::new(),
+            len: 0,
+            slots: crate::hash::slot_hashing().then(Default::default),
+        }
+    }
 }
 
 const MIN_BUCKETS: usize = 4;
@@ -78,6 +90,9 @@ impl Dict {
         let idx = (hash & self.mask()) as usize;
         entry.next = self.buckets[idx].take();
         self.len += 1;
+        if let Some(ix) = &mut self.slots {
+            ix.insert(hash);
+        }
         self.buckets[idx].insert(entry)
     }
 
@@ -94,6 +109,9 @@ impl Dict {
                     let mut node = link.take().expect("matched node");
                     *link = node.next.take();
                     self.len -= 1;
+                    if let Some(ix) = &mut self.slots {
+                        ix.remove(hash);
+                    }
                     self.maybe_shrink();
                     return Some(node);
                 }
@@ -210,6 +228,33 @@ impl Dict {
                 Some(n)
             })
         })
+    }
+
+    /// Cluster mode: how many keys the slot has (expired ones not yet removed included, as
+    /// Redis counts them). 0 without a slot index.
+    pub fn count_in_slot(&self, slot: u16) -> usize {
+        self.slots.as_ref().map_or(0, |ix| ix.count(slot))
+    }
+
+    /// Cluster mode: up to `max` keys of the slot, found through the index, never by a scan.
+    pub fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<Box<[u8]>> {
+        let mut out = Vec::new();
+        let Some(ix) = &self.slots else {
+            return out;
+        };
+        for hash in ix.hashes_in(slot) {
+            let mut cur = self.buckets[(hash & self.mask()) as usize].as_deref();
+            while let Some(node) = cur {
+                if out.len() >= max {
+                    return out;
+                }
+                if key_hash(node.key()) == hash {
+                    out.push(node.key().into());
+                }
+                cur = node.next.as_deref();
+            }
+        }
+        out
     }
 
     /// Remove every entry, returning the old table so the caller can drop it elsewhere.

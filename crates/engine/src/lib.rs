@@ -9,6 +9,7 @@ pub mod limits;
 pub mod listpack;
 pub mod save_delay;
 pub mod shard;
+pub mod slot_index;
 pub mod snapshot;
 pub mod store;
 pub mod types;

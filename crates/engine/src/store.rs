@@ -269,6 +269,12 @@ impl Store {
         (h, self.guard(self.global_index(db, h)))
     }
 
+    /// Cluster mode: the shard of `db` that holds every key of `slot`, locked.
+    pub fn lock_slot(&self, db: usize, slot: u16) -> ShardGuard<'_> {
+        let h = *crate::hash::slot_hash_range(slot).start();
+        self.guard(self.global_index(db, h))
+    }
+
     /// Lock shard `shard` of `db` directly (scans, KEYS, DBSIZE).
     pub fn lock_shard(&self, db: usize, shard: usize) -> ShardGuard<'_> {
         self.guard((db << self.shard_bits) | shard)

@@ -94,6 +94,9 @@ pub struct Conn {
     pub obs: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::txn::MultiState>,
+    /// Cluster mode: ASKING was sent; the next command (or transaction) may use a slot this
+    /// node is importing.
+    pub asking: bool,
     /// The last transaction's buffers, kept for the next MULTI.
     pub spare_multi: Option<crate::txn::MultiState>,
     /// WATCHed keys.
@@ -151,6 +154,7 @@ impl Conn {
             pending_drain: false,
             obs: 0,
             multi: None,
+            asking: false,
             spare_multi: None,
             watch: Default::default(),
             in_script: false,

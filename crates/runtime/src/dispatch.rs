@@ -35,7 +35,12 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         conn.reply_mode = ReplyMode::Skip;
     }
     out.errors = 0;
-    let resolved = resolve(srv, conn, out, args, false);
+    let mut resolved = resolve(srv, conn, out, args, false);
+    if let Ok(entry) = resolved {
+        if srv.cluster.get().is_some() && cluster_redirects(srv, conn, out, args, entry) {
+            resolved = Err(Some(entry));
+        }
+    }
     if let Ok(e) = resolved {
         conn.cur_cmd = e.id;
     }
@@ -109,6 +114,10 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
             record_errors(srv, conn, out, known, true)
         }
     }
+    if conn.asking && conn.multi.is_none() && !matches!(resolved, Ok(e) if e.spec.name == "asking")
+    {
+        conn.asking = false;
+    }
     if conn.pending_pause {
         // Not run: it is dispatched again once the pause is over.
         conn.reply_mode = mode_before;
@@ -143,6 +152,32 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
         }
         _ => {}
     }
+}
+
+/// Cluster mode: a command whose keys this node does not serve is answered with the
+/// redirection (MOVED, ASK...) instead; a redirected EXEC discards its transaction. The master's
+/// stream and the AOF are obeyed as they come.
+fn cluster_redirects(
+    srv: &Server,
+    conn: &mut Conn,
+    out: &mut Reply,
+    args: &Args,
+    entry: &CmdEntry,
+) -> bool {
+    if crate::master_link::obeys(&conn.handle) {
+        return false;
+    }
+    let Some(msg) = crate::cluster::redirect::refusal(srv, conn, entry, args) else {
+        return false;
+    };
+    if entry.spec.name == "exec" {
+        if let Some(state) = crate::txn::end_multi(conn) {
+            crate::txn::recycle(conn, state);
+        }
+        crate::txn::unwatch_all(srv, conn);
+    }
+    out.error(&msg);
+    true
 }
 
 /// SHUTDOWN observes the callers already waiting only when it aborts them: one that starts a
@@ -207,6 +242,7 @@ pub fn execute_for_script(
     args: &Args,
     read_only: bool,
     oom_exempt: bool,
+    script_slot: &mut crate::cluster::redirect::ScriptSlot,
 ) -> Result<u32, std::borrow::Cow<'static, str>> {
     let reject = |e: Option<&CmdEntry>, msg: &'static str| {
         conn.stats.total_error_replies.add(1);
@@ -288,6 +324,16 @@ pub fn execute_for_script(
             srv.stats.record_error("NOREPLICAS");
             conn.stats.cmds[entry.id].rejected.add(1);
             return Err(format!("-{e}").into());
+        }
+    }
+    if srv.cluster.get().is_some() {
+        if let Some(e) =
+            crate::cluster::redirect::script_refusal(srv, conn, entry, args, script_slot)
+        {
+            conn.stats.total_error_replies.add(1);
+            srv.stats.record_error("ERR");
+            conn.stats.cmds[entry.id].rejected.add(1);
+            return Err(e.into());
         }
     }
     conn.mark = Instant::now();

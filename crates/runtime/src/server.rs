@@ -145,6 +145,8 @@ impl Server {
                 .map(|_| std::char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
                 .collect()
         };
+        // Before the first key is stored: cluster mode indexes keys by hash slot.
+        tern_engine::hash::set_slot_hashing(config.get_bool("cluster-enabled"));
         Server {
             store: Store::new(databases, shard_bits_for(threads)),
             config,

@@ -16,8 +16,15 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "ge
         tips: &["nondeterministic_output"]),
     ("restore", -4, [WRITE DENYOOM], [KEYSPACE DANGEROUS], [key(1, OW UPDATE)], restore, "2.6.0",
         "Creates a key from the serialized representation of a value.",
-        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N))."),
+        complexity: RESTORE_COMPLEXITY),
+    // What MIGRATE sends in cluster mode: RESTORE that a node importing the slot accepts
+    // without the client having sent ASKING.
+    ("restore-asking", -4, [WRITE DENYOOM ASKING], [KEYSPACE DANGEROUS], [key(1, OW UPDATE)],
+        restore, "3.0.0", "An internal command for migrating keys in a cluster.",
+        group: "server", complexity: RESTORE_COMPLEXITY),
 };
+
+const RESTORE_COMPLEXITY: &str = "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).";
 
 fn dump(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;

@@ -286,6 +286,9 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) {
 }
 
 fn move_cmd(ctx: &mut Ctx, args: &Args) {
+    if ctx.srv.cluster.get().is_some() {
+        return ctx.error("ERR MOVE is not allowed in cluster mode");
+    }
     let src_db = ctx.conn.db;
     let dst_db = match parse_db(ctx, &args[2], ERR_NOT_INT) {
         Ok(d) => d,
@@ -339,6 +342,9 @@ fn copy(ctx: &mut Ctx, args: &Args) {
             return ctx.error(ERR_SYNTAX);
         }
         j += 1;
+    }
+    if ctx.srv.cluster.get().is_some() && (src_db != 0 || dst_db != 0) {
+        return ctx.error("ERR Copying to another database is not allowed in cluster mode");
     }
     let (src, dst) = (&args[1], &args[2]);
     if src_db == dst_db && src == dst {
@@ -721,6 +727,9 @@ fn flushall(ctx: &mut Ctx, args: &Args) {
 }
 
 fn swapdb(ctx: &mut Ctx, args: &Args) {
+    if ctx.srv.cluster.get().is_some() {
+        return ctx.error("ERR SWAPDB is not allowed in cluster mode");
+    }
     let a = parse_int32(&args[1]);
     let Some(a) = a else {
         return ctx.error("ERR invalid first DB index");

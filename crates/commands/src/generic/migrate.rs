@@ -192,9 +192,16 @@ fn migrate(ctx: &mut Ctx, args: &Args) {
             bulk(&mut cmd, b"SELECT");
             bulk(&mut cmd, itoa::Buffer::new().format(dbid).as_bytes());
         }
+        // In cluster mode the target is importing the slot: RESTORE-ASKING gets past its
+        // slot check.
+        let restore: &[u8] = if ctx.srv.cluster.get().is_some() {
+            b"RESTORE-ASKING"
+        } else {
+            b"RESTORE"
+        };
         for (i, ttl, payload) in &items {
             count(&mut cmd, if replace { 5 } else { 4 });
-            bulk(&mut cmd, b"RESTORE");
+            bulk(&mut cmd, restore);
             bulk(&mut cmd, keys[*i]);
             bulk(&mut cmd, itoa::Buffer::new().format(*ttl).as_bytes());
             bulk(&mut cmd, payload);

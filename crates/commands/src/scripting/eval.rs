@@ -102,6 +102,8 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, ro: bool) {
                 name: &script.sha,
                 read_only,
                 allow_oom: script.flags & sflags::ALLOW_OOM != 0,
+                allow_cross_slot: script.flags & (sflags::EVAL_COMPAT | sflags::ALLOW_CROSS_SLOT)
+                    != 0,
                 command: args,
                 nkeys: nk,
             };

@@ -93,6 +93,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, ro: bool) {
             name: &name,
             read_only,
             allow_oom: fl & sflags::ALLOW_OOM != 0,
+            allow_cross_slot: fl & sflags::ALLOW_CROSS_SLOT != 0,
             command: args,
             nkeys: nk,
         };

@@ -173,6 +173,11 @@ fn role(ctx: &mut Ctx, _args: &Args) {
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms].
 fn failover(ctx: &mut Ctx, args: &Args) {
     use tern_runtime::failover;
+    if ctx.srv.cluster.get().is_some() {
+        return ctx.error(
+            "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.",
+        );
+    }
     if args.len() == 2 && eq_ic(&args[1], "abort") {
         return match failover::abort_command(ctx.srv) {
             Ok(()) => ctx.out.ok(),

@@ -6,9 +6,12 @@
 //! calls [`Cluster::changed`], which publishes a fresh [`routes::Routes`] when slots, nodes or the
 //! health moved, and wakes the bus to carry out the actions the change queued.
 
+pub mod redirect;
 pub mod routes;
 
 use parking_lot::{Mutex, RwLock};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tern_cluster::state::ClusterState;
 
@@ -19,6 +22,9 @@ pub struct Cluster {
     /// What dispatch reads for every keyed command: replaced whole, so readers never wait on
     /// the state lock.
     routes: RwLock<Arc<routes::Routes>>,
+    /// Bumped with every new routing table: threads keep their own copy of the table and only
+    /// look at the shared one when this moved (no shared cache line written per command).
+    version: AtomicU64,
     /// Wakes the bus thread to drain the state's actions (messages, connects, config saves).
     wake: Box<dyn Fn() + Send + Sync>,
 }
@@ -29,6 +35,7 @@ impl Cluster {
         Cluster {
             state: Mutex::new(state),
             routes: RwLock::new(Arc::new(routes)),
+            version: AtomicU64::new(1),
             wake,
         }
     }
@@ -39,11 +46,45 @@ impl Cluster {
         self.routes.read().clone()
     }
 
+    /// Run `f` on the current routing table, through this thread's copy.
+    #[inline]
+    pub fn with_routes<R>(&self, f: impl FnOnce(&routes::Routes) -> R) -> R {
+        thread_local! {
+            static CACHED: RefCell<Option<(usize, u64, Arc<routes::Routes>)>> =
+                const { RefCell::new(None) };
+        }
+        let me = self as *const Cluster as usize;
+        let version = self.version.load(Ordering::Acquire);
+        CACHED.with(|c| {
+            // The hit path only reads the thread's copy: no reference count is touched.
+            if let Ok(cache) = c.try_borrow() {
+                if let Some((who, v, table)) = &*cache {
+                    if *who == me && *v == version {
+                        return f(table);
+                    }
+                }
+            }
+            let table = self.routes();
+            if let Ok(mut cache) = c.try_borrow_mut() {
+                *cache = Some((me, version, table.clone()));
+            }
+            f(&table)
+        })
+    }
+
+    /// PUBLISH (or, `shard`, SPUBLISH) in cluster mode: it travels to the other nodes over
+    /// the bus, not in the replication stream (Redis's `clusterPropagatePublish`).
+    pub fn publish(&self, channel: &[u8], message: &[u8], shard: bool) {
+        self.state.lock().publish(channel, message, shard);
+        (self.wake)();
+    }
+
     /// After any change to `state`: republish the routing table and let the bus act.
     pub fn changed(&self, state: &ClusterState) {
         let fresh = routes::Routes::of(state);
         if *self.routes.read().as_ref() != fresh {
             *self.routes.write() = Arc::new(fresh);
+            self.version.fetch_add(1, Ordering::Release);
         }
         (self.wake)();
     }

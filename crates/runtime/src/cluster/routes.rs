@@ -14,6 +14,8 @@ pub struct RouteNode {
     /// How clients reach the node: `ip:port` as MOVED/ASK print it (the announced endpoint).
     pub ip: String,
     pub port: u16,
+    /// `cluster-announce-hostname` as the node gossips it.
+    pub hostname: Vec<u8>,
     /// The master this node replicates, an index into `nodes`.
     pub master: Option<u16>,
 }
@@ -41,6 +43,7 @@ impl Routes {
                 id: n.id,
                 ip: n.ip.clone(),
                 port: n.port,
+                hostname: n.hostname.clone(),
                 master: None,
             })
             .collect();
@@ -59,10 +62,41 @@ impl Routes {
         Routes {
             myself: index(&state.myself()),
             owner,
-            migrating: state.migrating.iter().map(|(&s, n)| (s, index(n))).collect(),
-            importing: state.importing.iter().map(|(&s, n)| (s, index(n))).collect(),
+            migrating: state
+                .migrating
+                .iter()
+                .map(|(&s, n)| (s, index(n)))
+                .collect(),
+            importing: state
+                .importing
+                .iter()
+                .map(|(&s, n)| (s, index(n)))
+                .collect(),
             ok: state.health() == Health::Ok,
             nodes: nodes_with_masters,
+        }
+    }
+
+    /// The node this node is migrating `slot` to.
+    pub fn migrating_to(&self, slot: u16) -> Option<u16> {
+        find(&self.migrating, slot)
+    }
+
+    /// The node this node is importing `slot` from.
+    pub fn importing_from(&self, slot: u16) -> Option<u16> {
+        find(&self.importing, slot)
+    }
+
+    /// How a redirection names `node` (`cluster-preferred-endpoint-type`): its ip, its
+    /// hostname, or `?` when that is unknown (as Redis's `getPreferredEndpoint`).
+    pub fn endpoint(&self, srv: &crate::server::Server, node: &RouteNode) -> String {
+        let kind = srv.config.get("cluster-preferred-endpoint-type");
+        match kind.as_deref() {
+            Some("hostname") if !node.hostname.is_empty() => {
+                String::from_utf8_lossy(&node.hostname).into_owned()
+            }
+            Some("hostname") | Some("unknown-endpoint") => "?".into(),
+            _ => node.ip.clone(),
         }
     }
 
@@ -71,4 +105,11 @@ impl Routes {
     pub fn owner_of(&self, slot: u16) -> Option<&RouteNode> {
         self.nodes.get(self.owner[slot as usize] as usize)
     }
+}
+
+fn find(pairs: &[(u16, u16)], slot: u16) -> Option<u16> {
+    pairs
+        .binary_search_by_key(&slot, |&(s, _)| s)
+        .ok()
+        .map(|i| pairs[i].1)
 }

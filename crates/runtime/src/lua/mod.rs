@@ -328,6 +328,8 @@ pub struct RunCtx {
     start: Instant,
     /// A write command ran.
     wrote: bool,
+    /// Cluster mode: the slot the script's keys are in.
+    cluster: crate::cluster::redirect::ScriptSlot,
     /// The run as other threads see it (SCRIPT KILL, FUNCTION STATS, BUSY), once registered:
     /// at once on a script thread or without a busy threshold, otherwise at the first look of
     /// the instruction hook (so that a short script on a worker touches no shared state).
@@ -621,7 +623,15 @@ fn execute_stashed(p: *mut RunCtx) -> bool {
     let r = CALL_ARGS.with(|c| {
         let c = c.borrow();
         let args = crate::args::Args::new(&c.0, &c.1);
-        crate::dispatch::execute_for_script(srv, conn, &mut out, &args, rc.read_only, oom_exempt)
+        crate::dispatch::execute_for_script(
+            srv,
+            conn,
+            &mut out,
+            &args,
+            rc.read_only,
+            oom_exempt,
+            &mut rc.cluster,
+        )
     });
     rc.scratch = out;
     match r {
@@ -1271,6 +1281,8 @@ pub struct Run<'a> {
     pub read_only: bool,
     /// Declared `allow-oom` (shebang or function flag).
     pub allow_oom: bool,
+    /// Cluster mode: `allow-cross-slot-keys`, or an EVAL without a shebang.
+    pub allow_cross_slot: bool,
     /// The EVAL/FCALL command as the client sent it: name, script or function, numkeys,
     /// the keys, then the arguments.
     pub command: &'a crate::Args<'a>,
@@ -1445,6 +1457,7 @@ pub fn run(ctx: &mut Ctx, vm: &mut Vm, f: &Compiled, spec: Run, start: Instant) 
         info: None,
         threshold,
         kill_logged: false,
+        cluster: crate::cluster::redirect::ScriptSlot::new(spec.keys(), spec.allow_cross_slot),
         time_us: tern_engine::clock::now_us(),
         scratch: std::mem::take(&mut vm.scratch),
     };

@@ -333,6 +333,10 @@ pub fn check_flags(ctx: &mut Ctx, fl: u32, ro: bool) -> bool {
     if fl & sflags::EVAL_COMPAT != 0 {
         return true;
     }
+    if fl & sflags::NO_CLUSTER != 0 && ctx.srv.cluster.get().is_some() {
+        ctx.error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+        return false;
+    }
     if fl & sflags::NO_WRITES == 0 && ro {
         ctx.error("ERR Can not execute a script with write flag using *_ro command.");
         return false;

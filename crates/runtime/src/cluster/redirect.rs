@@ -1,0 +1,236 @@
+//! The per-command slot check of cluster mode (Redis's `getNodeByQuery` and
+//! `clusterRedirectClient`): every key of a command (of every queued command, for EXEC) must
+//! hash to one slot this node serves; otherwise the client gets `-MOVED`, `-ASK`,
+//! `-CROSSSLOT`, `-TRYAGAIN` or `-CLUSTERDOWN`, which cluster clients act on.
+
+use super::routes::{Routes, UNASSIGNED};
+use crate::args::Args;
+use crate::clients::cflags;
+use crate::ctx::Conn;
+use crate::registry::CmdEntry;
+use crate::server::Server;
+use crate::table::flags;
+use tern_cluster::key_hash_slot;
+
+enum Refusal {
+    Moved(u16, u16),
+    Ask(u16, u16),
+    CrossSlot,
+    Unstable,
+    Down,
+    DownReadOnly,
+    Unbound,
+}
+
+/// Whether the command must be refused here; if so, the error to answer (without the `-`).
+pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Option<String> {
+    let spec = entry.spec;
+    let exec = spec.name == "exec";
+    if spec.keys.is_empty() && spec.getkeys.is_none() && !exec {
+        return None;
+    }
+    let cluster = srv.cluster.get()?;
+    cluster.with_routes(|routes| {
+        let refused = match (exec, &conn.multi) {
+            (true, None) => return None,
+            (true, Some(m)) => route(srv, conn, routes, spec.name, m.any_flags(), m.commands()),
+            (false, _) => route(
+                srv,
+                conn,
+                routes,
+                spec.name,
+                spec.flags,
+                std::iter::once((*args, entry)),
+            ),
+        };
+        refused.err().map(|r| message(srv, routes, r))
+    })
+}
+
+/// A script's slot: the slot of its declared keys, then of the first key it used.
+pub struct ScriptSlot {
+    pub slot: Option<u16>,
+    /// `allow-cross-slot-keys`, or an EVAL without flags: keys of other slots this node
+    /// serves are allowed.
+    pub allow_cross_slot: bool,
+}
+
+impl ScriptSlot {
+    pub fn new<'k>(keys: impl Iterator<Item = &'k [u8]>, allow_cross_slot: bool) -> ScriptSlot {
+        let mut keys = keys;
+        ScriptSlot {
+            slot: keys.next().map(key_hash_slot),
+            allow_cross_slot,
+        }
+    }
+}
+
+/// Cluster mode: whether a script's `redis.call` may run here (Redis's
+/// `scriptVerifyClusterState`): its keys are served by this node, and in the script's slot.
+pub fn script_refusal(
+    srv: &Server,
+    conn: &Conn,
+    entry: &CmdEntry,
+    args: &Args,
+    script: &mut ScriptSlot,
+) -> Option<&'static str> {
+    let cluster = srv.cluster.get()?;
+    if crate::master_link::obeys(&conn.handle) {
+        return None;
+    }
+    let routed = cluster.with_routes(|routes| {
+        let one = std::iter::once((*args, entry));
+        route(srv, conn, routes, entry.spec.name, entry.spec.flags, one)
+    });
+    match routed {
+        Err(Refusal::DownReadOnly) => Some(
+            "Script attempted to execute a write command while the cluster is down and readonly",
+        ),
+        Err(Refusal::Down) => {
+            Some("Script attempted to execute a command while the cluster is down")
+        }
+        Err(_) => Some("Script attempted to access a non local key in a cluster node"),
+        Ok(Some(slot)) if !script.allow_cross_slot => match script.slot {
+            None => {
+                script.slot = Some(slot);
+                None
+            }
+            Some(s) if s != slot => {
+                Some("Script attempted to access keys that do not hash to the same slot")
+            }
+            Some(_) => None,
+        },
+        Ok(_) => None,
+    }
+}
+
+fn route<'a>(
+    srv: &Server,
+    conn: &Conn,
+    routes: &Routes,
+    name: &str,
+    cmd_flags: u32,
+    commands: impl Iterator<Item = (Args<'a>, &'a CmdEntry)>,
+) -> Result<Option<u16>, Refusal> {
+    let pubsub_shard = matches!(name, "ssubscribe" | "sunsubscribe" | "spublish");
+    let mut first: Option<&[u8]> = None;
+    let mut slot = 0u16;
+    let mut owner = UNASSIGNED;
+    let (mut migrating, mut importing, mut multiple_keys) = (false, false, false);
+    let (mut missing, mut existing) = (0usize, 0usize);
+    let mut cross = false;
+    let mut unbound = false;
+    let now = tern_engine::clock::now_ms();
+    for (args, entry) in commands {
+        entry.spec.for_each_key(&args, |pos, _| {
+            if cross || unbound {
+                return;
+            }
+            let key = args.get(pos);
+            let this = key_hash_slot(key);
+            match first {
+                None => {
+                    first = Some(key);
+                    slot = this;
+                    owner = routes.owner[slot as usize];
+                    if owner == UNASSIGNED {
+                        unbound = true;
+                        return;
+                    }
+                    if owner == routes.myself && routes.migrating_to(slot).is_some() {
+                        migrating = true;
+                    } else if routes.importing_from(slot).is_some() {
+                        importing = true;
+                    }
+                }
+                Some(f) => {
+                    if this != slot {
+                        cross = true;
+                        return;
+                    }
+                    if importing && f != key {
+                        multiple_keys = true;
+                    }
+                }
+            }
+            if (migrating || importing) && !pubsub_shard {
+                let (h, shard) = srv.store.lock(0, key);
+                if shard.peek(h, key, now).is_some() {
+                    existing += 1;
+                } else {
+                    missing += 1;
+                }
+            }
+        });
+    }
+    if unbound {
+        return Err(Refusal::Unbound);
+    }
+    if cross {
+        return Err(Refusal::CrossSlot);
+    }
+    if first.is_none() {
+        return Ok(None);
+    }
+    let write = cmd_flags & flags::WRITE != 0;
+    if !routes.ok {
+        let allowed = if pubsub_shard {
+            srv.config.get_bool("cluster-allow-pubsubshard-when-down")
+        } else {
+            srv.config.get_bool("cluster-allow-reads-when-down")
+        };
+        if !allowed {
+            return Err(Refusal::Down);
+        }
+        if !pubsub_shard && write {
+            return Err(Refusal::DownReadOnly);
+        }
+    }
+    if (migrating || importing) && name == "migrate" {
+        return Ok(Some(slot));
+    }
+    if migrating && missing > 0 {
+        return Err(if existing > 0 {
+            Refusal::Unstable
+        } else {
+            Refusal::Ask(slot, routes.migrating_to(slot).unwrap_or(UNASSIGNED))
+        });
+    }
+    if importing && (conn.asking || cmd_flags & flags::ASKING != 0) {
+        if multiple_keys && missing > 0 {
+            return Err(Refusal::Unstable);
+        }
+        return Ok(Some(slot));
+    }
+    let me = &routes.nodes[routes.myself as usize];
+    if (conn.handle.has_flag(cflags::READONLY) || pubsub_shard)
+        && !write
+        && me.master == Some(owner)
+    {
+        return Ok(Some(slot));
+    }
+    if owner != routes.myself {
+        return Err(Refusal::Moved(slot, owner));
+    }
+    Ok(Some(slot))
+}
+
+fn message(srv: &Server, routes: &Routes, r: Refusal) -> String {
+    let endpoint = |n: u16| {
+        routes.nodes.get(n as usize).map_or_else(
+            || "?:0".to_string(),
+            |node| format!("{}:{}", routes.endpoint(srv, node), node.port),
+        )
+    };
+    match r {
+        Refusal::Moved(slot, n) => format!("MOVED {slot} {}", endpoint(n)),
+        Refusal::Ask(slot, n) => format!("ASK {slot} {}", endpoint(n)),
+        Refusal::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
+        Refusal::Unstable => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
+        Refusal::Down => "CLUSTERDOWN The cluster is down".into(),
+        Refusal::DownReadOnly => {
+            "CLUSTERDOWN The cluster is down and only accepts read commands".into()
+        }
+        Refusal::Unbound => "CLUSTERDOWN Hash slot not served".into(),
+    }
+}
