@@ -10,6 +10,7 @@
 //! - [`node`]: what the bus and the config file say about a node (its id and flag bits).
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod election;
 pub mod manual_failover;
 pub mod msg;

@@ -274,7 +274,7 @@ impl Rng {
     pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn node_id(&mut self) -> NodeId {
+    pub(crate) fn node_id(&mut self) -> NodeId {
         let mut id = [0u8; NAME_LEN];
         for b in id.iter_mut() {
             *b = b"0123456789abcdef"[(self.next() >> 33) as usize & 15];
@@ -287,7 +287,7 @@ impl Rng {
 #[derive(Debug)]
 pub struct ClusterState {
     pub config: Config,
-    myself: NodeId,
+    pub(crate) myself: NodeId,
     pub(crate) nodes: BTreeMap<NodeId, Node>,
     pub current_epoch: u64,
     pub last_vote_epoch: u64,
@@ -301,7 +301,7 @@ pub struct ClusterState {
     among_minority_time: u64,
     first_update: Option<u64>,
     /// Forgotten nodes and the second their ban ends.
-    blacklist: BTreeMap<NodeId, u64>,
+    pub(crate) blacklist: BTreeMap<NodeId, u64>,
     todo_save: bool,
     todo_fsync: bool,
     pub(crate) todo_update_state: bool,
@@ -648,7 +648,7 @@ impl ClusterState {
         true
     }
 
-    fn del_node(&mut self, id: NodeId) {
+    pub(crate) fn del_node(&mut self, id: NodeId) {
         // Its reports about others go, and every slot it served (or was moving) is forgotten.
         for n in self.nodes.values_mut() {
             n.fail_reports.retain(|r| r.reporter != id);
@@ -687,7 +687,7 @@ impl ClusterState {
         true
     }
 
-    fn blacklisted(&mut self, id: &NodeId, now: u64) -> bool {
+    pub(crate) fn blacklisted(&mut self, id: &NodeId, now: u64) -> bool {
         let secs = now / 1000;
         self.blacklist.retain(|_, until| *until >= secs);
         self.blacklist.contains_key(id)

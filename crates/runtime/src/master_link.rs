@@ -1170,6 +1170,22 @@ impl Fsynced {
     }
 }
 
+/// How old a replica's copy of the master's data is, ms: since the last byte from the
+/// master while the link is up, since the link went down otherwise (a cluster replica's
+/// election weighs it).
+pub fn data_age_ms(srv: &Server) -> u64 {
+    let link = srv.master_link.link.lock();
+    let Some(l) = link.as_ref() else { return 0 };
+    let now = clock::now_ms();
+    if l.state == State::Connected {
+        now.saturating_sub(l.last_io_ms)
+    } else if l.down_since_ms != 0 {
+        now.saturating_sub(l.down_since_ms)
+    } else {
+        u64::MAX / 2
+    }
+}
+
 /// INFO replication's lines for a replica (None on a master).
 pub fn info_lines(srv: &Server) -> Option<(String, String, u64)> {
     use std::fmt::Write;

@@ -71,6 +71,10 @@ fn main() {
     // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
     tern_runtime::aof::set_fsync_policy(&srv, &srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
+    if let Err(e) = tern_runtime::cluster::start::init(&srv) {
+        warning!("{e}");
+        std::process::exit(1);
+    }
     register_client_eviction_hooks(&srv);
     tern_runtime::replication::register_hooks(&srv);
     tern_runtime::client_eviction::apply_limit(&srv);
@@ -193,7 +197,12 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
             tern_runtime::REDIS_VERSION,
         ));
     } else {
-        notice!("Running mode=standalone, port={port}.");
+        let mode = if srv.config.get_bool("cluster-enabled") {
+            "cluster"
+        } else {
+            "standalone"
+        };
+        notice!("Running mode={mode}, port={port}.");
     }
 }
 

@@ -53,6 +53,9 @@ fn select(ctx: &mut Ctx, args: &Args) {
     if i32::try_from(db).is_err() {
         return ctx.error(tern_runtime::args::ERR_INT_RANGE);
     }
+    if db != 0 && ctx.srv.cluster.get().is_some() {
+        return ctx.error("ERR SELECT is not allowed in cluster mode");
+    }
     if db < 0 || db as usize >= ctx.srv.store.databases() {
         ctx.error(ERR_DB_RANGE);
         return;

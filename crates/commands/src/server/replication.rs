@@ -110,6 +110,10 @@ fn replconf(ctx: &mut Ctx, args: &Args) {
 }
 
 fn replicaof(ctx: &mut Ctx, args: &Args) {
+    // A cluster node's master is the cluster's business (CLUSTER REPLICATE, failovers).
+    if ctx.srv.cluster.get().is_some() {
+        return ctx.error("ERR REPLICAOF not allowed in cluster mode.");
+    }
     if tern_runtime::failover::running(ctx.srv) {
         return ctx.error("ERR REPLICAOF not allowed while failing over.");
     }

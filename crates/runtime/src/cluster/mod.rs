@@ -6,8 +6,16 @@
 //! calls [`Cluster::changed`], which publishes a fresh [`routes::Routes`] when slots, nodes or the
 //! health moved, and wakes the bus to carry out the actions the change queued.
 
+pub mod bus;
+pub mod conf_file;
 pub mod redirect;
 pub mod routes;
+pub mod settings;
+pub mod slot_keys;
+pub mod start;
+
+/// The protocol crate, for the command families (which depend on the runtime only).
+pub use tern_cluster as proto;
 
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
@@ -27,6 +35,8 @@ pub struct Cluster {
     version: AtomicU64,
     /// Wakes the bus thread to drain the state's actions (messages, connects, config saves).
     wake: Box<dyn Fn() + Send + Sync>,
+    /// The bus's links, message counters and nodes.conf (see `bus`).
+    pub io: bus::Io,
 }
 
 impl Cluster {
@@ -37,6 +47,7 @@ impl Cluster {
             routes: RwLock::new(Arc::new(routes)),
             version: AtomicU64::new(1),
             wake,
+            io: bus::Io::default(),
         }
     }
 
@@ -81,11 +92,16 @@ impl Cluster {
 
     /// After any change to `state`: republish the routing table and let the bus act.
     pub fn changed(&self, state: &ClusterState) {
+        self.publish_routes(state);
+        (self.wake)();
+    }
+
+    /// Republish the routing table if `state` changed it (the bus, which acts itself).
+    pub fn publish_routes(&self, state: &ClusterState) {
         let fresh = routes::Routes::of(state);
         if *self.routes.read().as_ref() != fresh {
             *self.routes.write() = Arc::new(fresh);
             self.version.fetch_add(1, Ordering::Release);
         }
-        (self.wake)();
     }
 }
