@@ -5,7 +5,8 @@ The binaries are parameters, so every test is first proven on real Redis:
 
 * ``TERN_SERVER``           the tern binary (see conftest.tern_binary)
 * ``TERN_PY_TARGET=redis``  every "tern" node is a redis-server too (checks the tests themselves)
-* ``CLUSTER_REDIS_SERVER``  the redis-server for redis nodes (default: Debian's, as conftest)
+* ``CLUSTER_REDIS_SERVER``  the redis-server for redis nodes (default: ~/redis-7.2.6's build if
+  there, else Debian's, as conftest)
 * ``CLUSTER_REDIS_CLI``     the redis-cli that runs ``--cluster`` (default: ``redis-cli`` on PATH)
 * ``CLUSTER_TEST_PORTS``    the client ports to use, ``FIRST-LAST`` (default 7800-7859); each
   node's bus port is its port + 10000, as a default Redis Cluster node has it.
@@ -13,6 +14,7 @@ The binaries are parameters, so every test is first proven on real Redis:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -29,12 +31,29 @@ from redis.cluster import RedisCluster
 from conftest import REDIS_SERVER, tern_binary
 
 REDIS_CLI = os.environ.get("CLUSTER_REDIS_CLI") or shutil.which("redis-cli")
-CLUSTER_REDIS = os.environ.get("CLUSTER_REDIS_SERVER") or REDIS_SERVER
+# Redis 7.2 first, the version tern speaks: a 7.0 node cannot join a 7.2 cluster (redis-cli
+# add-node copies the functions with FUNCTION DUMP/RESTORE, and 7.0 refuses 7.2's payload).
+_REDIS72 = os.path.expanduser("~/redis-7.2.6/src/redis-server")
+CLUSTER_REDIS = (
+    os.environ.get("CLUSTER_REDIS_SERVER")
+    or (_REDIS72 if os.access(_REDIS72, os.X_OK) else None)
+    or REDIS_SERVER
+)
 TOTAL_SLOTS = 16384
 
 
 def target_is_redis() -> bool:
     return os.environ.get("TERN_PY_TARGET") == "redis"
+
+
+@functools.cache
+def redis_version() -> tuple[int, ...]:
+    """The version of the redis-server used for redis nodes, e.g. (7, 2, 6)."""
+    if not CLUSTER_REDIS:
+        return (0,)
+    out = subprocess.run([CLUSTER_REDIS, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"v=(\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(x) for x in m.groups()) if m else (0,)
 
 
 def binary(kind: str) -> str:
