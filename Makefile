@@ -18,7 +18,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication bench-reshard run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication bench-cluster-mode bench-reshard run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -64,6 +64,9 @@ bench-snapshot:
 
 bench-replication:
 	BENCH_SCRIPT=bench_replication.py bash scripts/bench.sh $(ARGS)
+
+bench-cluster-mode:
+	BENCH_SCRIPT=bench_cluster_mode.py bash scripts/bench.sh $(ARGS)
 
 bench-reshard: setup
 	BENCH_SCRIPT=bench_reshard.py bash scripts/bench.sh $(ARGS)

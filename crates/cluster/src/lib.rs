@@ -6,7 +6,8 @@
 //! - [`slots`]: the key hash slot (CRC16 with `{hash tag}` rules) and a slot bitmap;
 //! - [`state`]: the cluster state machine (Redis's `clusterState`), I/O-free, and
 //!   [`election`], a replica's failover election and the masters' votes, and
-//!   [`manual_failover`], CLUSTER FAILOVER's coordination;
+//!   [`manual_failover`], CLUSTER FAILOVER's coordination, and [`replica_migration`], a
+//!   replica moving to an orphaned master;
 //! - [`node`]: what the bus and the config file say about a node (its id and flag bits).
 #![forbid(unsafe_code)]
 
@@ -16,6 +17,7 @@ pub mod manual_failover;
 pub mod msg;
 pub mod node;
 pub mod nodes_conf;
+pub mod replica_migration;
 pub mod slots;
 pub mod state;
 

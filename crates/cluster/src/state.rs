@@ -43,6 +43,8 @@ pub struct Config {
     pub require_full_coverage: bool,
     /// `cluster-allow-replica-migration`.
     pub allow_replica_migration: bool,
+    /// `cluster-migration-barrier`: working replicas a master keeps before one may migrate.
+    pub migration_barrier: usize,
     /// `cluster-announce-ip` (empty: peers use the address our connection comes from).
     pub announce_ip: String,
     /// `cluster-announce-hostname`.
@@ -63,6 +65,7 @@ impl Default for Config {
             node_timeout: 15000,
             require_full_coverage: true,
             allow_replica_migration: true,
+            migration_barrier: 1,
             announce_ip: String::new(),
             hostname: Vec::new(),
             human_nodename: Vec::new(),
@@ -313,6 +316,7 @@ pub struct ClusterState {
     pub repl_data_age: u64,
     pub(crate) election: crate::election::Election,
     pub(crate) mf: crate::manual_failover::ManualFailover,
+    pub(crate) orphans: crate::replica_migration::Orphans,
     pub(crate) rng: Rng,
     pub(crate) actions: Vec<Action>,
 }
@@ -360,6 +364,7 @@ impl ClusterState {
             repl_data_age: 0,
             election: Default::default(),
             mf: Default::default(),
+            orphans: Default::default(),
             rng,
             actions: Vec::new(),
         }
@@ -409,6 +414,8 @@ impl ClusterState {
         for (replica, master) in links {
             if let Some(m) = state.nodes.get_mut(&master) {
                 m.replicas.push(replica);
+                // A master that has had a replica is a target for replica migration.
+                m.flags.insert(NodeFlags::MIGRATE_TO);
             }
         }
         state.todo_update_state = true;
@@ -1366,6 +1373,7 @@ impl ClusterState {
                     let m = self.nodes.get_mut(&master_id).expect("checked");
                     if !m.replicas.contains(&s) {
                         m.replicas.push(s);
+                        m.flags.insert(NodeFlags::MIGRATE_TO);
                     }
                     let shard = m.shard_id;
                     let n = self.nodes.get_mut(&s).expect("known");
@@ -1540,6 +1548,7 @@ impl ClusterState {
         if let Some(m) = self.nodes.get_mut(&master) {
             if !m.replicas.contains(&me) {
                 m.replicas.push(me);
+                m.flags.insert(NodeFlags::MIGRATE_TO);
             }
         }
         let n = self.me_mut();
@@ -1772,6 +1781,7 @@ impl ClusterState {
         self.manual_failover_cron(now);
         if !self.me().is_master() {
             self.handle_replica_failover(now);
+            self.replica_migration_cron(now);
         }
         // A failing cluster is re-evaluated every run: it may be only waiting for a delay.
         if update || self.health == Health::Fail {

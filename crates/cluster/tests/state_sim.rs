@@ -685,3 +685,49 @@ fn publish_reaches_every_node_and_spublish_only_the_shard() {
         );
     }
 }
+
+#[test]
+fn a_replica_migrates_to_a_master_orphaned_by_its_replicas_failure() {
+    let timeout = 2000;
+    let mut sim = Sim::new(6, timeout);
+    sim.meet_all();
+    sim.advance(3000);
+    let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in ranges.iter().enumerate() {
+        sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
+    }
+    let (m0, m1) = (sim.id(0), sim.id(1));
+    sim.nodes[3].set_my_master(m0);
+    sim.nodes[4].set_my_master(m0);
+    sim.nodes[5].set_my_master(m1);
+    sim.advance(5000);
+    assert!((0..6).all(|i| sim.nodes[i].health() == Health::Ok));
+
+    // Master 1's only replica dies: one replica of master 0 (the one with the smaller id)
+    // moves over once the orphan has waited 5 s; the other stays.
+    sim.down.insert(5);
+    sim.advance(3 * timeout + 7000);
+    let (mover, stayer) = if sim.id(3) < sim.id(4) {
+        (3, 4)
+    } else {
+        (4, 3)
+    };
+    assert_eq!(
+        sim.nodes[mover].node(&sim.id(mover)).unwrap().master,
+        Some(m1)
+    );
+    assert_eq!(
+        sim.nodes[stayer].node(&sim.id(stayer)).unwrap().master,
+        Some(m0)
+    );
+    assert!(sim.logs[mover]
+        .iter()
+        .any(|l| l == &format!("Migrating to orphaned master {m1}")));
+    // The rest of the cluster learns the new replica.
+    sim.advance(3000);
+    assert!(sim.nodes[2]
+        .node(&m1)
+        .unwrap()
+        .replicas
+        .contains(&sim.id(mover)));
+}

@@ -120,7 +120,6 @@ fn route<'a>(
     let (mut missing, mut existing) = (0usize, 0usize);
     let mut cross = false;
     let mut unbound = false;
-    let now = tern_engine::clock::now_ms();
     for (args, entry) in commands {
         entry.spec.for_each_key(&args, |pos, _| {
             if cross || unbound {
@@ -155,7 +154,7 @@ fn route<'a>(
             }
             if (migrating || importing) && !pubsub_shard {
                 let (h, shard) = srv.store.lock(0, key);
-                if shard.peek(h, key, now).is_some() {
+                if shard.peek(h, key, tern_engine::clock::now_ms()).is_some() {
                     existing += 1;
                 } else {
                     missing += 1;

@@ -56,8 +56,21 @@ impl Routes {
         for (n, r) in state.nodes().zip(nodes_with_masters.iter_mut()) {
             r.master = n.master.map(|m| index(&m)).filter(|&i| i != UNASSIGNED);
         }
+        // The bus republishes every cron: slots come in runs of one owner, so the index
+        // lookup is done once per run, not once per slot.
+        let mut last: Option<(NodeId, u16)> = None;
         let owner = (0..CLUSTER_SLOTS as u16)
-            .map(|s| state.slot_owner(s).map_or(UNASSIGNED, |id| index(&id)))
+            .map(|s| match state.slot_owner(s) {
+                None => UNASSIGNED,
+                Some(id) => match last {
+                    Some((l, i)) if l == id => i,
+                    _ => {
+                        let i = index(&id);
+                        last = Some((id, i));
+                        i
+                    }
+                },
+            })
             .collect();
         Routes {
             myself: index(&state.myself()),

@@ -22,6 +22,7 @@ pub fn state_config(srv: &Server) -> Config {
         node_timeout: c.get_i64("cluster-node-timeout").max(0) as u64,
         require_full_coverage: c.get_bool("cluster-require-full-coverage"),
         allow_replica_migration: c.get_bool("cluster-allow-replica-migration"),
+        migration_barrier: c.get_i64("cluster-migration-barrier").max(0) as usize,
         announce_ip: c.get("cluster-announce-ip").unwrap_or_default(),
         hostname: c
             .get("cluster-announce-hostname")
