@@ -7,6 +7,7 @@
 #   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20; checks the AOFs grew (BENCH_SECONDS=15)
 #   make bench-snapshot   BGSAVE under writes: peak RSS/PSS incl. fork child, save/load time (BENCH_SNAP_KEYS=5000000)
 #   make bench-replication  full sync of 5M keys to a fresh replica, resume after a 5 s link drop (BENCH_REPL_KEYS=500000: quick run)
+#   make bench-reshard    redis-cli --cluster reshard of 1M keys between two masters under a RedisCluster load (BENCH_RESHARD_KEYS=100000: quick run)
 #   make run    build and start tern-server on port 6379 (extra args: make run ARGS="--port 7000")
 #   make fuzz   run the RESP parser fuzz target (needs nightly + cargo-fuzz; FUZZ_SECONDS=600)
 SHELL := /bin/bash
@@ -17,7 +18,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication bench-cluster-mode run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication bench-cluster-mode bench-reshard run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -66,6 +67,9 @@ bench-replication:
 
 bench-cluster-mode:
 	BENCH_SCRIPT=bench_cluster_mode.py bash scripts/bench.sh $(ARGS)
+
+bench-reshard: setup
+	BENCH_SCRIPT=bench_reshard.py bash scripts/bench.sh $(ARGS)
 
 run: build
 	./target/release/tern-server $(ARGS)

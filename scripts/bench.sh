@@ -4,8 +4,8 @@
 #   BENCH_REQUESTS=200000 (unpipelined; pipelined runs use 5x)   BENCH_KEYSPACE=100000
 # BENCH_SCRIPT picks another report-only bench with the same set-up (tern build, redis tools):
 #   bench_memory.py (make bench-memory), bench_isolation.py (make bench-isolation),
-#   bench_atomic.py, bench_durable.py, bench_snapshot.py, bench_replication.py
-#   (make bench-atomic/-durable/-snapshot/-replication).
+#   bench_atomic.py, bench_durable.py, bench_snapshot.py, bench_replication.py,
+#   bench_reshard.py (make bench-atomic/-durable/-snapshot/-replication/-reshard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v redis-benchmark >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 \

@@ -10,6 +10,7 @@ mod aof_replica;
 mod aof_rewrite;
 mod bitops;
 mod cluster_node;
+mod cluster_cli;
 mod config_info;
 mod corrupt_dump;
 mod digest;

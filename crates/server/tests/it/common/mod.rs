@@ -41,6 +41,20 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// A port in 7860-7889 (the cluster tests' own range, away from `free_port`'s) whose bus
+/// port, +10000, is free too.
+fn cluster_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    for _ in 0..30 {
+        let p = 7860 + NEXT.fetch_add(1, Ordering::SeqCst) % 30;
+        if can_bind(p) && can_bind(p + 10_000) {
+            return p;
+        }
+    }
+    panic!("no free port pair in 7860-7889 (+10000) for a cluster node")
+}
+
 pub struct Server {
     child: Child,
     pub port: u16,
@@ -120,6 +134,31 @@ impl Server {
     /// Own a process started by hand (one expected to exit at once, not waited for).
     pub fn from_child(child: Child, port: u16) -> Server {
         Server { child, port }
+    }
+
+    /// A cluster-enabled node (bus port = port + 10000, as a default node has it): tern, or
+    /// the binary CLUSTER_IT_SERVER names (a redis-server, to prove the cluster tests on Redis).
+    pub fn cluster_node(node_timeout_ms: u32) -> Server {
+        let bin = std::env::var("CLUSTER_IT_SERVER")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tern-server").to_string());
+        let port = cluster_port();
+        let mut cmd = Command::new(bin);
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--appendonly", "no", "--cluster-enabled", "yes"])
+        .args([
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+        ])
+        .arg(node_timeout_ms.to_string());
+        Self::spawn(cmd, port)
     }
 
     fn spawn(mut cmd: Command, port: u16) -> Server {
