@@ -128,11 +128,6 @@ def test_moved_redirection(six):
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="tern answers a write sent to a cluster replica with -READONLY; Redis redirects it "
-    "with -MOVED to the slot's master (the slot check must come before the read-only check)",
-)
 def test_write_on_replica_is_moved(six):
     # A client with a stale slot map (after a failover, say) must be told where the master is.
     key = "moved-write"

@@ -37,7 +37,10 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     out.errors = 0;
     let mut resolved = resolve(srv, conn, out, args, false);
     if let Ok(entry) = resolved {
-        if srv.cluster.get().is_some() && cluster_redirects(srv, conn, out, args, entry) {
+        if entry.spec.name == "exec"
+            && srv.cluster.get().is_some()
+            && exec_redirects(srv, conn, out, args, entry)
+        {
             resolved = Err(Some(entry));
         }
     }
@@ -154,10 +157,10 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     }
 }
 
-/// Cluster mode: a command whose keys this node does not serve is answered with the
-/// redirection (MOVED, ASK...) instead; a redirected EXEC discards its transaction. The master's
-/// stream and the AOF are obeyed as they come.
-fn cluster_redirects(
+/// Cluster mode: an EXEC whose queued commands' keys this node does not serve (or not in one
+/// slot) is answered with the redirection and discards its transaction, as Redis does. (Other
+/// commands are checked in `check`.)
+fn exec_redirects(
     srv: &Server,
     conn: &mut Conn,
     out: &mut Reply,
@@ -170,12 +173,10 @@ fn cluster_redirects(
     let Some(msg) = crate::cluster::redirect::refusal(srv, conn, entry, args) else {
         return false;
     };
-    if entry.spec.name == "exec" {
-        if let Some(state) = crate::txn::end_multi(conn) {
-            crate::txn::recycle(conn, state);
-        }
-        crate::txn::unwatch_all(srv, conn);
+    if let Some(state) = crate::txn::end_multi(conn) {
+        crate::txn::recycle(conn, state);
     }
+    crate::txn::unwatch_all(srv, conn);
     out.error(&msg);
     true
 }
@@ -465,6 +466,14 @@ fn check<'s>(
         // The AOF being replayed, the master's stream: no LOADING, MISCONF, READONLY...
         // Inside EXEC neither: the server's state was checked for EXEC itself (Redis).
         return Ok(entry);
+    }
+    // Cluster mode: keys another node serves get the redirection, before the server's own
+    // state is looked at (a replica answers MOVED to a write, not READONLY), as Redis.
+    if srv.cluster.get().is_some() && entry.spec.name != "exec" {
+        if let Some(msg) = crate::cluster::redirect::refusal(srv, conn, entry, args) {
+            out.error(&msg);
+            return Err(Some(entry));
+        }
     }
     if let Some(e) = crate::persistence::deny_reason(srv, entry.spec) {
         out.error(e);
