@@ -24,6 +24,7 @@ pub mod float;
 pub mod glob;
 pub mod info_sections;
 pub mod keyspace_access;
+pub mod listen;
 pub mod load_delay;
 pub mod log;
 pub mod lua;

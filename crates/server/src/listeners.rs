@@ -3,7 +3,6 @@
 //! before it is served. CONFIG SET port / tls-port / bind move them at run time.
 
 use crate::{connection, notice, warning};
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -178,55 +177,7 @@ fn bind_all(
     kind: Kind,
 ) -> Result<Vec<std::net::TcpListener>, String> {
     let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
-    let mut out = Vec::new();
-    for spec in binds.split_whitespace() {
-        let (optional, addr) = match spec.strip_prefix('-') {
-            Some(a) => (true, a),
-            None => (false, spec),
-        };
-        let host = match addr {
-            "*" => "0.0.0.0",
-            "::*" => "::",
-            a => a,
-        };
-        let sa: Option<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut i| i.next());
-        let res = sa
-            .ok_or_else(|| format!("bad address {host}"))
-            .and_then(|sa| {
-                let domain = if sa.is_ipv6() {
-                    socket2::Domain::IPV6
-                } else {
-                    socket2::Domain::IPV4
-                };
-                let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)
-                    .map_err(|e| e.to_string())?;
-                if sa.is_ipv6() {
-                    let _ = s.set_only_v6(true);
-                }
-                s.set_reuse_address(true).map_err(|e| e.to_string())?;
-                s.bind(&sa.into()).map_err(|e| e.to_string())?;
-                s.listen(backlog).map_err(|e| e.to_string())?;
-                s.set_nonblocking(true).map_err(|e| e.to_string())?;
-                Ok(std::net::TcpListener::from(s))
-            });
-        match res {
-            Ok(l) => out.push(l),
-            Err(e) if optional => notice!("Skipping optional bind {spec}: {e}"),
-            Err(e) => {
-                return Err(format!(
-                    "Failed listening on port {port} ({}), aborting: {host}: {e}",
-                    kind.name()
-                ))
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err("Failed listening: no address bound".into());
-    }
-    Ok(out)
+    tern_runtime::listen::bind_addresses(binds, port, backlog, kind.name())
 }
 
 /// One kind's accept tasks and the (bind, port) they serve (port 0: none).

@@ -67,33 +67,6 @@ pub fn init(srv: &Arc<Server>) -> Result<(), String> {
 /// The bus listeners, on every `bind` address.
 fn bind(srv: &Server, port: u16) -> Result<Vec<std::net::TcpListener>, String> {
     let binds = srv.config.get("bind").unwrap_or_else(|| "* -::*".into());
-    let mut out = Vec::new();
-    for spec in binds.split_whitespace() {
-        let (optional, addr) = match spec.strip_prefix('-') {
-            Some(a) => (true, a),
-            None => (false, spec),
-        };
-        let host = match addr {
-            "*" => "0.0.0.0",
-            "::*" => "::",
-            a => a,
-        };
-        match std::net::TcpListener::bind((host, port)) {
-            Ok(l) => out.push(l),
-            Err(e) if optional => {
-                crate::log::notice(&format!("Skipping optional bind {spec} (cluster bus): {e}"))
-            }
-            Err(e) => {
-                return Err(format!(
-                    "Failed listening on port {port} (cluster), aborting. {host}: {e}"
-                ))
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err(format!(
-            "Failed listening on port {port} (cluster), aborting."
-        ));
-    }
-    Ok(out)
+    let backlog = srv.config.get_i64("tcp-backlog").max(1) as i32;
+    crate::listen::bind_addresses(&binds, port, backlog, "cluster")
 }
