@@ -24,18 +24,17 @@ pub fn state_config(srv: &Server) -> Config {
         allow_replica_migration: c.get_bool("cluster-allow-replica-migration"),
         migration_barrier: c.get_i64("cluster-migration-barrier").max(0) as usize,
         announce_ip: c.get("cluster-announce-ip").unwrap_or_default(),
-        hostname: c
-            .get("cluster-announce-hostname")
-            .unwrap_or_default()
-            .into_bytes(),
-        human_nodename: c
-            .get("cluster-announce-human-nodename")
-            .unwrap_or_default()
-            .into_bytes(),
+        hostname: bytes_of(srv, "cluster-announce-hostname"),
+        human_nodename: bytes_of(srv, "cluster-announce-human-nodename"),
         replica_validity_factor: c.get_i64("cluster-replica-validity-factor").max(0) as u64,
         repl_ping_replica_period: c.get_i64("repl-ping-replica-period").max(1) as u64,
         replica_no_failover: c.get_bool("cluster-replica-no-failover"),
     }
+}
+
+/// A string setting as the bus carries it (empty when unset).
+fn bytes_of(srv: &Server, name: &str) -> Vec<u8> {
+    srv.config.get(name).unwrap_or_default().into_bytes()
 }
 
 /// Myself's announced ports, names and flags (Redis's `clusterUpdateMyself*`).
@@ -52,14 +51,8 @@ pub fn announced(srv: &Server) -> Announced {
         port: if tls_cluster { tls } else { tcp },
         pport: if tls_cluster { tcp } else { tls },
         cport: or("cluster-announce-bus-port", bus_port(srv) as i64),
-        hostname: c
-            .get("cluster-announce-hostname")
-            .unwrap_or_default()
-            .into_bytes(),
-        human_nodename: c
-            .get("cluster-announce-human-nodename")
-            .unwrap_or_default()
-            .into_bytes(),
+        hostname: bytes_of(srv, "cluster-announce-hostname"),
+        human_nodename: bytes_of(srv, "cluster-announce-human-nodename"),
         no_failover: c.get_bool("cluster-replica-no-failover"),
     }
 }
