@@ -37,34 +37,10 @@ pub fn key_hash(key: &[u8]) -> u64 {
     }
 }
 
-/// Keys up to this long are remembered by [`key_slot`].
-const MEMO_KEY_MAX: usize = 48;
-
-thread_local! {
-    /// The last short key whose slot this thread computed, and that slot: a command's keys are
-    /// hashed by the cluster check, then again by the lookups, in a row.
-    static LAST_SLOT: std::cell::RefCell<(u16, usize, [u8; MEMO_KEY_MAX])> =
-        const { std::cell::RefCell::new((0, usize::MAX, [0; MEMO_KEY_MAX])) };
-}
-
-/// The key's hash slot (Redis Cluster's CRC16 rule), remembered for the next call on the same
-/// key by this thread.
+/// The key's hash slot (Redis Cluster's CRC16 rule).
 #[inline]
 pub fn key_slot(key: &[u8]) -> u16 {
-    if key.len() > MEMO_KEY_MAX {
-        return tern_cluster::key_hash_slot(key);
-    }
-    LAST_SLOT.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.1 == key.len() && &m.2[..key.len()] == key {
-            return m.0;
-        }
-        let slot = tern_cluster::key_hash_slot(key);
-        m.0 = slot;
-        m.1 = key.len();
-        m.2[..key.len()].copy_from_slice(key);
-        slot
-    })
+    tern_cluster::key_hash_slot(key)
 }
 
 /// The slot as it sits in the top bits of its keys' hashes.
