@@ -31,16 +31,10 @@ pub fn slot_hashing() -> bool {
 pub fn key_hash(key: &[u8]) -> u64 {
     let h = STATE.get_or_init(ahash::RandomState::new).hash_one(key);
     if slot_hashing() {
-        (slot_code(key_slot(key)) << SLOT_SHIFT) | (h & BELOW_SLOT)
+        (slot_code(tern_cluster::key_hash_slot(key)) << SLOT_SHIFT) | (h & BELOW_SLOT)
     } else {
         h
     }
-}
-
-/// The key's hash slot (Redis Cluster's CRC16 rule).
-#[inline]
-pub fn key_slot(key: &[u8]) -> u16 {
-    tern_cluster::key_hash_slot(key)
 }
 
 /// The slot as it sits in the top bits of its keys' hashes.

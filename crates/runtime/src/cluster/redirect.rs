@@ -10,7 +10,7 @@ use crate::ctx::Conn;
 use crate::registry::CmdEntry;
 use crate::server::Server;
 use crate::table::flags;
-use tern_engine::hash::key_slot;
+use tern_cluster::key_hash_slot;
 
 enum Refusal {
     Moved(u16, u16),
@@ -62,7 +62,7 @@ impl ScriptSlot {
     pub fn new<'k>(keys: impl Iterator<Item = &'k [u8]>, allow_cross_slot: bool) -> ScriptSlot {
         let mut keys = keys;
         ScriptSlot {
-            slot: keys.next().map(key_slot),
+            slot: keys.next().map(key_hash_slot),
             allow_cross_slot,
         }
     }
@@ -117,7 +117,7 @@ fn served_here(routes: &Routes, entry: &CmdEntry, args: &Args) -> bool {
     let mut slot = None;
     let mut one_slot = true;
     entry.spec.for_each_key(args, |pos, _| {
-        let s = key_slot(args.get(pos));
+        let s = key_hash_slot(args.get(pos));
         match slot {
             None => slot = Some(s),
             Some(first) => one_slot &= first == s,
@@ -148,7 +148,7 @@ fn route<'a>(
                 return;
             }
             let key = args.get(pos);
-            let this = key_slot(key);
+            let this = key_hash_slot(key);
             match first {
                 None => {
                     first = Some(key);

@@ -114,12 +114,6 @@ impl Routes {
             _ => node.ip.clone(),
         }
     }
-
-    /// The node serving `slot`, if any.
-    #[inline]
-    pub fn owner_of(&self, slot: u16) -> Option<&RouteNode> {
-        self.nodes.get(self.owner[slot as usize] as usize)
-    }
 }
 
 fn find(pairs: &[(u16, u16)], slot: u16) -> Option<u16> {

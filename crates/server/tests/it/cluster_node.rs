@@ -146,25 +146,9 @@ fn three_masters(tag: &str) -> Vec<Node> {
     nodes
 }
 
-/// CRC16/XMODEM of the key's hash tag, mod 16384 (Redis's key slot).
+/// Redis's key slot, from the server's own implementation.
 fn key_slot(key: &str) -> u16 {
-    let k = key.as_bytes();
-    let tagged = k.iter().position(|&b| b == b'{').and_then(|o| {
-        let c = k[o + 1..].iter().position(|&b| b == b'}')?;
-        (c > 0).then(|| &k[o + 1..o + 1 + c])
-    });
-    let mut crc: u16 = 0;
-    for &b in tagged.unwrap_or(k) {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc & 16383
+    tern_runtime::cluster::proto::key_hash_slot(key.as_bytes())
 }
 
 /// `n` keys whose slots are in `lo..=hi`.
