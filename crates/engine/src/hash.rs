@@ -4,6 +4,7 @@
 //! taken from the top bits, follows the slot's *low* bits and a node's contiguous slot ranges
 //! still spread over every shard). A slot then lives in one shard, and the dicts can index keys
 //! by slot from the hash alone (COUNTKEYSINSLOT, GETKEYSINSLOT, resharding).
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::OnceLock;
 
@@ -29,11 +30,44 @@ pub fn slot_hashing() -> bool {
 
 #[inline]
 pub fn key_hash(key: &[u8]) -> u64 {
-    let h = STATE.get_or_init(ahash::RandomState::new).hash_one(key);
     if slot_hashing() {
-        (slot_code(tern_cluster::key_hash_slot(key)) << SLOT_SHIFT) | (h & BELOW_SLOT)
-    } else {
-        h
+        let (at, len, hash) = CHECKED.with(Cell::get);
+        if at == key.as_ptr() as usize && len == key.len() {
+            return hash;
+        }
+        return slot_key_hash(key);
+    }
+    STATE.get_or_init(ahash::RandomState::new).hash_one(key)
+}
+
+#[inline]
+fn slot_key_hash(key: &[u8]) -> u64 {
+    let h = STATE.get_or_init(ahash::RandomState::new).hash_one(key);
+    (slot_code(tern_cluster::key_hash_slot(key)) << SLOT_SHIFT) | (h & BELOW_SLOT)
+}
+
+thread_local! {
+    // Cluster mode: the hash of the key the slot check just hashed (where its bytes sit, their
+    // length, the hash), so the command's own lookup does not hash it (CRC16 included) again.
+    // Only valid while that command runs: the dispatcher forgets it when the command ends, so
+    // no later key placed at the same address can match it.
+    static CHECKED: Cell<(usize, usize, u64)> = const { Cell::new((0, 0, 0)) };
+}
+
+/// Cluster mode: hash `key` (slot included) for the slot check and keep the hash for the
+/// command about to run on those same bytes. Pair with [`forget_checked_key`] when it ends.
+#[inline]
+pub fn checked_key_hash(key: &[u8]) -> u64 {
+    let hash = slot_key_hash(key);
+    CHECKED.with(|c| c.set((key.as_ptr() as usize, key.len(), hash)));
+    hash
+}
+
+/// The command whose key [`checked_key_hash`] hashed has ended.
+#[inline]
+pub fn forget_checked_key() {
+    if slot_hashing() {
+        CHECKED.with(|c| c.set((0, 0, 0)));
     }
 }
 

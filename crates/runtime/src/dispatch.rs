@@ -6,7 +6,7 @@ use crate::clients::cflags;
 use crate::ctx::{Conn, Ctx, ReplyMode};
 use crate::registry::CmdEntry;
 use crate::server::{Server, SlowlogEntry};
-use crate::table::flags;
+use crate::table::{flags, KeyShape};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,6 +17,15 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     if args.is_empty() {
         return;
     }
+    // Cluster mode: the slot check below may keep its key's hash for this command's lookup;
+    // that hash must not outlive the command (whatever way it ends).
+    struct ForgetCheckedKey;
+    impl Drop for ForgetCheckedKey {
+        fn drop(&mut self) {
+            tern_engine::hash::forget_checked_key();
+        }
+    }
+    let _checked_key = ForgetCheckedKey;
     // DEBUG SLEEP elsewhere: nothing runs until it ends.
     srv.world.wait_while_stopped();
     // Over maxmemory: evict first (unless a script is busy), as Redis does for every command.
@@ -469,7 +478,7 @@ fn check<'s>(
     }
     // Cluster mode: keys another node serves get the redirection, before the server's own
     // state is looked at (a replica answers MOVED to a write, not READONLY), as Redis.
-    if srv.cluster.get().is_some() && entry.spec.name != "exec" {
+    if entry.key_shape != KeyShape::NoKeys && srv.cluster.get().is_some() {
         if let Some(msg) = crate::cluster::redirect::refusal(srv, conn, entry, args) {
             out.error(&msg);
             return Err(Some(entry));

@@ -1,6 +1,6 @@
 //! Name lookup over the command table, with stable numeric ids for per-command statistics.
 
-use crate::table::CommandSpec;
+use crate::table::{CommandSpec, KeyShape};
 use std::collections::HashMap;
 
 pub struct CmdEntry {
@@ -8,6 +8,8 @@ pub struct CmdEntry {
     pub id: usize,
     /// `get`, or `config|get` for a subcommand.
     pub fullname: String,
+    /// `spec.key_shape()`, kept for the per-command cluster slot check.
+    pub key_shape: KeyShape,
     pub subs: HashMap<String, CmdEntry>,
 }
 
@@ -133,6 +135,7 @@ fn make_entry(spec: &'static CommandSpec, parent: Option<&str>, id: &mut usize) 
     CmdEntry {
         spec,
         id: my_id,
+        key_shape: spec.key_shape(),
         fullname,
         subs,
     }

@@ -207,6 +207,18 @@ pub struct KeySpec {
     pub find: FindKeys,
 }
 
+/// Where a command's keys are, as far as a per-command check needs to know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyShape {
+    /// The command takes no keys.
+    NoKeys,
+    /// At most one key, at this argument index (when the command has that many arguments):
+    /// GET, SET, HSET... the common case, checked without walking the key specs.
+    One(usize),
+    /// Anything else: walk the key specs (or the command's key finder).
+    Other,
+}
+
 impl KeySpec {
     /// One key at a fixed index.
     pub const fn single(index: i32, flags: u32) -> KeySpec {
@@ -411,6 +423,23 @@ impl CommandSpec {
         let mut out = Vec::new();
         self.for_each_key(args, |i, f| out.push((i, f)));
         out
+    }
+
+    /// What the per-command checks need to know of where the keys are, decided once per
+    /// command (see [`KeyShape`]).
+    pub fn key_shape(&self) -> KeyShape {
+        match (self.getkeys, self.keys) {
+            (None, []) => KeyShape::NoKeys,
+            (
+                None,
+                [KeySpec {
+                    begin: BeginSearch::Index(at),
+                    find: FindKeys::Range { lastkey: 0, .. },
+                    ..
+                }],
+            ) if *at > 0 => KeyShape::One(*at as usize),
+            _ => KeyShape::Other,
+        }
     }
 
     /// `key_positions` without collecting them (a command's own key finder still does).

@@ -9,8 +9,9 @@ use crate::clients::cflags;
 use crate::ctx::Conn;
 use crate::registry::CmdEntry;
 use crate::server::Server;
-use crate::table::flags;
+use crate::table::{flags, KeyShape};
 use tern_cluster::key_hash_slot;
+use tern_engine::hash::{checked_key_hash, slot_of_hash};
 
 enum Refusal {
     Moved(u16, u16),
@@ -24,12 +25,22 @@ enum Refusal {
 
 /// Whether the command must be refused here; if so, the error to answer (without the `-`).
 pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Option<String> {
+    let cluster = srv.cluster.get()?;
+    // The common case first, with no walk of the key specs: one key, in a slot served here as
+    // is. Its hash is kept for the command's own lookup of the key.
+    if let KeyShape::One(at) = entry.key_shape {
+        if at < args.len() {
+            let slot = slot_of_hash(checked_key_hash(args.get(at)));
+            if cluster.with_routes(|routes| routes.served.contains(slot)) {
+                return None;
+            }
+        }
+    }
     let spec = entry.spec;
     let exec = spec.name == "exec";
     if spec.keys.is_empty() && spec.getkeys.is_none() && !exec {
         return None;
     }
-    let cluster = srv.cluster.get()?;
     cluster.with_routes(|routes| {
         if !exec && served_here(routes, entry, args) {
             return None;
@@ -107,23 +118,18 @@ pub fn script_refusal(
     }
 }
 
-/// The common case, decided cheaply: a stable cluster (state ok, no slot migrating or
-/// importing here) and every key of the command in one slot this node serves.
+/// A common case, decided cheaply: every key of the command in one slot served here as is
+/// (the state ok, the slot neither migrating nor importing).
 #[inline]
 fn served_here(routes: &Routes, entry: &CmdEntry, args: &Args) -> bool {
-    if !routes.ok || !routes.migrating.is_empty() || !routes.importing.is_empty() {
-        return false;
-    }
     let mut slot = None;
     let mut one_slot = true;
-    entry.spec.for_each_key(args, |pos, _| {
-        let s = key_hash_slot(args.get(pos));
-        match slot {
-            None => slot = Some(s),
-            Some(first) => one_slot &= first == s,
-        }
+    entry.spec.for_each_key(args, |pos, _| match slot {
+        // The first key's full hash is kept for the command's own lookup of it.
+        None => slot = Some(slot_of_hash(checked_key_hash(args.get(pos)))),
+        Some(first) => one_slot &= first == key_hash_slot(args.get(pos)),
     });
-    one_slot && slot.is_none_or(|s| routes.owner[s as usize] == routes.myself)
+    one_slot && slot.is_none_or(|s| routes.served.contains(s))
 }
 
 fn route<'a>(
