@@ -23,7 +23,7 @@ fn kept_hash_serves_the_checked_bytes_and_is_forgotten_with_the_command() {
     forget_checked_key();
     key.copy_from_slice(b"user:2000");
     let fresh = key_hash(&key);
-    assert_eq!(fresh, key_hash(&b"user:2000".to_vec()));
+    assert_eq!(fresh, key_hash(b"user:2000"));
     assert_ne!(fresh, checked);
     assert_eq!(
         slot_of_hash(fresh),
