@@ -5,7 +5,7 @@
 //! keyspace, so they stay short.
 
 use crate::entry::{Entry, EntryBox};
-use crate::hash::key_hash;
+use crate::hash::{bucket_hash, key_hash};
 use crate::slot_index::SlotIndex;
 
 pub struct Dict {
@@ -133,7 +133,7 @@ impl Dict {
         for mut head in old {
             while let Some(mut node) = head {
                 head = node.next.take();
-                let idx = (key_hash(node.key()) & mask) as usize;
+                let idx = (bucket_hash(node.key()) & mask) as usize;
                 node.next = self.buckets[idx].take();
                 self.buckets[idx] = Some(node);
             }

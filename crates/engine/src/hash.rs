@@ -40,6 +40,13 @@ pub fn key_hash(key: &[u8]) -> u64 {
     STATE.get_or_init(ahash::RandomState::new).hash_one(key)
 }
 
+/// The bits of [`key_hash`] below the slot, which are all a table's bucket index uses (no table
+/// has 2^50 buckets): rehashing a table's keys in cluster mode needs no CRC16 then.
+#[inline]
+pub fn bucket_hash(key: &[u8]) -> u64 {
+    STATE.get_or_init(ahash::RandomState::new).hash_one(key) & BELOW_SLOT
+}
+
 #[inline]
 fn slot_key_hash(key: &[u8]) -> u64 {
     let h = STATE.get_or_init(ahash::RandomState::new).hash_one(key);
