@@ -49,8 +49,14 @@ pub fn bucket_hash(key: &[u8]) -> u64 {
 
 #[inline]
 fn slot_key_hash(key: &[u8]) -> u64 {
+    slot_and_key_hash(key).1
+}
+
+#[inline]
+fn slot_and_key_hash(key: &[u8]) -> (u16, u64) {
+    let slot = tern_cluster::key_hash_slot(key);
     let h = STATE.get_or_init(ahash::RandomState::new).hash_one(key);
-    (slot_code(tern_cluster::key_hash_slot(key)) << SLOT_SHIFT) | (h & BELOW_SLOT)
+    (slot, (slot_code(slot) << SLOT_SHIFT) | (h & BELOW_SLOT))
 }
 
 thread_local! {
@@ -61,16 +67,16 @@ thread_local! {
     static CHECKED: Cell<(usize, usize, u64)> = const { Cell::new((0, 0, 0)) };
 }
 
-/// Cluster mode: hash `key` (slot included) for the slot check and keep the hash for the
-/// command about to run on those same bytes. Pair with [`forget_checked_key`] when it ends.
+/// Cluster mode: the slot of `key`, for the slot check; its hash (slot included) is kept for
+/// the command about to run on those same bytes. Pair with [`forget_checked_key`] when it ends.
 #[inline]
-pub fn checked_key_hash(key: &[u8]) -> u64 {
-    let hash = slot_key_hash(key);
+pub fn checked_key_slot(key: &[u8]) -> u16 {
+    let (slot, hash) = slot_and_key_hash(key);
     CHECKED.with(|c| c.set((key.as_ptr() as usize, key.len(), hash)));
-    hash
+    slot
 }
 
-/// The command whose key [`checked_key_hash`] hashed has ended.
+/// The command whose key [`checked_key_slot`] hashed has ended.
 #[inline]
 pub fn forget_checked_key() {
     if slot_hashing() {

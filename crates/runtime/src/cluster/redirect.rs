@@ -11,7 +11,7 @@ use crate::registry::CmdEntry;
 use crate::server::Server;
 use crate::table::{flags, KeyShape};
 use tern_cluster::key_hash_slot;
-use tern_engine::hash::{checked_key_hash, slot_of_hash};
+use tern_engine::hash::checked_key_slot;
 
 enum Refusal {
     Moved(u16, u16),
@@ -30,7 +30,7 @@ pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Opti
     // is. Its hash is kept for the command's own lookup of the key.
     if let KeyShape::One(at) = entry.key_shape {
         if at < args.len() {
-            let slot = slot_of_hash(checked_key_hash(args.get(at)));
+            let slot = checked_key_slot(args.get(at));
             if cluster.with_routes(|routes| routes.served.contains(slot)) {
                 return None;
             }
@@ -126,7 +126,7 @@ fn served_here(routes: &Routes, entry: &CmdEntry, args: &Args) -> bool {
     let mut one_slot = true;
     entry.spec.for_each_key(args, |pos, _| match slot {
         // The first key's full hash is kept for the command's own lookup of it.
-        None => slot = Some(slot_of_hash(checked_key_hash(args.get(pos)))),
+        None => slot = Some(checked_key_slot(args.get(pos))),
         Some(first) => one_slot &= first == key_hash_slot(args.get(pos)),
     });
     one_slot && slot.is_none_or(|s| routes.served.contains(s))
