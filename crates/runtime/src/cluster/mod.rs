@@ -6,6 +6,7 @@
 //! calls [`Cluster::changed`], which publishes a fresh [`routes::Routes`] when slots, nodes or the
 //! health moved, and wakes the bus to carry out the actions the change queued.
 
+pub mod blocked;
 pub mod bus;
 pub mod conf_file;
 pub mod redirect;
