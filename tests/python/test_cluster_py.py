@@ -21,6 +21,7 @@ from redis.cluster import RedisCluster
 from conftest import RawConn, encode
 from cluster_harness import (
     Cluster,
+    Node,
     cli,
     key_in_slots,
     key_slot,
@@ -649,6 +650,69 @@ def test_mixed_redis_node_joins_tern_cluster(clusters):
     cl = Cluster.create(["tern"] * 3)
     clusters.append(cl)
     mixed_cluster_round_trip(cl, "redis")
+
+
+# ---- keys found at start-up ----------------------------------------------------------------
+
+
+def test_keys_loaded_for_slots_not_owned_are_claimed_or_imported(clusters):
+    """A master that restarts with keys of slots nodes.conf does not give it (Redis's
+    verifyClusterConfigWithData): an unassigned slot becomes its own, a slot another node
+    serves is marked as imported from that node, and the keys stay reachable."""
+    extra = ("--cluster-require-full-coverage", "no")
+    a, b = Node("tern", extra=extra), Node("tern", extra=extra)
+    cl = Cluster([a, b])
+    clusters.append(cl)
+    a.c.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port)
+    wait_for(lambda: len(a.nodes()) == 2 and len(b.nodes()) == 2, 10, what="the nodes to meet")
+    k_free, k_b = "claimed-key", "imported-key"
+    s_free, s_b = key_slot(k_free), key_slot(k_b)
+    assert s_free != s_b
+    # A key of a slot that then loses its owner (DELSLOTS keeps the keys).
+    a.c.execute_command("CLUSTER", "ADDSLOTS", s_free)
+    wait_for(lambda: a.c.set(k_free, "1"), 10, what="the slot served")
+    a.c.execute_command("CLUSTER", "DELSLOTS", s_free)
+    # A key of a slot b serves, written during an import that was then closed.
+    b.c.execute_command("CLUSTER", "ADDSLOTS", s_b)
+    wait_for(lambda: s_b in next(e for e in a.nodes() if e["addr"] == b.addr)["slots"], 10,
+             what="a to learn b's slot")  # fmt: skip
+    wait_for(lambda: a.info()["cluster_state"] == "ok", 10, what="a's cluster state ok")
+    a.c.execute_command("CLUSTER", "SETSLOT", s_b, "IMPORTING", b.myid())
+    pipe = a.c.pipeline(transaction=False)
+    pipe.execute_command("ASKING")
+    pipe.set(k_b, "2")
+    assert pipe.execute() == [True, True]
+    a.c.execute_command("CLUSTER", "SETSLOT", s_b, "STABLE")
+    assert a.c.dbsize() == 2
+    a.c.save()
+
+    a.restart()
+    wait_for(lambda: a.c.dbsize() == 2 and a.info()["cluster_state"] == "ok", 10,
+             what="the dump loaded and the cluster state ok")  # fmt: skip
+    def whole_log() -> str:
+        with open(a.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    log = whole_log()
+    assert f"I have keys for unassigned slot {s_free}. Taking responsibility for it." in log
+    assert (f"I have keys for slot {s_b}, but the slot is assigned to another node. "
+            "Setting it to importing state.") in log  # fmt: skip
+    me = next(e for e in a.nodes() if "myself" in e["flags"])
+    assert me["slots"] == [s_free]
+    line = next(l for l in a.c.execute_command("CLUSTER", "NODES").splitlines() if "myself" in l)
+    assert f"[{s_b}-<-{b.myid()}]" in line.split(), line
+    assert a.c.get(k_free) == "1"
+    with pytest.raises(redis.ResponseError, match=f"MOVED {s_b} {b.addr}"):
+        a.c.get(k_b)
+    pipe = a.c.pipeline(transaction=False)
+    pipe.execute_command("ASKING")
+    pipe.get(k_b)
+    assert pipe.execute() == [True, "2"]
+    # Recorded in nodes.conf: a second restart finds it all in place, with nothing to fix.
+    a.restart()
+    wait_for(lambda: a.c.dbsize() == 2, 10, what="the dump loaded again")
+    assert next(e for e in a.nodes() if "myself" in e["flags"])["slots"] == [s_free]
+    assert whole_log().count("Taking responsibility") == 1
 
 
 # ---- DEBUG SLEEP stops the bus too ----------------------------------------------------------

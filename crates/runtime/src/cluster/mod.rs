@@ -14,6 +14,7 @@ pub mod routes;
 pub mod settings;
 pub mod slot_keys;
 pub mod start;
+pub mod verify_data;
 
 /// The protocol crate, for the command families (which depend on the runtime only).
 pub use tern_cluster as proto;
