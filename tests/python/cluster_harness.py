@@ -188,6 +188,19 @@ class Node:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
 
+    def restart(self) -> None:
+        """Kill the process and start it again on the same port and directory: it loads its
+        nodes.conf and its dump back."""
+        self.kill9()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        self.proc = subprocess.Popen(
+            self.argv, cwd=self.dir, stdout=self._log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        self._wait_ready()
+
     def stop(self) -> None:
         if self._client is not None:
             self._client.close()

@@ -18,9 +18,10 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from conftest import RawConn
+from conftest import RawConn, encode
 from cluster_harness import (
     Cluster,
+    Node,
     cli,
     key_in_slots,
     key_slot,
@@ -428,6 +429,62 @@ def test_add_node_master_and_replica_then_del_node(clusters):
     verify(cl, {k: k for k in keys})
 
 
+# ---- blocked clients follow their slot ------------------------------------------------------
+
+
+def blocked_count(node) -> int:
+    return int(node.c.info("clients")["blocked_clients"])
+
+
+def block_on(node, key: str) -> RawConn:
+    """A connection of `node` blocked in ``BRPOP key 0`` (its reply is read by the caller)."""
+    conn = RawConn(node.port, timeout=30)
+    conn.send(encode("BRPOP", key, "0"))
+    wait_for(lambda: blocked_count(node) == 1, 10, step=0.05, what=f"a client blocked on {node}")
+    return conn
+
+
+def test_blocked_client_follows_its_slot(clusters):
+    """A client blocked on a key is told where the key went once its slot leaves the node
+    (MOVED), that the slot has no owner, or that the cluster is down: a write that could serve
+    it will never come to this node."""
+    cl = Cluster.create(["tern"] * 3)
+    clusters.append(cl)
+    m = cl.masters()
+    src, dst = cl.node_at(m[-1]["addr"]), cl.node_at(m[0]["addr"])
+    # redis-cli reshard moves the source's first slots.
+    first = min(m[-1]["slots"])
+    key = next(key_in_slots({first}, "blocked"))
+    with block_on(src, key) as blocked:
+        cl.reshard(src, dst, 1)
+        t0 = time.monotonic()
+        reply = blocked.read_reply()
+        waited = time.monotonic() - t0
+    assert first in next(e for e in src.nodes() if e["addr"] == dst.addr)["slots"]
+    assert reply == f"-MOVED {first} {dst.addr}\r\n".encode()
+    assert waited < 2, f"the MOVED came {waited:.2f}s after the reshard"
+    cl.wait_ok()
+    assert [blocked_count(n) for n in cl.nodes] == [0, 0, 0]
+
+    # A slot the node stops serving, the cluster needing every slot: the cluster is down.
+    other = next(s for s in m[0]["slots"] if s != first)
+    key2 = next(key_in_slots({other}, "blocked"))
+    with block_on(dst, key2) as blocked:
+        assert dst.c.execute_command("CLUSTER", "DELSLOTS", other) == "OK"
+        reply = blocked.read_reply()
+    assert reply == b"-CLUSTERDOWN The cluster is down\r\n"
+    assert dst.c.execute_command("CLUSTER", "ADDSLOTS", other) == "OK"
+    wait_for(lambda: dst.info()["cluster_state"] == "ok", 10, what="the cluster ok again")
+
+    # The same without cluster-require-full-coverage: the slot alone is not served.
+    assert dst.c.config_set("cluster-require-full-coverage", "no")
+    with block_on(dst, key2) as blocked:
+        assert dst.c.execute_command("CLUSTER", "DELSLOTS", other) == "OK"
+        reply = blocked.read_reply()
+    assert reply == b"-CLUSTERDOWN Hash slot not served\r\n"
+    assert blocked_count(dst) == 0
+
+
 # ---- failover -------------------------------------------------------------------------------
 
 
@@ -593,3 +650,101 @@ def test_mixed_redis_node_joins_tern_cluster(clusters):
     cl = Cluster.create(["tern"] * 3)
     clusters.append(cl)
     mixed_cluster_round_trip(cl, "redis")
+
+
+# ---- keys found at start-up ----------------------------------------------------------------
+
+
+def test_keys_loaded_for_slots_not_owned_are_claimed_or_imported(clusters):
+    """A master that restarts with keys of slots nodes.conf does not give it (Redis's
+    verifyClusterConfigWithData): an unassigned slot becomes its own, a slot another node
+    serves is marked as imported from that node, and the keys stay reachable."""
+    extra = ("--cluster-require-full-coverage", "no")
+    a, b = Node("tern", extra=extra), Node("tern", extra=extra)
+    cl = Cluster([a, b])
+    clusters.append(cl)
+    a.c.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port)
+    wait_for(lambda: len(a.nodes()) == 2 and len(b.nodes()) == 2, 10, what="the nodes to meet")
+    k_free, k_b = "claimed-key", "imported-key"
+    s_free, s_b = key_slot(k_free), key_slot(k_b)
+    assert s_free != s_b
+    # A key of a slot that then loses its owner (DELSLOTS keeps the keys).
+    a.c.execute_command("CLUSTER", "ADDSLOTS", s_free)
+    wait_for(lambda: a.c.set(k_free, "1"), 10, what="the slot served")
+    a.c.execute_command("CLUSTER", "DELSLOTS", s_free)
+    # A key of a slot b serves, written during an import that was then closed.
+    b.c.execute_command("CLUSTER", "ADDSLOTS", s_b)
+    wait_for(lambda: s_b in next(e for e in a.nodes() if e["addr"] == b.addr)["slots"], 10,
+             what="a to learn b's slot")  # fmt: skip
+    wait_for(lambda: a.info()["cluster_state"] == "ok", 10, what="a's cluster state ok")
+    a.c.execute_command("CLUSTER", "SETSLOT", s_b, "IMPORTING", b.myid())
+    pipe = a.c.pipeline(transaction=False)
+    pipe.execute_command("ASKING")
+    pipe.set(k_b, "2")
+    assert pipe.execute() == [True, True]
+    a.c.execute_command("CLUSTER", "SETSLOT", s_b, "STABLE")
+    assert a.c.dbsize() == 2
+    a.c.save()
+
+    a.restart()
+    wait_for(lambda: a.c.dbsize() == 2 and a.info()["cluster_state"] == "ok", 10,
+             what="the dump loaded and the cluster state ok")  # fmt: skip
+    def whole_log() -> str:
+        with open(a.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    log = whole_log()
+    assert f"I have keys for unassigned slot {s_free}. Taking responsibility for it." in log
+    assert (f"I have keys for slot {s_b}, but the slot is assigned to another node. "
+            "Setting it to importing state.") in log  # fmt: skip
+    me = next(e for e in a.nodes() if "myself" in e["flags"])
+    assert me["slots"] == [s_free]
+    line = next(l for l in a.c.execute_command("CLUSTER", "NODES").splitlines() if "myself" in l)
+    assert f"[{s_b}-<-{b.myid()}]" in line.split(), line
+    assert a.c.get(k_free) == "1"
+    with pytest.raises(redis.ResponseError, match=f"MOVED {s_b} {b.addr}"):
+        a.c.get(k_b)
+    pipe = a.c.pipeline(transaction=False)
+    pipe.execute_command("ASKING")
+    pipe.get(k_b)
+    assert pipe.execute() == [True, "2"]
+    # Recorded in nodes.conf: a second restart finds it all in place, with nothing to fix.
+    a.restart()
+    wait_for(lambda: a.c.dbsize() == 2, 10, what="the dump loaded again")
+    assert next(e for e in a.nodes() if "myself" in e["flags"])["slots"] == [s_free]
+    assert whole_log().count("Taking responsibility") == 1
+
+
+# ---- DEBUG SLEEP stops the bus too ----------------------------------------------------------
+
+
+def test_debug_sleep_stops_the_bus(clusters):
+    """DEBUG SLEEP stops the whole node, its cluster bus included, as single-threaded Redis:
+    past node-timeout the others mark it failed (the cluster tests' way to fake a dead node),
+    and it is back once the sleep is over."""
+    timeout_ms = 1000
+    cl = Cluster.create(["tern"] * 3, node_timeout=timeout_ms)
+    clusters.append(cl)
+    sleeper, others = cl.nodes[2], cl.nodes[:2]
+
+    def flags_of_sleeper(n):
+        return next(e for e in n.nodes() if e["addr"] == sleeper.addr)["flags"]
+
+    sleep_s = 6
+    with RawConn(sleeper.port, timeout=sleep_s + 10) as conn:
+        conn.send(encode("DEBUG", "SLEEP", str(sleep_s)))
+        t0 = time.monotonic()
+        wait_for(
+            lambda: all("fail" in flags_of_sleeper(n) for n in others), sleep_s - 1, step=0.05,
+            what="the sleeping node marked failed by the others",
+        )  # fmt: skip
+        failed_s = time.monotonic() - t0
+        assert all(n.info()["cluster_state"] == "fail" for n in others)
+        assert conn.read_reply() == b"+OK\r\n"
+        slept = time.monotonic() - t0
+    print(f"marked failed {failed_s:.2f}s into the sleep (node-timeout {timeout_ms} ms)")
+    assert failed_s > timeout_ms / 1000 * 0.9
+    assert slept >= sleep_s - 0.5
+    # Awake again: its slots were not failed over (no replica), so the FAIL flag is cleared.
+    cl.wait_ok(30)
+    assert all("fail" not in flags_of_sleeper(n) for n in others)

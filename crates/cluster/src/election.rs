@@ -97,8 +97,9 @@ impl ClusterState {
                 rank,
                 ..Election::default()
             };
-            if manual {
-                // Coordinated with the master: no reason to wait.
+            // Any manual failover under way, ready or not (its master may have failed before
+            // telling its offset): no reason to wait, as in Redis.
+            if self.mf.end != 0 {
                 self.election.time = now;
                 self.election.rank = 0;
             }
@@ -122,7 +123,7 @@ impl ClusterState {
             }
             return;
         }
-        if !self.election.sent && !manual {
+        if !self.election.sent && self.mf.end == 0 {
             let rank = self.replica_rank();
             if rank > self.election.rank {
                 let added = (rank - self.election.rank) as u64 * 1000;
@@ -154,8 +155,8 @@ impl ClusterState {
                 format!("Starting a failover election for epoch {epoch}."),
             );
             let mut header = self.header();
-            if manual {
-                // Masters vote though our master is up.
+            if self.mf.end != 0 {
+                // Masters vote though our master is up (to them), manual failover ready or not.
                 header.mflags.0[0] |= MsgFlags::FORCEACK;
             }
             let msg = Msg::new(header, Body::FailoverAuthRequest);

@@ -656,6 +656,35 @@ fn takeover_needs_no_votes_and_manual_failover_times_out() {
 }
 
 #[test]
+fn master_failing_during_a_manual_failover_is_replaced_without_delay() {
+    use tern_cluster::manual_failover::FailoverMode;
+    let mut sim = masters_and_replicas(2000);
+    let r3 = sim.id(3);
+    // The master stops (DEBUG SLEEP, say) just as its replica asks for a manual failover:
+    // it never tells its offset, and once it is FAIL the replica's election starts at once.
+    sim.down.insert(0);
+    sim.nodes[3]
+        .manual_failover(FailoverMode::Default, sim.now)
+        .unwrap();
+    sim.advance(4900);
+    assert!(
+        sim.logs[3]
+            .iter()
+            .any(|l| l.starts_with("Start of election delayed for 0 milliseconds (rank #0")),
+        "{:?}",
+        sim.logs[3]
+    );
+    assert!(
+        sim.logs[3]
+            .iter()
+            .any(|l| l == "Failover election won: I'm the new master."),
+        "{:?}",
+        sim.logs[3]
+    );
+    assert_eq!(sim.nodes[1].slot_owner(0), Some(r3));
+}
+
+#[test]
 fn publish_reaches_every_node_and_spublish_only_the_shard() {
     let mut sim = masters_and_replicas(2000);
     sim.nodes[0].publish(b"news", b"hello", false);

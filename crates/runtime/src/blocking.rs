@@ -111,6 +111,20 @@ impl Waiter {
         self.wake.notified().await
     }
 
+    /// The keys waited on (sorted, without duplicates); none for WAIT and the like.
+    pub fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
+
+    /// The name of the blocked command, as the client sent it.
+    pub fn command_name(&self) -> &[u8] {
+        self.args.args().get(0)
+    }
+
+    pub fn client(&self) -> &Arc<ClientHandle> {
+        &self.handle
+    }
+
     /// The outcome if the wait is over.
     pub fn outcome(&self) -> Option<Outcome> {
         match &*self.state.lock() {
@@ -224,6 +238,16 @@ impl Blocking {
             Outcome::Timeout
         };
         self.end_if_waiting(&w, o)
+    }
+
+    /// Every blocked client.
+    pub fn waiters(&self) -> Vec<Arc<Waiter>> {
+        self.queues.lock().by_client.values().cloned().collect()
+    }
+
+    /// End `w`'s wait with the error `e` (without its `-`) unless a writer served it first.
+    pub fn fail(&self, w: &Arc<Waiter>, e: String) -> bool {
+        self.end_if_waiting(w, Outcome::Error(e))
     }
 
     /// This master became a replica: every blocked client gets Redis's UNBLOCKED error and is

@@ -122,6 +122,7 @@ fn main() {
                     std::process::exit(1);
                 }
                 srv2.rdb.loading.store(false, Relaxed);
+                tern_runtime::cluster::verify_data::claim_slots_of_loaded_keys(&srv2);
                 srv2.rdb.startup_load_done.store(true, Relaxed);
             })
             .expect("spawn loader thread");
@@ -154,6 +155,7 @@ fn main() {
                         std::process::exit(1);
                     }
                 }
+                tern_runtime::cluster::verify_data::claim_slots_of_loaded_keys(&srv2);
                 srv2.rdb.startup_load_done.store(true, Relaxed);
             })
             .expect("spawn loader thread");

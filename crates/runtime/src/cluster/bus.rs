@@ -149,6 +149,7 @@ fn now_ms() -> u64 {
 impl Bus {
     /// Lock the state, run `f`, publish the change and carry out what it queued.
     fn with_state(&self, f: impl FnOnce(&mut ClusterState, u64)) {
+        self.wait_while_server_sleeps();
         let now = now_ms();
         {
             let mut st = self.cluster.state.lock();
@@ -173,8 +174,17 @@ impl Bus {
         }
     }
 
+    /// DEBUG SLEEP stops the whole server, as single-threaded Redis is stopped, the bus
+    /// included: this blocks the bus thread, so no message is read, answered or sent and no
+    /// cron runs until the sleep is over; the other nodes see the node time out (PFAIL,
+    /// then FAIL), which tests of failure detection and failover rely on.
+    fn wait_while_server_sleeps(&self) {
+        self.srv.world.wait_while_stopped();
+    }
+
     /// Carry out every queued action, until none is left.
     fn drive(&self) {
+        self.wait_while_server_sleeps();
         loop {
             let todo: Vec<Todo> = {
                 let mut st = self.cluster.state.lock();

@@ -6,6 +6,7 @@
 //! calls [`Cluster::changed`], which publishes a fresh [`routes::Routes`] when slots, nodes or the
 //! health moved, and wakes the bus to carry out the actions the change queued.
 
+pub mod blocked;
 pub mod bus;
 pub mod conf_file;
 pub mod redirect;
@@ -13,6 +14,7 @@ pub mod routes;
 pub mod settings;
 pub mod slot_keys;
 pub mod start;
+pub mod verify_data;
 
 /// The protocol crate, for the command families (which depend on the runtime only).
 pub use tern_cluster as proto;

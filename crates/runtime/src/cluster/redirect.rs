@@ -13,7 +13,8 @@ use crate::table::{flags, KeyShape};
 use tern_cluster::key_hash_slot;
 use tern_engine::hash::checked_key_slot;
 
-enum Refusal {
+/// Why a command (or a blocked client, see `blocked`) cannot be served here.
+pub(super) enum Refusal {
     Moved(u16, u16),
     Ask(u16, u16),
     CrossSlot,
@@ -242,7 +243,8 @@ fn route<'a>(
     Ok(Some(slot))
 }
 
-fn message(srv: &Server, routes: &Routes, r: Refusal) -> String {
+/// The error a refused client gets (without the `-`).
+pub(super) fn message(srv: &Server, routes: &Routes, r: Refusal) -> String {
     let endpoint = |n: u16| {
         routes.nodes.get(n as usize).map_or_else(
             || "?:0".to_string(),
