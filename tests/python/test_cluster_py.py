@@ -11,6 +11,7 @@ so a failure against tern is tern's. See cluster_harness.py for the binaries and
 from __future__ import annotations
 
 import random
+import subprocess
 import threading
 import time
 
@@ -23,6 +24,7 @@ from cluster_harness import (
     Cluster,
     Node,
     cli,
+    cluster_port,
     key_in_slots,
     key_slot,
     redis_version,
@@ -748,3 +750,34 @@ def test_debug_sleep_stops_the_bus(clusters):
     # Awake again: its slots were not failed over (no replica), so the FAIL flag is cleared.
     cl.wait_ok(30)
     assert all("fail" not in flags_of_sleeper(n) for n in others)
+
+
+def test_keys_outside_db0_stop_a_cluster_node_at_start(clusters):
+    """A cluster node has one database, as Redis (it logs the change from `databases`): a dump
+    with keys in another database fails to load and the node stops, instead of hiding them."""
+    a = Node("tern")
+    cl = Cluster([a])
+    clusters.append(cl)
+    assert a.c.config_get("databases") == {"databases": "1"}
+    a.kill9()
+    a.killed = True  # its exit at the restart below is the point of the test
+    port = cluster_port()
+    plain = subprocess.Popen(
+        [a.exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", a.dir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        c = redis.Redis(port=port, db=1)
+        wait_for(lambda: c.ping(), 10, what="the plain server up")
+        c.set("in-db-1", "x")
+        c.save()
+        c.close()
+    finally:
+        plain.kill()
+        plain.wait()
+    with pytest.raises(RuntimeError, match=r"exited at start \(1\)"):
+        a.restart()
+    log = a.log()
+    assert "Changing databases number from 16 to 1 since we are in cluster mode" in log
+    assert "configured to handle more than 1 databases" in log

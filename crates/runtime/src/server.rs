@@ -118,7 +118,18 @@ pub struct Server {
 
 impl Server {
     pub fn new(config: Config, threads: usize) -> Server {
-        let databases = config.get_i64("databases").max(1) as usize;
+        let mut databases = config.get_i64("databases").max(1) as usize;
+        if config.get_bool("cluster-enabled") && databases != 1 {
+            // A cluster serves one keyspace, as Redis: a dump with keys elsewhere then fails
+            // to load instead of hiding them.
+            crate::log::warning(&format!(
+                "WARNING: Changing databases number from {databases} to 1 since we are in cluster mode"
+            ));
+            databases = 1;
+            config
+                .set("databases", "1", false)
+                .expect("databases takes 1");
+        }
         let commands = Registry::build_renamed(&config.renames.lock());
         let stats = StatsRegistry::default();
         stats.set_command_count(commands.len());
