@@ -140,6 +140,10 @@ pub enum Action {
     UnpauseWrites,
     /// This node no longer owns `slot`: its keys there must go.
     DeleteKeysInSlot(u16),
+    /// These slots lost their owner in our view (deleted, or moved to another node): the
+    /// clients subscribed here to shard channels of them are unsubscribed, each told with a
+    /// `sunsubscribe` (Redis's `removeChannelsInSlot`, on masters and replicas alike).
+    UnsubscribeShardChannels(Box<SlotSet>),
     /// A PUBLISH (or, `shard`, SPUBLISH) another node propagated: deliver it to this node's
     /// subscribers.
     Deliver {
@@ -301,6 +305,8 @@ pub struct ClusterState {
     /// than refused, but any claim takes them and UPDATEs do not advertise them (Redis's
     /// `owner_not_claiming_slot`).
     pub(crate) unclaimed: SlotSet,
+    /// Slots deleted since the last `before_sleep` (see [`Action::UnsubscribeShardChannels`]).
+    slots_deleted: SlotSet,
     pub migrating: BTreeMap<u16, NodeId>,
     pub importing: BTreeMap<u16, NodeId>,
     health: Health,
@@ -355,6 +361,7 @@ impl ClusterState {
             last_vote_epoch: 0,
             slots: vec![None; CLUSTER_SLOTS],
             unclaimed: SlotSet::new(),
+            slots_deleted: SlotSet::new(),
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
             health: Health::Fail,
@@ -578,6 +585,7 @@ impl ClusterState {
             return false;
         };
         self.unclaimed.remove(slot);
+        self.slots_deleted.insert(slot);
         if let Some(n) = self.nodes.get_mut(&owner) {
             n.slots.remove(slot);
         }
@@ -1857,6 +1865,11 @@ impl ClusterState {
 
     /// Do what the events asked for: recompute the state, save (and fsync) the config.
     pub fn before_sleep(&mut self, now: u64) {
+        if !self.slots_deleted.is_empty() {
+            let slots = std::mem::take(&mut self.slots_deleted);
+            self.actions
+                .push(Action::UnsubscribeShardChannels(Box::new(slots)));
+        }
         if std::mem::take(&mut self.todo_update_state) {
             self.update_state(now);
         }

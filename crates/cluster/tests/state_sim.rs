@@ -182,7 +182,9 @@ impl Sim {
                 String::from_utf8(message).unwrap(),
                 shard,
             )),
-            Action::HealthChanged(_) | Action::ReplicateFrom(_) => {}
+            Action::HealthChanged(_)
+            | Action::ReplicateFrom(_)
+            | Action::UnsubscribeShardChannels(_) => {}
         }
     }
 
