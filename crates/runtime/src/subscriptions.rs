@@ -170,19 +170,31 @@ impl PubSub {
     /// shard subscriptions left, as Redis's `removeChannelsInSlot`. The connections drop the
     /// channels from their own lists before their next command.
     pub fn unsubscribe_shard_channels(&self, srv: &Server, doomed: impl Fn(&[u8]) -> bool) {
-        let mut m = self.shard.write();
-        let gone: Vec<Box<[u8]>> = m.keys().filter(|c| doomed(c)).cloned().collect();
-        if gone.is_empty() {
-            return;
-        }
         let mut left: HashMap<u64, usize> = HashMap::new();
-        for subs in m.values() {
-            for s in subs {
-                *left.entry(s.id()).or_default() += 1;
+        let removed: Vec<(Box<[u8]>, Vec<PushTx>)> = {
+            let mut m = self.shard.write();
+            let gone: Vec<Box<[u8]>> = m.keys().filter(|c| doomed(c)).cloned().collect();
+            if gone.is_empty() {
+                return;
             }
-        }
-        for channel in gone {
-            let subs = m.remove(&channel).unwrap_or_default();
+            for subs in m.values() {
+                for s in subs {
+                    *left.entry(s.id()).or_default() += 1;
+                }
+            }
+            let removed = gone
+                .into_iter()
+                .map(|c| {
+                    let subs = m.remove(&c).unwrap_or_default();
+                    (c, subs)
+                })
+                .collect();
+            // Before any client hears of it: a connection that read its `sunsubscribe` and
+            // sends its next command must find its list out of date.
+            self.shard_revocations.fetch_add(1, Relaxed);
+            removed
+        };
+        for (channel, subs) in removed {
             for s in subs {
                 let n = left.get_mut(&s.id()).expect("counted above");
                 *n -= 1;
@@ -197,14 +209,13 @@ impl PubSub {
                 out.bulk(Kind::Shard.unsubscribe_word());
                 out.bulk(&channel);
                 out.int(*n as i64);
-                s.send(srv, &out.buf);
                 let h = &s.handle;
                 h.ssub_count.store(*n, Relaxed);
                 let others = h.sub_count.load(Relaxed) + h.psub_count.load(Relaxed);
                 h.set_flag(cflags::PUBSUB, others + *n > 0);
+                s.send(srv, &out.buf);
             }
         }
-        self.shard_revocations.fetch_add(1, Relaxed);
     }
 
     /// Deliver `msg` on `channel` (a shard channel when `shard`): to the channel's subscribers,
