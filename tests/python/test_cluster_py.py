@@ -268,6 +268,49 @@ def test_sharded_pubsub_replica_subscriber(six):
         sub.close()
 
 
+def push3(word: str, channel: str, n: int) -> bytes:
+    """A RESP2 (un)subscribe push: [word, channel, count]."""
+    return b"*3\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n:%d\r\n" % (
+        len(word), word.encode(), len(channel), channel.encode(), n,
+    )  # fmt: skip
+
+
+def test_moving_a_slot_unsubscribes_its_shard_channels_on_master_and_replica(clusters):
+    # Redis drops the shard channels of a slot that leaves a node's view (SETSLOT NODE, an
+    # UPDATE from gossip, DELSLOTS): each subscriber gets `sunsubscribe` with its count left.
+    cl = Cluster.create(["tern"] * 6, replicas=1)
+    clusters.append(cl)
+    channel = "ch3"
+    slot = key_slot(channel)
+    src = cl.master_of_slot(slot)
+    dst = next(n for n in cl.live() if n.addr in {e["addr"] for e in cl.masters()} and n is not src)
+    replica = cl.replicas_of(src)[0]
+    src_slots = set(next(e for e in cl.masters() if e["addr"] == src.addr)["slots"])
+    kept = next(key_in_slots(src_slots - {slot}, "kept"))
+    with RawConn(src.port) as on_master, RawConn(replica.port) as on_replica:
+        assert on_master.cmd("SSUBSCRIBE", channel) == push3("ssubscribe", channel, 1)
+        assert on_master.cmd("SSUBSCRIBE", kept) == push3("ssubscribe", kept, 2)
+        assert on_replica.cmd("SSUBSCRIBE", channel) == push3("ssubscribe", channel, 1)
+        src_id, dst_id = src.myid(), dst.myid()
+        assert src.c.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+        assert dst.c.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+        assert dst.c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        assert src.c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        assert on_master.read_reply() == push3("sunsubscribe", channel, 1)
+        # The other channel still delivers.
+        assert src.c.execute_command("SPUBLISH", kept, "hi") == 1
+        assert on_master.read_reply() == b"*3\r\n$8\r\nsmessage\r\n$%d\r\n%s\r\n$2\r\nhi\r\n" % (
+            len(kept), kept.encode(),
+        )  # fmt: skip
+        # The replica learns the move from gossip; its subscriber, left with none, is out of
+        # subscribed mode (a RESP2 client may run any command again).
+        on_replica.sock.settimeout(20)
+        assert on_replica.read_reply() == push3("sunsubscribe", channel, 0)
+        assert on_replica.cmd("ECHO", "back") == b"$4\r\nback\r\n"
+        assert src.c.execute_command("PUBSUB", "SHARDCHANNELS") == [kept]
+        assert replica.c.execute_command("PUBSUB", "SHARDCHANNELS") == []
+
+
 # ---- resharding under load ------------------------------------------------------------------
 
 
@@ -544,6 +587,51 @@ def test_kill9_master_replica_promoted(clusters):
         assert rc.set("fo:after", "1") and rc.get("fo:after") == "1"
     finally:
         rc.close()
+
+
+def shards_entry(via, node_id: str) -> dict:
+    """The CLUSTER SHARDS entry of node `node_id` as `via` reports it."""
+    for shard in via.c.execute_command("CLUSTER", "SHARDS"):
+        shard = dict(zip(shard[::2], shard[1::2]))
+        for n in shard["nodes"]:
+            n = dict(zip(n[::2], n[1::2]))
+            if n["id"] == node_id:
+                return n
+    raise AssertionError(f"{node_id} not in CLUSTER SHARDS")
+
+
+def in_cluster_slots(via, port: int) -> bool:
+    return any(n[1] == port for r in via.c.execute_command("CLUSTER", "SLOTS") for n in r[2:])
+
+
+def test_replica_loading_a_full_sync_is_loading_in_shards_and_hidden_from_slots(clusters):
+    # A replica replacing its data with a full sync's payload gossips offset 0: its master
+    # shows it `loading` in CLUSTER SHARDS and leaves it out of CLUSTER SLOTS until it is done.
+    cl = Cluster.create(["tern"] * 6, replicas=1, node_timeout=2000)
+    clusters.append(cl)
+    master = cl.master_of_slot(0)
+    replica = cl.replicas_of(master)[0]
+    rid = replica.myid()
+    wait_for(lambda: shards_entry(master, rid)["health"] == "online", 20, what="replica online")
+    assert in_cluster_slots(master, replica.port)
+    master.c.execute_command("DEBUG", "POPULATE", 2000, "key", 100)
+    master.c.config_set("repl-backlog-size", 16384)
+    master.c.config_set("repl-diskless-sync-delay", 0)
+    replica.c.config_set("repl-diskless-load", "disabled")
+    replica.c.config_set("key-load-delay", 3000)  # µs per key: the load takes seconds
+    # (Redis answers the bus while loading only every so many bytes loaded.)
+    replica.c.config_set("loading-process-events-interval-bytes", 1024)
+    pipe = master.c.pipeline(transaction=True)
+    pipe.execute_command("CLIENT", "KILL", "TYPE", "replica")
+    for j in range(100):
+        pipe.set(f"{{ch3}}{j}", "A" * 1024)  # more than the backlog holds: a full sync
+    pipe.execute()
+    wait_for(lambda: shards_entry(master, rid)["health"] == "loading", 30, what="loading")
+    assert not in_cluster_slots(master, replica.port)
+    replica.c.config_set("key-load-delay", 0)
+    wait_for(lambda: shards_entry(master, rid)["health"] == "online", 30, what="online again")
+    wait_for(lambda: in_cluster_slots(master, replica.port), 10, what="back in CLUSTER SLOTS")
+    assert shards_entry(replica, rid)["health"] == "online"
 
 
 # ---- mixed clusters: redis-server and tern nodes ---------------------------------------------

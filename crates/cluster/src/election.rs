@@ -269,7 +269,7 @@ impl ClusterState {
             return;
         }
         for slot in h.slots.iter() {
-            let Some(owner) = self.slot_owner(slot) else {
+            let Some(owner) = self.slot_owner(slot).filter(|_| !self.slot_unclaimed(slot)) else {
                 continue;
             };
             let epoch = self.node(&owner).map_or(0, |o| o.config_epoch);

@@ -140,6 +140,10 @@ pub enum Action {
     UnpauseWrites,
     /// This node no longer owns `slot`: its keys there must go.
     DeleteKeysInSlot(u16),
+    /// These slots lost their owner in our view (deleted, or moved to another node): the
+    /// clients subscribed here to shard channels of them are unsubscribed, each told with a
+    /// `sunsubscribe` (Redis's `removeChannelsInSlot`, on masters and replicas alike).
+    UnsubscribeShardChannels(Box<SlotSet>),
     /// A PUBLISH (or, `shard`, SPUBLISH) another node propagated: deliver it to this node's
     /// subscribers.
     Deliver {
@@ -296,6 +300,13 @@ pub struct ClusterState {
     pub last_vote_epoch: u64,
     /// Owner of each slot.
     pub(crate) slots: Vec<Option<NodeId>>,
+    /// Slots whose owner stopped claiming them in its messages (it gave them away, and the
+    /// new owner has not told us yet): they stay bound, so clients are redirected rather
+    /// than refused, but any claim takes them and UPDATEs do not advertise them (Redis's
+    /// `owner_not_claiming_slot`).
+    pub(crate) unclaimed: SlotSet,
+    /// Slots deleted since the last `before_sleep` (see [`Action::UnsubscribeShardChannels`]).
+    slots_deleted: SlotSet,
     pub migrating: BTreeMap<u16, NodeId>,
     pub importing: BTreeMap<u16, NodeId>,
     health: Health,
@@ -349,6 +360,8 @@ impl ClusterState {
             current_epoch: 0,
             last_vote_epoch: 0,
             slots: vec![None; CLUSTER_SLOTS],
+            unclaimed: SlotSet::new(),
+            slots_deleted: SlotSet::new(),
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
             health: Health::Fail,
@@ -522,6 +535,12 @@ impl ClusterState {
     pub fn size(&self) -> usize {
         self.size
     }
+    /// Free, or bound to a node that no longer claims it: the next claim takes it whatever
+    /// its configEpoch (Redis's `isSlotUnclaimed`).
+    pub(crate) fn slot_unclaimed(&self, slot: u16) -> bool {
+        self.slots[slot as usize].is_none() || self.unclaimed.contains(slot)
+    }
+
     pub fn slot_owner(&self, slot: u16) -> Option<NodeId> {
         self.slots.get(slot as usize).copied().flatten()
     }
@@ -565,6 +584,8 @@ impl ClusterState {
         let Some(owner) = self.slots[slot as usize].take() else {
             return false;
         };
+        self.unclaimed.remove(slot);
+        self.slots_deleted.insert(slot);
         if let Some(n) = self.nodes.get_mut(&owner) {
             n.slots.remove(slot);
         }
@@ -1018,10 +1039,14 @@ impl ClusterState {
             return;
         }
         let n = &self.nodes[&about];
+        let mut slots = n.slots.clone();
+        for s in self.unclaimed.iter() {
+            slots.remove(s);
+        }
         let body = Body::Update(Box::new(msg::Update {
             config_epoch: n.config_epoch,
             node: about,
-            slots: n.slots.clone(),
+            slots,
         }));
         let msg = Msg::new(self.header(), body);
         self.actions.push(Action::Send {
@@ -1414,7 +1439,7 @@ impl ClusterState {
                 let Some(owner) = self.slots[slot as usize] else {
                     continue;
                 };
-                if owner == s {
+                if owner == s || self.slot_unclaimed(slot) {
                     continue;
                 }
                 if self.nodes[&owner].config_epoch > h.config_epoch {
@@ -1485,10 +1510,16 @@ impl ClusterState {
         );
     }
 
-    /// A master claims `slots` at `epoch`: it takes every slot that is free or owned with a
-    /// smaller configEpoch (unless we are importing it).
+    /// A master claims `slots` at `epoch`: it takes every slot that is unclaimed or owned with
+    /// a smaller configEpoch (unless we are importing it). Slots bound to the sender that it
+    /// no longer claims stay bound, marked unclaimed (unbinding them would fail the cluster
+    /// until the new owner speaks).
     fn update_slots_config_with(&mut self, sender: NodeId, epoch: u64, slots: &SlotSet) {
         if sender == self.myself {
+            self.log(
+                LogLevel::Notice,
+                "Discarding UPDATE message about myself.".into(),
+            );
             return;
         }
         let me = self.myself;
@@ -1498,16 +1529,29 @@ impl ClusterState {
             self.me().master
         };
         let mut new_master = None;
+        // The sender is the new master of our shard when every slot it claims was taken
+        // from our master in this very message (a failover, not a resharding).
+        let mut sender_slots = 0usize;
+        let mut migrated_our_slots = 0usize;
         let mut lost = Vec::new();
-        for slot in slots.iter() {
+        for slot in 0..CLUSTER_SLOTS as u16 {
             let owner = self.slots[slot as usize];
-            if owner == Some(sender) || self.importing.contains_key(&slot) {
+            if !slots.contains(slot) {
+                if owner == Some(sender) {
+                    self.unclaimed.insert(slot);
+                }
                 continue;
             }
-            let takes = match owner {
-                None => true,
-                Some(o) => self.nodes[&o].config_epoch < epoch,
-            };
+            sender_slots += 1;
+            if owner == Some(sender) {
+                self.unclaimed.remove(slot);
+                continue;
+            }
+            if self.importing.contains_key(&slot) {
+                continue;
+            }
+            let takes = self.slot_unclaimed(slot)
+                || owner.is_some_and(|o| self.nodes[&o].config_epoch < epoch);
             if !takes {
                 continue;
             }
@@ -1516,6 +1560,7 @@ impl ClusterState {
             }
             if owner.is_some() && owner == cur_master {
                 new_master = Some(sender);
+                migrated_our_slots += 1;
             }
             self.del_slot(slot);
             self.add_slot(sender, slot);
@@ -1524,7 +1569,7 @@ impl ClusterState {
         }
         let cur_empty = cur_master.is_some_and(|m| self.nodes[&m].slots.is_empty());
         if let (Some(nm), true) = (new_master, cur_empty) {
-            if self.config.allow_replica_migration || cur_master != Some(me) {
+            if self.config.allow_replica_migration || sender_slots == migrated_our_slots {
                 let name = self.nodes[&nm].name_for_log();
                 self.log(
                     LogLevel::Notice,
@@ -1533,6 +1578,25 @@ impl ClusterState {
                 self.set_my_master(nm);
                 return;
             }
+        }
+        // Our master turned replica when its last slot went (resharded away): follow the
+        // node it follows, as nothing else would move us (unless that is ourselves, after
+        // a takeover the admin has to repair).
+        let grand = self
+            .me()
+            .master
+            .and_then(|m| self.nodes.get(&m))
+            .and_then(|m| m.master);
+        if let Some(g) = grand.filter(|&g| g != me && self.nodes.contains_key(&g)) {
+            let name = self.nodes[&g].name_for_log();
+            self.log(
+                LogLevel::Notice,
+                format!(
+                    "I'm a sub-replica! Reconfiguring myself as a replica of grandmaster {name}"
+                ),
+            );
+            self.set_my_master(g);
+            return;
         }
         for slot in lost {
             self.actions.push(Action::DeleteKeysInSlot(slot));
@@ -1801,6 +1865,11 @@ impl ClusterState {
 
     /// Do what the events asked for: recompute the state, save (and fsync) the config.
     pub fn before_sleep(&mut self, now: u64) {
+        if !self.slots_deleted.is_empty() {
+            let slots = std::mem::take(&mut self.slots_deleted);
+            self.actions
+                .push(Action::UnsubscribeShardChannels(Box::new(slots)));
+        }
         if std::mem::take(&mut self.todo_update_state) {
             self.update_state(now);
         }

@@ -182,7 +182,9 @@ impl Sim {
                 String::from_utf8(message).unwrap(),
                 shard,
             )),
-            Action::HealthChanged(_) | Action::ReplicateFrom(_) => {}
+            Action::HealthChanged(_)
+            | Action::ReplicateFrom(_)
+            | Action::UnsubscribeShardChannels(_) => {}
         }
     }
 
@@ -759,4 +761,89 @@ fn a_replica_migrates_to_a_master_orphaned_by_its_replicas_failure() {
         .unwrap()
         .replicas
         .contains(&sim.id(mover)));
+}
+
+/// Reshard every slot of master 0 to masters 1 and 2 as `redis-cli --cluster rebalance` does
+/// (IMPORTING on the target, NODE on the target, which bumps its epoch, then on the source).
+fn reshard_away_from_node_0(sim: &mut Sim) {
+    let (m0, m1, m2) = (sim.id(0), sim.id(1), sim.id(2));
+    for slot in 0..=5460u16 {
+        let (to, target) = if slot <= 2730 { (1, m1) } else { (2, m2) };
+        sim.nodes[to].set_slot_importing(slot, m0);
+        sim.nodes[0].set_slot_migrating(slot, target);
+        assert!(sim.nodes[to].set_slot_node(slot, target));
+        assert!(sim.nodes[0].set_slot_node(slot, target));
+        if slot % 512 == 0 {
+            sim.advance(100);
+        }
+    }
+    sim.advance(5000);
+}
+
+#[test]
+fn without_replica_migration_replicas_stay_with_a_master_resharded_empty() {
+    let mut sim = Sim::new(6, 2000);
+    for n in &mut sim.nodes {
+        n.config.allow_replica_migration = false;
+    }
+    sim.meet_all();
+    sim.advance(3000);
+    let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
+    for (i, (a, b)) in ranges.iter().enumerate() {
+        sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
+    }
+    let (m0, m1) = (sim.id(0), sim.id(1));
+    sim.nodes[3].set_my_master(m0);
+    sim.nodes[4].set_my_master(m0);
+    sim.nodes[5].set_my_master(m1);
+    sim.advance(5000);
+    assert!((0..6).all(|i| sim.nodes[i].health() == Health::Ok));
+
+    reshard_away_from_node_0(&mut sim);
+    assert!(sim.nodes[3].node(&m0).unwrap().slots.is_empty());
+    // The senders claim slots of their own besides master 0's: a resharding, not a
+    // failover, so the replicas keep their (now empty) master.
+    for r in [3, 4] {
+        assert_eq!(sim.nodes[r].node(&sim.id(r)).unwrap().master, Some(m0));
+    }
+    assert!((0..6).all(|i| sim.nodes[i].health() == Health::Ok));
+}
+
+#[test]
+fn with_replica_migration_replicas_follow_the_taker_of_their_masters_last_slot() {
+    let mut sim = masters_and_replicas(2000);
+    let m0 = sim.id(0);
+    reshard_away_from_node_0(&mut sim);
+    let master_of_3 = sim.nodes[3].node(&sim.id(3)).unwrap().master;
+    assert_ne!(master_of_3, Some(m0));
+    assert!(master_of_3 == Some(sim.id(1)) || master_of_3 == Some(sim.id(2)));
+}
+
+#[test]
+fn a_slot_its_owner_stopped_claiming_goes_to_a_claimant_with_a_smaller_epoch() {
+    let mut sim = three_masters_with_slots(2000);
+    let (m0, m1) = (sim.id(0), sim.id(1));
+    let top = (0..3)
+        .map(|i| sim.nodes[2].node(&sim.id(i)).unwrap().config_epoch)
+        .max()
+        .unwrap();
+    sim.nodes[0].set_my_config_epoch(top + 10);
+    sim.advance(2000);
+    // Node 0 gives slot 5 to node 1, whose epoch stays smaller (no IMPORTING, no bump). The
+    // others keep the slot bound to node 0 meanwhile (no CLUSTERDOWN), then node 1's claim
+    // takes it whatever the epochs.
+    assert!(sim.nodes[0].set_slot_node(5, m1));
+    sim.advance(2000);
+    assert_eq!(sim.nodes[2].slot_owner(5), Some(m0));
+    assert!((0..3).all(|i| sim.nodes[i].health() == Health::Ok));
+    assert!(sim.nodes[1].set_slot_node(5, m1));
+    sim.advance(3000);
+    for i in 0..3 {
+        assert_eq!(sim.nodes[i].slot_owner(5), Some(m1), "observer {i}");
+    }
+    assert!(
+        sim.deleted_slots[1].is_empty(),
+        "{:?}",
+        sim.deleted_slots[1]
+    );
 }

@@ -249,6 +249,8 @@ impl Conn {
                 // A keyspace event or an invalidation reveals a write: wait for everything.
                 self.observe_all(srv);
             }
+            // Shard channels the server dropped (cluster slots gone) leave its list too.
+            crate::subscriptions::reconcile_shard(srv, self);
         }
     }
 }

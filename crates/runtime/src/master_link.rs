@@ -1185,9 +1185,18 @@ impl Fsynced {
 }
 
 /// The replication offset a replica has processed, kept while the link is down (as Redis's
-/// cached master's): what a cluster replica's election ranks it by. None on a master.
+/// cached master's): what a cluster replica's election ranks it by, and what it gossips.
+/// 0 while it has no history to continue (a full sync's payload replacing its data, or
+/// none recorded yet), as Redis's replica with neither master nor cached master: CLUSTER
+/// SLOTS hides such a replica, CLUSTER SHARDS shows it `loading`. None on a master.
 pub fn processed_offset(srv: &Server) -> Option<u64> {
-    srv.master_link.link.lock().as_ref().map(|l| l.offset)
+    srv.master_link.link.lock().as_ref().map(|l| {
+        if l.continuable || l.state == State::Connected {
+            l.offset
+        } else {
+            0
+        }
+    })
 }
 
 /// How old a replica's copy of the master's data is, ms: since the last byte from the

@@ -707,7 +707,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &Args) {
     }
     let how = RdbLoadHow {
         merge,
-        as_replica: srv.master_link.is_replica(),
+        as_replica: crate::replica_expiry::is_replica(srv),
         name_expired: false,
     };
     match rdb_load(srv, &rdb_path(srv), how) {

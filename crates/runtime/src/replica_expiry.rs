@@ -30,9 +30,23 @@ fn role() -> Role {
     }
 }
 
+/// Whether `srv` is a replica as Redis's `iAmMaster` sees it: it follows a master, or, in
+/// cluster mode, its node is a replica (from nodes.conf at start-up, before the bus has
+/// started the link), so keys already expired stay at load and no cycle expires them.
+pub fn is_replica(srv: &Server) -> bool {
+    srv.master_link.is_replica()
+        || srv.cluster.get().is_some_and(|c| {
+            c.with_routes(|r| {
+                r.nodes
+                    .get(r.myself as usize)
+                    .is_some_and(|me| me.master.is_some())
+            })
+        })
+}
+
 /// `srv`'s role for expiry.
 pub fn role_of(srv: &Server) -> Role {
-    if !srv.master_link.is_replica() {
+    if !is_replica(srv) {
         Role::Master
     } else if srv.config.hot.replica_read_only.load(Relaxed) {
         Role::Replica

@@ -57,6 +57,9 @@ pub struct PubSub {
     npatterns: AtomicUsize,
     /// Clients disconnected for going over their output buffer limit.
     pub obuf_limit_disconnections: AtomicU64,
+    /// Bumped each time the server unsubscribed clients from shard channels: a connection
+    /// that saw another value brings its own list up to date (`reconcile_shard`).
+    shard_revocations: AtomicU64,
 }
 
 impl PubSub {
@@ -162,6 +165,59 @@ impl PubSub {
         )
     }
 
+    /// Cluster mode, slots gone from this node's view: unsubscribe every client from the
+    /// shard channels `doomed` selects, each told with a `sunsubscribe` push carrying its
+    /// shard subscriptions left, as Redis's `removeChannelsInSlot`. The connections drop the
+    /// channels from their own lists before their next command.
+    pub fn unsubscribe_shard_channels(&self, srv: &Server, doomed: impl Fn(&[u8]) -> bool) {
+        let mut left: HashMap<u64, usize> = HashMap::new();
+        let removed: Vec<(Box<[u8]>, Vec<PushTx>)> = {
+            let mut m = self.shard.write();
+            let gone: Vec<Box<[u8]>> = m.keys().filter(|c| doomed(c)).cloned().collect();
+            if gone.is_empty() {
+                return;
+            }
+            for subs in m.values() {
+                for s in subs {
+                    *left.entry(s.id()).or_default() += 1;
+                }
+            }
+            let removed = gone
+                .into_iter()
+                .map(|c| {
+                    let subs = m.remove(&c).unwrap_or_default();
+                    (c, subs)
+                })
+                .collect();
+            // Before any client hears of it: a connection that read its `sunsubscribe` and
+            // sends its next command must find its list out of date.
+            self.shard_revocations.fetch_add(1, Relaxed);
+            removed
+        };
+        for (channel, subs) in removed {
+            for s in subs {
+                let n = left.get_mut(&s.id()).expect("counted above");
+                *n -= 1;
+                let mut out = tern_resp::Reply::new();
+                out.buf.clear();
+                out.resp = if s.handle.resp.load(Relaxed) >= 3 {
+                    3
+                } else {
+                    2
+                };
+                out.push(3);
+                out.bulk(Kind::Shard.unsubscribe_word());
+                out.bulk(&channel);
+                out.int(*n as i64);
+                let h = &s.handle;
+                h.ssub_count.store(*n, Relaxed);
+                let others = h.sub_count.load(Relaxed) + h.psub_count.load(Relaxed);
+                h.set_flag(cflags::PUBSUB, others + *n > 0);
+                s.send(srv, &out.buf);
+            }
+        }
+    }
+
     /// Deliver `msg` on `channel` (a shard channel when `shard`): to the channel's subscribers,
     /// then (not for shard channels) to each matching pattern's. Returns the receivers as Redis
     /// counts them (a client matching twice counts twice).
@@ -229,6 +285,8 @@ pub struct ClientSubs {
     channels: Names,
     patterns: Names,
     shard: Names,
+    /// `PubSub::shard_revocations` as of the last look.
+    shard_revocations_seen: u64,
 }
 
 impl ClientSubs {
@@ -251,6 +309,29 @@ impl ClientSubs {
     pub fn total(&self) -> usize {
         self.channels.len() + self.patterns.len() + self.shard.len()
     }
+}
+
+/// Drop from the client's own list the shard channels the server unsubscribed it from
+/// (`PubSub::unsubscribe_shard_channels`); cheap when that did not happen.
+#[inline]
+pub fn reconcile_shard(srv: &Server, conn: &mut Conn) {
+    let now = srv.pubsub.shard_revocations.load(Relaxed);
+    if conn.subs.shard_revocations_seen == now {
+        return;
+    }
+    conn.subs.shard_revocations_seen = now;
+    if conn.subs.shard.is_empty() {
+        return;
+    }
+    let id = conn.handle.id;
+    {
+        let m = srv.pubsub.shard.read();
+        conn.subs.shard.retain(|c| {
+            m.get(c)
+                .is_some_and(|subs| subs.iter().any(|s| s.id() == id))
+        });
+    }
+    sync_handle(conn);
 }
 
 /// Bring the client's CLIENT LIST counters and its `P` flag up to date.

@@ -133,9 +133,10 @@ fn main() {
             .name("rdb-load".into())
             .spawn(move || {
                 let t0 = std::time::Instant::now();
+                let as_replica = tern_runtime::replica_expiry::is_replica(&srv2);
                 let how = tern_runtime::persistence::RdbLoadHow {
-                    as_replica: srv2.master_link.is_replica(),
-                    name_expired: !srv2.master_link.is_replica(),
+                    as_replica,
+                    name_expired: !as_replica,
                     ..Default::default()
                 };
                 match tern_runtime::persistence::rdb_load(&srv2, &rdb, how) {

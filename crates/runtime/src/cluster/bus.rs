@@ -287,6 +287,12 @@ impl Bus {
                 Action::DeleteKeysInSlot(slot) => {
                     super::slot_keys::delete_slot_keys(&self.srv, slot)
                 }
+                Action::UnsubscribeShardChannels(slots) => self
+                    .srv
+                    .pubsub
+                    .unsubscribe_shard_channels(&self.srv, |channel| {
+                        slots.contains(tern_cluster::key_hash_slot(channel))
+                    }),
                 Action::Log { level, line } => crate::log::write(
                     match level {
                         LogLevel::Debug => 0,
