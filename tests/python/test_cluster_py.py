@@ -144,6 +144,29 @@ def test_write_on_replica_is_moved(six):
         assert raw.cmd("SET", key, "2") == moved
 
 
+def test_scripts_on_a_readonly_replica_follow_their_declared_flags(six):
+    # Redis weighs a script by the flags it declares: with a shebang and without `no-writes`
+    # it is a write, redirected to the master even for a READONLY client; a `no-writes` script
+    # and a script without a shebang (EVAL's own flags) read on the replica.
+    key = "script-on-replica"
+    owner = six.master_of_slot(key_slot(key))
+    owner.c.set(key, "v")
+    replica = six.replicas_of(owner)[0]
+    moved = f"-MOVED {key_slot(key)} {owner.addr}\r\n".encode()
+    writes = "#!lua\nreturn redis.call('del', KEYS[1])"
+    reads = "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])"
+    plain = "return redis.call('get', KEYS[1])"
+    with RawConn(replica.port) as raw:
+        assert raw.cmd("READONLY") == b"+OK\r\n"
+        wait_for(lambda: raw.cmd("GET", key) == b"$1\r\nv\r\n", 10, what="the key replicated")
+        assert raw.cmd("EVAL", writes, "1", key) == moved
+        assert raw.cmd("EVAL", reads, "1", key) == b"$1\r\nv\r\n"
+        assert raw.cmd("EVAL", plain, "1", key) == b"$1\r\nv\r\n"
+        raw.cmd("SCRIPT", "LOAD", writes)
+        sha = raw.cmd("SCRIPT", "LOAD", writes).split(b"\r\n")[1].decode()
+        assert raw.cmd("EVALSHA", sha, "1", key) == moved
+
+
 def test_crossslot_and_hash_tags(six):
     # Two keys in different slots served by the same master: the multi-key command is refused
     # for the slots, not redirected.

@@ -54,12 +54,29 @@ pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Opti
                 conn,
                 routes,
                 spec.name,
-                spec.flags,
+                command_flags(srv, entry, args),
                 std::iter::once((*args, entry)),
             ),
         };
         refused.err().map(|r| message(srv, routes, r))
     })
+}
+
+/// The command's flags as the slot check weighs them (Redis's getCommandFlags): a script with
+/// a shebang, or a function, is a write unless it declares `no-writes`, so a READONLY replica
+/// redirects it to the master; an EVAL without a shebang keeps EVAL's own flags.
+fn command_flags(srv: &Server, entry: &CmdEntry, args: &Args) -> u32 {
+    let declared = match entry.spec.name {
+        "eval" | "eval_ro" => crate::lua::scripts::eval_declared_flags(srv, false, args),
+        "evalsha" | "evalsha_ro" => crate::lua::scripts::eval_declared_flags(srv, true, args),
+        "fcall" | "fcall_ro" => crate::lua::libraries::fcall_declared_flags(srv, args),
+        _ => None,
+    };
+    match declared {
+        Some(fl) if fl & crate::lua::sflags::NO_WRITES == 0 => entry.spec.flags | flags::WRITE,
+        Some(_) => entry.spec.flags & !flags::WRITE,
+        None => entry.spec.flags,
+    }
 }
 
 /// A script's slot: the slot of its declared keys, then of the first key it used.

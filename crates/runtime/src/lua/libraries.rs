@@ -239,26 +239,24 @@ pub fn with_functions<R>(srv: &Server, f: impl FnOnce(&mut lua::Vm) -> R) -> Res
     )
 }
 
+/// The flags the function an FCALL/FCALL_RO names declares; None for an unknown function,
+/// whose command keeps its own flags (Redis's fcallGetCommandFlags).
+pub fn fcall_declared_flags(srv: &Server, args: &Args) -> Option<u32> {
+    if args.len() < 2 {
+        return None;
+    }
+    let libs = srv.functions.libs.read();
+    libs.function(&args[1]).map(|(_, f)| f.flags)
+}
+
 /// Is this FCALL/FCALL_RO refused while memory is over `maxmemory`?
 pub fn fcall_denies_oom(srv: &Server, args: &Args) -> bool {
-    args.len() >= 2
-        && srv
-            .functions
-            .libs
-            .read()
-            .function(&args[1])
-            .is_some_and(|(_, f)| crate::lua::scripts::flags_deny_oom(f.flags))
+    fcall_declared_flags(srv, args).is_some_and(crate::lua::scripts::flags_deny_oom)
 }
 
 /// May this FCALL write (CLIENT PAUSE WRITE holds it)? Unless its function says `no-writes`.
 pub fn fcall_may_write(srv: &Server, args: &Args) -> bool {
-    args.len() < 2
-        || srv
-            .functions
-            .libs
-            .read()
-            .function(&args[1])
-            .is_none_or(|(_, f)| f.flags & sflags::NO_WRITES == 0)
+    fcall_declared_flags(srv, args).is_none_or(|fl| fl & sflags::NO_WRITES == 0)
 }
 
 /// The code of every loaded library (what an RDB file's FUNCTION2 records hold).

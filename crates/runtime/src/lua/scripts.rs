@@ -181,44 +181,30 @@ pub fn flags_deny_oom(fl: u32) -> bool {
     fl & sflags::EVAL_COMPAT == 0 && fl & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0
 }
 
+/// The flags an EVAL/EVALSHA (or _RO) script declares in its shebang: None for a script
+/// without one, or not in the cache, whose command keeps its own flags (Redis's
+/// evalGetCommandFlags).
+pub fn eval_declared_flags(srv: &Server, by_sha: bool, args: &Args) -> Option<u32> {
+    if args.len() < 2 {
+        return None;
+    }
+    let fl = if by_sha {
+        lookup(srv, &args[1])?.flags
+    } else {
+        shebang_flags(&args[1]).ok()?.0
+    };
+    (fl & sflags::EVAL_COMPAT == 0).then_some(fl)
+}
+
 /// May this EVAL/EVALSHA write (CLIENT PAUSE WRITE holds it)? A script without a shebang, or
 /// not in the cache, may; one with a shebang may unless it declares `no-writes`.
 pub fn eval_may_write(srv: &Server, by_sha: bool, args: &Args) -> bool {
-    if args.len() < 2 {
-        return true;
-    }
-    let fl = if by_sha {
-        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        match srv.scripts.cache.read().scripts.get(&sha) {
-            Some(s) => s.flags,
-            None => return true,
-        }
-    } else {
-        match shebang_flags(&args[1]) {
-            Ok((fl, _)) => fl,
-            Err(_) => return true,
-        }
-    };
-    fl & sflags::EVAL_COMPAT != 0 || fl & sflags::NO_WRITES == 0
+    eval_declared_flags(srv, by_sha, args).is_none_or(|fl| fl & sflags::NO_WRITES == 0)
 }
 
 /// Is this EVAL/EVALSHA (and _RO) refused while memory is over `maxmemory`?
 pub fn eval_denies_oom(srv: &Server, by_sha: bool, args: &Args) -> bool {
-    if args.len() < 2 {
-        return false;
-    }
-    let fl = if by_sha {
-        match lookup(srv, &args[1]) {
-            Some(s) => s.flags,
-            None => return false,
-        }
-    } else {
-        match shebang_flags(&args[1]) {
-            Ok((fl, _)) => fl,
-            Err(_) => return false,
-        }
-    };
-    flags_deny_oom(fl)
+    eval_declared_flags(srv, by_sha, args).is_some_and(flags_deny_oom)
 }
 
 /// Redis's shebang parsing for EVAL scripts: `#!lua [flags=a,b]`.
