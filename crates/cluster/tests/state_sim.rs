@@ -554,18 +554,31 @@ fn replica_of_a_failed_master_wins_the_election_and_takes_its_slots() {
 
 /// Three masters with slots, node 3 replicating node 0 and node 4 replicating node 1.
 fn masters_and_replicas(timeout: u64) -> Sim {
-    let mut sim = Sim::new(5, timeout);
+    three_masters_with_replicas(5, timeout, &[(3, 0), (4, 1)], |_| {})
+}
+
+/// Nodes 0-2 masters of a third of the slots each, the others replicas as `replicas` says
+/// (replica, master), every node `configure`d first; all met and healthy.
+fn three_masters_with_replicas(
+    nodes: usize,
+    timeout: u64,
+    replicas: &[(usize, usize)],
+    configure: impl Fn(&mut ClusterState),
+) -> Sim {
+    let mut sim = Sim::new(nodes, timeout);
+    sim.nodes.iter_mut().for_each(configure);
     sim.meet_all();
     sim.advance(3000);
     let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
     for (i, (a, b)) in ranges.iter().enumerate() {
         sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
     }
-    let (m0, m1) = (sim.id(0), sim.id(1));
-    sim.nodes[3].set_my_master(m0);
-    sim.nodes[4].set_my_master(m1);
+    for &(replica, master) in replicas {
+        let m = sim.id(master);
+        sim.nodes[replica].set_my_master(m);
+    }
     sim.advance(5000);
-    assert!((0..5).all(|i| sim.nodes[i].health() == Health::Ok));
+    assert!((0..nodes).all(|i| sim.nodes[i].health() == Health::Ok));
     sim
 }
 
@@ -720,19 +733,8 @@ fn publish_reaches_every_node_and_spublish_only_the_shard() {
 #[test]
 fn a_replica_migrates_to_a_master_orphaned_by_its_replicas_failure() {
     let timeout = 2000;
-    let mut sim = Sim::new(6, timeout);
-    sim.meet_all();
-    sim.advance(3000);
-    let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
-    for (i, (a, b)) in ranges.iter().enumerate() {
-        sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
-    }
+    let mut sim = three_masters_with_replicas(6, timeout, &[(3, 0), (4, 0), (5, 1)], |_| {});
     let (m0, m1) = (sim.id(0), sim.id(1));
-    sim.nodes[3].set_my_master(m0);
-    sim.nodes[4].set_my_master(m0);
-    sim.nodes[5].set_my_master(m1);
-    sim.advance(5000);
-    assert!((0..6).all(|i| sim.nodes[i].health() == Health::Ok));
 
     // Master 1's only replica dies: one replica of master 0 (the one with the smaller id)
     // moves over once the orphan has waited 5 s; the other stays.
@@ -782,22 +784,10 @@ fn reshard_away_from_node_0(sim: &mut Sim) {
 
 #[test]
 fn without_replica_migration_replicas_stay_with_a_master_resharded_empty() {
-    let mut sim = Sim::new(6, 2000);
-    for n in &mut sim.nodes {
-        n.config.allow_replica_migration = false;
-    }
-    sim.meet_all();
-    sim.advance(3000);
-    let ranges = [(0u16, 5460u16), (5461, 10922), (10923, 16383)];
-    for (i, (a, b)) in ranges.iter().enumerate() {
-        sim.nodes[i].add_my_slots(&(*a..=*b).collect::<Vec<_>>());
-    }
-    let (m0, m1) = (sim.id(0), sim.id(1));
-    sim.nodes[3].set_my_master(m0);
-    sim.nodes[4].set_my_master(m0);
-    sim.nodes[5].set_my_master(m1);
-    sim.advance(5000);
-    assert!((0..6).all(|i| sim.nodes[i].health() == Health::Ok));
+    let mut sim = three_masters_with_replicas(6, 2000, &[(3, 0), (4, 0), (5, 1)], |n| {
+        n.config.allow_replica_migration = false
+    });
+    let m0 = sim.id(0);
 
     reshard_away_from_node_0(&mut sim);
     assert!(sim.nodes[3].node(&m0).unwrap().slots.is_empty());
