@@ -31,7 +31,8 @@ impl SlotIndex {
     }
 
     pub fn remove(&mut self, hash: u64) {
-        let Some(slot) = self.slots.get_mut(&slot_of_hash(hash)) else {
+        let slot_no = slot_of_hash(hash);
+        let Some(slot) = self.slots.get_mut(&slot_no) else {
             return;
         };
         slot.keys -= 1;
@@ -50,7 +51,7 @@ impl SlotIndex {
             }
         }
         if slot.keys == 0 {
-            self.slots.remove(&slot_of_hash(hash));
+            self.slots.remove(&slot_no);
         }
     }
 

@@ -39,7 +39,7 @@ pub fn refusal(srv: &Server, conn: &Conn, entry: &CmdEntry, args: &Args) -> Opti
     }
     let spec = entry.spec;
     let exec = spec.name == "exec";
-    if spec.keys.is_empty() && spec.getkeys.is_none() && !exec {
+    if entry.key_shape == KeyShape::NoKeys && !exec {
         return None;
     }
     cluster.with_routes(|routes| {

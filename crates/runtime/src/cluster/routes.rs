@@ -3,7 +3,7 @@
 //! state changes, so the per-command slot check needs no lock of the state.
 
 use tern_cluster::state::{ClusterState, Health};
-use tern_cluster::{NodeId, CLUSTER_SLOTS};
+use tern_cluster::{NodeId, SlotSet, CLUSTER_SLOTS};
 
 /// No node serves the slot.
 pub const UNASSIGNED: u16 = u16::MAX;
@@ -36,18 +36,7 @@ pub struct Routes {
     /// One bit per slot: served here with nothing to decide (the state is ok, this node owns
     /// it, it is neither migrating nor importing). The per-command check reads this 2 KB
     /// bitmap rather than `owner`'s 32 KB.
-    pub served: SlotBits,
-}
-
-/// A slot bitmap for lookups (one bit per slot in 64-bit words).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlotBits(Box<[u64; CLUSTER_SLOTS / 64]>);
-
-impl SlotBits {
-    #[inline]
-    pub fn contains(&self, slot: u16) -> bool {
-        self.0[slot as usize / 64] & (1 << (slot % 64)) != 0
-    }
+    pub served: SlotSet,
 }
 
 impl Routes {
@@ -89,12 +78,11 @@ impl Routes {
             .collect::<Vec<u16>>();
         let myself = index(&state.myself());
         let ok = state.health() == Health::Ok;
-        let mut served = SlotBits(Box::new([0; CLUSTER_SLOTS / 64]));
-        for (slot, &node) in owner.iter().enumerate() {
-            let moving = state.migrating.contains_key(&(slot as u16))
-                || state.importing.contains_key(&(slot as u16));
+        let mut served = SlotSet::new();
+        for (slot, &node) in (0..).zip(&owner) {
+            let moving = state.migrating.contains_key(&slot) || state.importing.contains_key(&slot);
             if ok && node == myself && !moving {
-                served.0[slot / 64] |= 1 << (slot % 64);
+                served.insert(slot);
             }
         }
         Routes {
