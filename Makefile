@@ -4,7 +4,7 @@
 #   make bench-memory     memory per entry, redis-server vs tern (BENCH_MEM_SCALE=0.1 for a quick run)
 #   make bench-isolation  db 0 GET/SET while a huge command loops on db 1 (ARGS="--ops 'KEYS nomatch*'")
 #   make bench-atomic     MULTI/EXEC of 5 INCRs, EVALSHA, PUBLISH fan-out (tern-bench load generator)
-#   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20; checks the AOFs grew (BENCH_SECONDS=15)
+#   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20, fsyncs 2 ms slower (BENCH_FSYNC_DELAY_US); checks the AOFs grew
 #   make bench-snapshot   BGSAVE under writes: peak RSS/PSS incl. fork child, save/load time (BENCH_SNAP_KEYS=5000000)
 #   make bench-replication  full sync of 5M keys to a fresh replica, resume after a 5 s link drop (BENCH_REPL_KEYS=500000: quick run)
 #   make bench-reshard    redis-cli --cluster reshard of 1M keys between two masters under a RedisCluster load (BENCH_RESHARD_KEYS=100000: quick run)
@@ -55,7 +55,7 @@ bench-atomic:
 	BENCH_SCRIPT=bench_atomic.py bash scripts/bench.sh $(ARGS)
 
 bench-durable:
-	cargo build --release -p tern-bench
+	cargo build --release -p tern-bench -p tern-fsync-delay
 	BENCH_SCRIPT=bench_durable.py bash scripts/bench.sh $(ARGS)
 
 bench-snapshot:

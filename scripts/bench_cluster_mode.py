@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 from bench import ROUNDS, WORKLOADS, median_result, run_workload
-from bench_common import Server, fmt, pick_port, save_table
+from bench_common import REDIS_726, Server, fmt, pick_port, save_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "7590"))
-REDIS_726 = os.environ.get("REDIS_726_SERVER", str(Path.home() / "redis-7.2.6/src/redis-server"))
 
 
 def own_all_slots(server: Server) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TERN = os.environ.get("TERN_SERVER", str(ROOT / "target/release/tern-server"))
 TERN_BENCH = os.environ.get("TERN_BENCH", str(ROOT / "target/release/tern-bench"))
+# Redis 7.2.6 built from its sources (the version tern answers as), measured where present.
+REDIS_726 = os.environ.get("REDIS_726_SERVER", str(Path.home() / "redis-7.2.6/src/redis-server"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -182,6 +184,8 @@ class Server:
     cpus: str | None = None
     proc: subprocess.Popen | None = None
     dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="tern-bench-"))
+    # Extra environment variables of the server process (e.g. an LD_PRELOAD shim).
+    env: dict[str, str] | None = None
 
     def start(self, timeout: float = 10) -> float:
         """Start and wait until PING answers PONG (not -LOADING); returns the seconds that took."""
@@ -192,6 +196,7 @@ class Server:
         self.proc = subprocess.Popen(
             [*pin, *self.argv, "--port", str(self.port), "--bind", "127.0.0.1"],
             cwd=self.dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env} if self.env else None,
         )
         while time.monotonic() - t0 < timeout:
             if self.proc.poll() is not None:

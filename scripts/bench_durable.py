@@ -29,6 +29,17 @@ blocks to a file in BENCH_DIR and fdatasyncs each one, so both servers' fsyncs w
 I/O, as on a shared or network-attached disk (on this VM's idle disk an fsync takes ~0.2 ms and
 Redis's once-per-event-loop fsync costs it little).
 
+Slow fsync (BENCH_FSYNC_DELAY_US, default 2000): both servers run with the LD_PRELOAD shim
+target/release/libtern_fsync_delay.so (crate tern-fsync-delay), which sleeps that long before
+every fsync/fdatasync, as on a network volume; 0 measures the bare disk. The fsync latency L the
+servers see is measured first (100 x 100-byte write + fdatasync in BENCH_DIR, with the shim). The
+table gives the bound L sets on a closed loop: every SET's round trip includes at least one fsync
+that began after its write, a GET at least nothing, so a connection completes at most
+(ops per round trip) x 2 ops per L with SET and GET alternating (-P1: 2 ops per L; -P20: a round
+trip carries 10 SETs and waits at least one fsync: 20 ops per L) -> bound = connections x that / L.
+Servers: Debian's redis-server, Redis 7.2.6 built from source when present (~/redis-7.2.6 or
+$REDIS_726_SERVER; ratios are against it then), tern --threads 1.
+
 Environment: TERN_SERVER, TERN_BENCH, BENCH_SECONDS (per run, default 15), BENCH_KEYSPACE
 (default 100000), BENCH_ROUNDS (default 1; medians, servers interleaved), BENCH_DIR (default
 bench-results/), BENCH_PORT_BASE (default 35500), BENCH_DISK_NOISE (default off), BENCH_FSYNC
@@ -48,8 +59,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from bench_common import (ROOT, TERN, TERN_BENCH, Server, dir_sizes, fmt, fs_type, invocation,
-                          pick_port, save_table)
+from bench_common import (REDIS_726, ROOT, TERN, TERN_BENCH, Server, dir_sizes, fmt, fs_type,
+                          invocation, pick_port, save_table)
 
 SECONDS = float(os.environ.get("BENCH_SECONDS", "15"))
 KEYSPACE = int(os.environ.get("BENCH_KEYSPACE", "100000"))
@@ -77,8 +88,30 @@ DURABLE = ["--save", "", "--appendonly", "yes", "--appendfsync", FSYNC, "--appen
            "--auto-aof-rewrite-percentage", "0", "--enable-debug-command", "local"]
 SERVERS = {  # label -> argv (before --dir/--port)
     "redis-server": ["redis-server", *DURABLE],
+    **({"redis 7.2.6": [REDIS_726, *DURABLE]} if os.access(REDIS_726, os.X_OK) else {}),
     "tern --threads 1": [TERN, *DURABLE, "--threads", "1"],
 }
+# The ratios are against the Redis tern answers as when it is here.
+BASELINE = "redis 7.2.6" if "redis 7.2.6" in SERVERS else "redis-server"
+FSYNC_DELAY_US = int(os.environ.get("BENCH_FSYNC_DELAY_US", "2000"))
+SHIM = str(ROOT / "target/release/libtern_fsync_delay.so")
+SHIM_ENV = {"LD_PRELOAD": SHIM, "FSYNC_DELAY_US": str(FSYNC_DELAY_US)} if FSYNC_DELAY_US else {}
+# What one connection's round trip of `pipeline` commands can complete per fsync latency.
+def ops_per_fsync(pipeline: int) -> int:
+    return 2 if pipeline == 1 else pipeline
+
+
+def fsync_latency_ms(directory: str) -> float:
+    """Median of 100 write(100 B) + fdatasync on a file in `directory`, with the shim's delay."""
+    probe = ("import os,sys,time,statistics\n"
+             "fd=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o644)\n"
+             "t=[]\n"
+             "for _ in range(100):\n"
+             "    a=time.perf_counter(); os.write(fd,b'x'*100); os.fdatasync(fd); t.append(time.perf_counter()-a)\n"
+             "os.unlink(sys.argv[1]); print(statistics.median(t)*1000)\n")
+    out = subprocess.run([sys.executable, "-c", probe, os.path.join(directory, "fsync-probe.tmp")],
+                         env={**os.environ, **SHIM_ENV}, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
 
 
 @dataclass
@@ -101,9 +134,11 @@ def load_argv(port: int, pipeline: int) -> list[str]:
 
 
 def run_once(label: str, pipeline: int, port: int, commands: dict[str, str]) -> Run:
-    server = Server(label, [], port, cpus="0", dir=tempfile.mkdtemp(prefix="durable-", dir=BENCH_DIR))
+    server = Server(label, [], port, cpus="0", dir=tempfile.mkdtemp(prefix="durable-", dir=BENCH_DIR),
+                    env=SHIM_ENV)
     server.argv = [*SERVERS[label], "--dir", server.dir]
-    commands[label] = shlex.join(["taskset", "-c", "0", *server.argv, "--port", str(port), "--bind", "127.0.0.1"])
+    commands[label] = " ".join([*(f"{k}={v}" for k, v in SHIM_ENV.items()),
+                                shlex.join(["taskset", "-c", "0", *server.argv, "--port", str(port), "--bind", "127.0.0.1"])])
     aof = os.path.join(server.dir, AOF_DIR)
     try:
         server.start()
@@ -157,9 +192,13 @@ def main() -> None:
     fstype = fs_type(BENCH_DIR)
     if fstype == "tmpfs":
         print(f"WARNING: {BENCH_DIR} is tmpfs, where fsync is free: set BENCH_DIR to a disk", file=sys.stderr)
+    if SHIM_ENV and not os.path.exists(SHIM):
+        sys.exit(f"needs {SHIM} (cargo build --release -p tern-fsync-delay)")
     port = pick_port(PORT_BASE)
+    fsync_ms = fsync_latency_ms(BENCH_DIR)
     print(f"{SECONDS:g} s per run, {ROUNDS} round(s), {CLIENTS} clients, keyspace {KEYSPACE:,}, "
-          f"dir {BENCH_DIR} ({fstype})", file=sys.stderr, flush=True)
+          f"dir {BENCH_DIR} ({fstype}), fsync delay {FSYNC_DELAY_US} us: fdatasync takes {fsync_ms:.3f} ms",
+          file=sys.stderr, flush=True)
     runs: dict[tuple[int, str], list[Run]] = {}
     commands: dict[str, str] = {}
     labels = list(SERVERS)
@@ -174,24 +213,26 @@ def main() -> None:
         return statistics.median(vals) if vals else float("nan")
 
     lines = [
-        "| workload | server | ops/s | p50 ms | p99 ms | p99.9 ms | ops per server CPU-s | AOF before → after MiB "
-        "| tern/redis ops/s | tern/redis ops/CPU-s | check |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        f"| workload | server | ops/s | fsync bound ops/s | % of bound | p50 ms | p99 ms | p99.9 ms "
+        f"| ops per server CPU-s | AOF before → after MiB | /{BASELINE} ops/s | /{BASELINE} ops/CPU-s | check |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     failed = False
     for p in PIPELINES:
-        base = runs[(p, labels[0])]
+        base = runs[(p, BASELINE)]
+        bound = CLIENTS * ops_per_fsync(p) / (fsync_ms / 1000)
         for label in labels:
             rs = runs[(p, label)]
             problems = "; ".join(r.problem for r in rs if r.problem)
             failed |= bool(problems)
             ratio = ratio_cpu = ""
-            if label != labels[0]:
+            if label != BASELINE:
                 ratio = fmt(med(rs, "ops_per_sec") / med(base, "ops_per_sec"), ".2f")
                 ratio_cpu = fmt(med(rs, "ops_per_cpu") / med(base, "ops_per_cpu"), ".2f")
             last = rs[-1]
             lines.append(
-                f"| 1:1 SET/GET 100B -P{p} | {label} | {fmt(med(rs, 'ops_per_sec'), ',.0f')} | "
+                f"| 1:1 SET/GET 100B -P{p} | {label} | {fmt(med(rs, 'ops_per_sec'), ',.0f')} | {bound:,.0f} | "
+                f"{fmt(100 * med(rs, 'ops_per_sec') / bound, '.0f')} | "
                 f"{fmt(med(rs, 'p50'), '.3f')} | {fmt(med(rs, 'p99'), '.3f')} | {fmt(med(rs, 'p999'), '.3f')} | "
                 f"{fmt(med(rs, 'ops_per_cpu'), ',.0f')} | {last.aof_before / 2**20:.2f} → {last.aof_after / 2**20:.2f} | "
                 f"{ratio} | {ratio_cpu} | {'FAILED: ' + problems if problems else 'ok: AOF grew'} |"
@@ -203,7 +244,10 @@ def main() -> None:
     lines += [
         "",
         f"{'Medians of %d interleaved rounds' % ROUNDS if ROUNDS > 1 else 'One round'} of {SECONDS:g} s per run; "
-        f"fresh server per run, appendfsync {FSYNC}, AOF on {fstype} ({BENCH_DIR}). Load generator: tern-bench "
+        f"fresh server per run, appendfsync {FSYNC}, AOF on {fstype} ({BENCH_DIR}); "
+        + (f"every fsync delayed {FSYNC_DELAY_US} µs by the LD_PRELOAD shim" if SHIM_ENV else "bare disk")
+        + f", fdatasync measured at {fsync_ms:.3f} ms (the bound: {CLIENTS} connections × 2 ops (-P1) or "
+        f"20 ops (-P20) per fsync latency). Load generator: tern-bench "
         f"`setget` (SET/GET alternating 1:1 per connection, {CLIENTS} connections, random keys of {KEYSPACE:,} "
         "populated ones), core 1; servers on core 0. -P20 latency is per 20-command round trip."
         + (" Busy disk: a co-tenant writes and fdatasyncs 1 MiB blocks in BENCH_DIR during every run."

@@ -394,7 +394,7 @@ fn timestamp_line(secs: u64) -> String {
     format!("#TS:{secs}\r\n")
 }
 
-fn write_all_retry(srv: &Server, file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+fn write_all_retry(srv: &Server, mut file: &File, bytes: &[u8]) -> std::io::Result<()> {
     let pause = srv.aof.flush_sleep_us.load(Relaxed);
     if pause > 0 {
         std::thread::sleep(Duration::from_micros(pause));
@@ -410,26 +410,52 @@ fn write_all_retry(srv: &Server, file: &mut File, bytes: &[u8]) -> std::io::Resu
     file.write_all(bytes)
 }
 
-/// Takes the log's batches, writes them, fsyncs per policy, reports durability.
-fn writer_loop(srv: Arc<Server>, mut file: Option<File>) {
+/// A failed write or fsync: recorded for INFO; under `always` the process cannot go on (a
+/// reply would have to claim durability it does not have), as Redis exits.
+fn write_failed(srv: &Server, e: std::io::Error) {
+    srv.aof.last_write_ok.store(false, Relaxed);
+    crate::log::warning(&format!("Error writing to the AOF file: {e}"));
+    if srv.aof.fsync.load(Relaxed) == FSYNC_ALWAYS {
+        crate::log::warning(
+            "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
+        );
+        std::process::exit(1);
+    }
+}
+
+/// The log is fsynced into the current AOF up to `lsn`: WAITAOF's count, then the replies.
+fn synced_to(srv: &Server, lsn: u64) {
+    if !srv.aof.wait_rewrite.load(Relaxed) {
+        srv.aof.fsynced.fetch_max(lsn, Relaxed);
+    }
+    srv.propagation.log.set_durable(lsn);
+    notify_durable(&srv.aof);
+}
+
+/// Takes the log's batches, writes them, fsyncs per policy, reports durability. Under
+/// `always` the fsyncs run on `aof_fsync`'s threads, overlapping, so that a write never waits
+/// for an fsync that began before it plus one of its own.
+fn writer_loop(srv: Arc<Server>, file: Option<File>) {
+    let mut file = file.map(Arc::new);
     let mut spare = Vec::new();
     let mut last_fsync = Instant::now();
     let mut unsynced = false;
-    let fail = |e: std::io::Error| {
-        srv.aof.last_write_ok.store(false, Relaxed);
-        crate::log::warning(&format!("Error writing to the AOF file: {e}"));
-        if srv.aof.fsync.load(Relaxed) == FSYNC_ALWAYS {
-            crate::log::warning(
-                "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
-            );
-            std::process::exit(1);
-        }
+    let fsyncs = {
+        let srv = srv.clone();
+        crate::aof_fsync::FsyncPipeline::start(
+            file.clone(),
+            srv.propagation.log.durable(),
+            Box::new(move |lsn, r| match r {
+                Ok(()) => synced_to(&srv, lsn),
+                Err(e) => write_failed(&srv, e),
+            }),
+        )
     };
-    let write = |file: &mut Option<File>, bytes: &[u8], unsynced: &mut bool| {
+    let write = |file: &Option<Arc<File>>, bytes: &[u8], unsynced: &mut bool| {
         if bytes.is_empty() {
             return;
         }
-        let Some(f) = file.as_mut() else {
+        let Some(f) = file.as_deref() else {
             return;
         };
         loop {
@@ -441,7 +467,7 @@ fn writer_loop(srv: Arc<Server>, mut file: Option<File>) {
                     return;
                 }
                 Err(e) => {
-                    fail(e);
+                    write_failed(&srv, e);
                     std::thread::sleep(Duration::from_secs(1));
                 }
             }
@@ -464,46 +490,56 @@ fn writer_loop(srv: Arc<Server>, mut file: Option<File>) {
         let mut off = 0usize;
         for &cut in &batch.cuts {
             let at = (cut - batch.start) as usize;
-            write(&mut file, &batch.bytes[off..at], &mut unsynced);
-            if let Some(f) = file.as_mut() {
-                if unsynced {
-                    let _ = f.sync_data();
-                }
+            write(&file, &batch.bytes[off..at], &mut unsynced);
+            // The old file ends here: fsynced now, whatever the policy and whether or not an
+            // fsync of it is in flight (the pipeline drops what it had not started).
+            if let Some(f) = file.as_deref() {
+                let _ = f.sync_data();
             }
             unsynced = false;
-            file = srv.aof.next_incr.lock().take();
+            file = srv.aof.next_incr.lock().take().map(Arc::new);
+            fsyncs.switch_file(file.clone());
             let before = srv.aof.incr_size.swap(0, Relaxed);
             srv.aof.others_size.fetch_add(before, Relaxed);
             off = at;
         }
-        write(&mut file, &batch.bytes[off..], &mut unsynced);
+        write(&file, &batch.bytes[off..], &mut unsynced);
         let policy = srv.aof.fsync.load(Relaxed);
-        let sync_now = match policy {
-            FSYNC_ALWAYS => unsynced,
-            FSYNC_EVERYSEC => unsynced && last_fsync.elapsed() >= Duration::from_secs(1),
-            _ => false,
-        };
-        if sync_now {
-            if let Some(f) = file.as_mut() {
-                if let Err(e) = f.sync_data() {
-                    fail(e);
-                }
+        if policy == FSYNC_ALWAYS && file.is_some() {
+            if unsynced {
+                fsyncs.written(batch.end());
+                last_fsync = Instant::now();
+                unsynced = false;
+            } else if batch.bytes.is_empty() {
+                // Nothing new (a timeout, or a cut): what was durable stays so.
+            } else {
+                synced_to(&srv, batch.end());
             }
-            last_fsync = Instant::now();
-            unsynced = false;
-        }
-        if !unsynced && file.is_some() && !srv.aof.wait_rewrite.load(Relaxed) {
-            srv.aof.fsynced.fetch_max(batch.end(), Relaxed);
-        }
-        if policy != FSYNC_ALWAYS || !unsynced {
+        } else {
+            if policy == FSYNC_EVERYSEC
+                && unsynced
+                && last_fsync.elapsed() >= Duration::from_secs(1)
+            {
+                if let Some(f) = file.as_deref() {
+                    if let Err(e) = f.sync_data() {
+                        write_failed(&srv, e);
+                    }
+                }
+                last_fsync = Instant::now();
+                unsynced = false;
+            }
+            if !unsynced && file.is_some() && !srv.aof.wait_rewrite.load(Relaxed) {
+                srv.aof.fsynced.fetch_max(batch.end(), Relaxed);
+            }
             srv.propagation.log.set_durable(batch.end());
             notify_durable(&srv.aof);
         }
         spare = batch.bytes;
     }
-    if let Some(f) = file.as_mut() {
+    if let Some(f) = file.as_deref() {
         let _ = f.sync_data();
     }
+    fsyncs.stop();
 }
 
 fn start_writer(srv: &Arc<Server>, file: Option<File>) {

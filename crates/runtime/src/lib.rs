@@ -5,6 +5,7 @@
 //! blocking, statistics. It does not depend on the command families.
 pub mod acl;
 pub mod aof;
+pub mod aof_fsync;
 pub mod args;
 pub mod background;
 pub mod blocking;

@@ -1057,3 +1057,82 @@ fn always_answers_writes_while_the_worker_never_idles() {
         .iter()
         .any(|cmd| cmd == &["SET", "k", "49"]));
 }
+
+/// The LD_PRELOAD shim that makes every fsync slower (crate tern-fsync-delay), built beside
+/// the server by `cargo test --workspace`.
+fn fsync_delay_shim() -> std::path::PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_tern-server"));
+    let shim = bin.with_file_name("libtern_fsync_delay.so");
+    assert!(
+        shim.exists(),
+        "{} missing: build it with `cargo build --release -p tern-fsync-delay` (make test does)",
+        shim.display()
+    );
+    shim
+}
+
+/// Under `always` fsyncs overlap (`aof_fsync`): a write made while another client's fsync is
+/// in flight must not be answered when that fsync ends, but only after one that began after
+/// it. With every fsync 400 ms slow, a reply can never come sooner than 400 ms after its
+/// write was sent, and a GET that shows the value must wait as long as the write did.
+#[test]
+fn always_replies_wait_for_an_fsync_that_began_after_their_write() {
+    const DELAY: Duration = Duration::from_millis(400);
+    let dir = fresh_dir("aof-overlapping-fsyncs");
+    let shim = fsync_delay_shim();
+    let s = Server::tern_env(
+        &[
+            "--dir",
+            dir.to_str().unwrap(),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--threads",
+            "2",
+        ],
+        &[
+            ("LD_PRELOAD", shim.to_str().unwrap()),
+            ("FSYNC_DELAY_US", &DELAY.as_micros().to_string()),
+        ],
+    );
+    // Its start-up writes the AOF base (fsyncs included) before it serves commands.
+    drop(loaded(&s));
+    // One command on its own connection, sent `after` from now: (sent, answered, reply).
+    let timed = |args: Vec<String>, after: Duration| {
+        let url = s.url();
+        std::thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            std::thread::sleep(after);
+            let sent = Instant::now();
+            let v: V = redis::cmd(&args[0]).arg(&args[1..]).query(&mut c).unwrap();
+            (sent, Instant::now(), v)
+        })
+    };
+    let cmd = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    for round in 0..3 {
+        let (ka, kb) = (format!("a{round}"), format!("b{round}"));
+        let first = timed(cmd(&["SET", &ka, "1"]), Duration::ZERO);
+        let second = timed(cmd(&["SET", &kb, "1"]), Duration::from_millis(150));
+        let reader = timed(cmd(&["GET", &kb]), Duration::from_millis(250));
+        for (what, h) in [("first SET", first), ("second SET", second)] {
+            let (sent, answered, v) = h.join().unwrap();
+            assert_eq!(v, V::Okay, "{what}");
+            assert!(
+                answered - sent >= DELAY,
+                "round {round}: {what} answered after {:?}, before an fsync begun after it could end",
+                answered - sent
+            );
+        }
+        let (sent, answered, v) = reader.join().unwrap();
+        if v != V::Nil {
+            // It shows the second SET, sent 100 ms before the GET: durable no sooner than
+            // DELAY after that SET was sent.
+            assert!(
+                answered - sent + Duration::from_millis(100) >= DELAY,
+                "round {round}: a GET showed the value {:?} after it was asked, before the write could be durable",
+                answered - sent
+            );
+        }
+    }
+}
