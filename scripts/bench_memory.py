@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Side-by-side memory benchmark: Debian's redis-server vs tern-server, same datasets, one run.
+"""Side-by-side memory benchmark: Debian's redis-server, Redis 7.2.6 built from source (when at
+~/redis-7.2.6 or $REDIS_726_SERVER) and tern-server, same datasets, one run.
 
 Called by `make bench-memory` (scripts/bench.sh with BENCH_SCRIPT=bench_memory.py, which builds
 tern first unless TERN_SERVER is set). Standard library only. Report-only: never part of
@@ -33,6 +34,11 @@ Datasets (N = 1,000,000 x BENCH_MEM_SCALE, default scale 1.0):
   zset     N sorted sets `z:<i>` of 10 8-byte members with integer scores (listpack)
   list     1 list `l` of 10 x N 8-byte elements (RPUSH, 1000 elements per command; quicklist)
   string   N strings `k:<i>` = 8-byte value (SET)
+  string-100, string-1k   N strings `key:<11 digits>` (15-byte keys) = 100-byte / 1024-byte values
+
+Payload per entry: the key's bytes plus the value as Redis 7.2 encodes it (the string; the
+listpack or intset bytes, computed from the encoding rules); overhead = RSS per entry - payload,
+what the servers' layouts differ in (the issue's "per-key overhead").
 
 Environment: TERN_SERVER (default target/release/tern-server), BENCH_MEM_SCALE (default 1.0),
 BENCH_MEM_DATASETS (comma-separated subset of the names above, default all),
@@ -52,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from bench_common import Server, fmt, pick_port, read_reply, reply_text, save_table
+from bench_common import REDIS_726, Server, fmt, pick_port, read_reply, reply_text, save_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = float(os.environ.get("BENCH_MEM_SCALE", "1.0"))
@@ -123,6 +129,57 @@ def string_cmd(i: int) -> bytes:
     return b"*3\r\n$3\r\nSET\r\n$%d\r\nk:%d\r\n$8\r\nv%07d\r\n" % (len(b"k:%d" % i), i, i % M7)
 
 
+def sized_string_cmd(size: int) -> Callable[[int], bytes]:
+    """SET key:<11 digits> (15-byte keys) to a `size`-byte non-numeric value."""
+    head = b"*3\r\n$3\r\nSET\r\n$15\r\nkey:%011d\r\n$" + b"%d" % size + b"\r\nv%07d"
+    tail = b"x" * (size - 8) + b"\r\n"
+    return lambda i: head % (i, i % M7) + tail
+
+
+# --- payload: the bytes an entry cannot do without (its key, and its value as Redis 7.2 encodes
+# it: the string, or the listpack / intset), so that RSS per entry minus payload is the per-key
+# overhead the servers differ in ------------------------------------------------------------------
+
+
+def lp_str(n: int) -> int:
+    """A listpack string entry of n bytes: encoding header, data, back-length."""
+    head = 1 if n < 64 else 2 if n < 4096 else 5
+    return head + n + (1 if head + n < 128 else 2)
+
+
+def lp_int(v: int) -> int:
+    """A listpack integer entry: the smallest encoding that holds v, plus its back-length."""
+    size = (1 if 0 <= v < 128 else 2 if -4096 <= v < 4096 else 3 if -2**15 <= v < 2**15
+            else 4 if -2**23 <= v < 2**23 else 5 if -2**31 <= v < 2**31 else 9)
+    return size + 1
+
+
+LP_EMPTY = 7  # listpack header (6) + end byte
+
+
+def avg_len(fmt_: bytes, n: int) -> float:
+    return sum(len(fmt_ % i) for i in range(n)) / n
+
+
+def payload_hash(n: int) -> float:
+    return avg_len(b"h:%d", n) + LP_EMPTY + 10 * (lp_str(2) + lp_str(8))
+
+
+def payload_set_str(n: int) -> float:
+    return avg_len(b"s:%d", n) + LP_EMPTY + 10 * lp_str(8)
+
+
+def payload_set_int(n: int) -> float:
+    # intset: 8-byte header, then 10 members of the width the largest needs.
+    width = sum(2 if i * 10 + 9 < 2**15 else 4 if i * 10 + 9 < 2**31 else 8 for i in range(n)) / n
+    return avg_len(b"si:%d", n) + 8 + 10 * width
+
+
+def payload_zset(n: int) -> float:
+    scores = sum(sum(lp_int(m) for m in range(i * 10, i * 10 + 10)) for i in range(n)) / n
+    return avg_len(b"z:%d", n) + LP_EMPTY + 10 * lp_str(8) + scores
+
+
 @dataclass
 class Dataset:
     name: str
@@ -132,6 +189,8 @@ class Dataset:
     unit: str
     one: Callable[[int], bytes]
     sample: bytes
+    # Payload bytes per entry (see above), given the number of keys.
+    payload: Callable[[int], float] = lambda n: float("nan")
 
     _cache: list[tuple[int, bytes]] | None = None
 
@@ -151,13 +210,21 @@ class Dataset:
 
 LIST_CMDS = max(1, (10 * N) // LIST_BATCH)
 DATASETS = [
-    Dataset("hash", f"{N:,} hashes h:<i>, 10 fields x 8B", N, N, "key", hash_cmd, b"h:0"),
-    Dataset("set-str", f"{N:,} sets s:<i>, 10 string members x 8B", N, N, "key", set_str_cmd, b"s:0"),
-    Dataset("set-int", f"{N:,} sets si:<i>, 10 integer members", N, N, "key", set_int_cmd, b"si:0"),
-    Dataset("zset", f"{N:,} zsets z:<i>, 10 members x 8B + scores", N, N, "key", zset_cmd, b"z:0"),
+    Dataset("hash", f"{N:,} hashes h:<i>, 10 fields x 8B", N, N, "key", hash_cmd, b"h:0", payload_hash),
+    Dataset("set-str", f"{N:,} sets s:<i>, 10 string members x 8B", N, N, "key", set_str_cmd, b"s:0",
+            payload_set_str),
+    Dataset("set-int", f"{N:,} sets si:<i>, 10 integer members", N, N, "key", set_int_cmd, b"si:0",
+            payload_set_int),
+    Dataset("zset", f"{N:,} zsets z:<i>, 10 members x 8B + scores", N, N, "key", zset_cmd, b"z:0",
+            payload_zset),
     Dataset("list", f"1 list, {LIST_CMDS * LIST_BATCH:,} elements x 8B", LIST_CMDS,
-            LIST_CMDS * LIST_BATCH, "element", list_cmd, b"l"),
-    Dataset("string", f"{N:,} strings k:<i> = 8B", N, N, "key", string_cmd, b"k:0"),
+            LIST_CMDS * LIST_BATCH, "element", list_cmd, b"l", lambda n: float(lp_str(8))),
+    Dataset("string", f"{N:,} strings k:<i> = 8B", N, N, "key", string_cmd, b"k:0",
+            lambda n: avg_len(b"k:%d", n) + 8),
+    Dataset("string-100", f"{N:,} strings key:<11 digits> = 100B", N, N, "key", sized_string_cmd(100),
+            b"key:00000000000", lambda n: 15 + 100),
+    Dataset("string-1k", f"{N:,} strings key:<11 digits> = 1KB", N, N, "key", sized_string_cmd(1024),
+            b"key:00000000000", lambda n: 15 + 1024),
 ]
 
 
@@ -315,41 +382,54 @@ def main() -> None:
     print(f"scale {SCALE} (N = {N:,}), settle {SETTLE}s, redis-server {redis_version}, tern {tern}",
           file=sys.stderr, flush=True)
 
-    rows: list[tuple[Row, Row]] = []
+    servers = [("redis-server", [redis, "--save", "", "--appendonly", "no"])]
+    if os.access(REDIS_726, os.X_OK):
+        servers.append(("redis 7.2.6", [REDIS_726, "--save", "", "--appendonly", "no"]))
+    servers.append(("tern", [tern, "--save", ""]))
+    # Ratios are against the Redis tern answers as when it is here.
+    baseline = servers[-2][0]
+    rows: list[list[Row]] = []
     for ds in datasets:
         t0 = time.monotonic()
         ds.generate()
         print(f"  {ds.name:<8} generated {sum(len(b) for _, b in ds.chunks()) / 2**20:.0f} MiB of RESP "
               f"in {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
-        r = measure(Server("redis-server", [redis, "--save", "", "--appendonly", "no"], pick_port(PORT_BASE)), ds)
-        t = measure(Server("tern", [tern, "--save", ""], pick_port(PORT_BASE + 1)), ds)
+        rows.append([measure(Server(label, argv, pick_port(PORT_BASE + k)), ds)
+                     for k, (label, argv) in enumerate(servers)])
         ds.forget()
-        rows.append((r, t))
 
     lines = [
         "| dataset | server | encoding | RSS empty MiB | RSS loaded MiB | RSS B/entry | used_memory B/entry "
-        "| tern/redis RSS B/entry | load s | note |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        f"| payload B/entry | overhead B/entry | tern/{baseline} RSS B/entry | tern/{baseline} overhead "
+        "| load s | note |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for r, t in rows:
-        ratio = t.rss_per_entry / r.rss_per_entry if r.ok and t.ok and r.rss_per_entry > 0 else float("nan")
-        for row in (r, t):
-            is_tern = row is t
+    for per_server in rows:
+        base = next(r for r in per_server if r.server == baseline)
+        ds = per_server[0].dataset
+        payload = ds.payload(ds.entries)
+        for row in per_server:
+            ratio = ratio_over = ""
+            if row.server == "tern" and row.ok and base.ok:
+                ratio = fmt(row.rss_per_entry / base.rss_per_entry, ".2f")
+                ratio_over = fmt((row.rss_per_entry - payload) / (base.rss_per_entry - payload), ".2f")
             cells = (
                 [row.encoding, f"{row.rss_empty / 2**20:.1f}", f"{row.rss_after / 2**20:.1f}",
-                 fmt(row.rss_per_entry, ",.1f"), fmt(row.used_per_entry, ",.1f")]
-                if row.ok else ["", f"{row.rss_empty / 2**20:.1f}", "", "n/a", "n/a"]
+                 fmt(row.rss_per_entry, ",.1f"), fmt(row.used_per_entry, ",.1f"), fmt(payload, ",.1f"),
+                 fmt(row.rss_per_entry - payload, ",.1f")]
+                if row.ok else ["", f"{row.rss_empty / 2**20:.1f}", "", "n/a", "n/a", "", ""]
             )
             lines.append(
-                f"| {row.dataset.name}: {row.dataset.desc} | {row.server} | "
-                + " | ".join(cells)
-                + f" | {fmt(ratio, '.2f') if is_tern else ''} | {row.load_s:.1f} | {row.note} |"
+                f"| {ds.name}: {ds.desc} | {row.server} | " + " | ".join(cells)
+                + f" | {ratio} | {ratio_over} | {row.load_s:.1f} | {row.note} |"
             )
     lines.append("")
     lines.append(
-        f"redis-server {redis_version} (`--save \"\" --appendonly no`) vs tern (`--save \"\"`), each "
-        f"dataset loaded into a fresh server. B/entry = (after load - empty) / entries; an entry is a "
-        f"key, a list element for the list. BENCH_MEM_SCALE={SCALE}."
+        f"redis-server {redis_version} (Debian's){' and Redis 7.2.6 built from source' if len(servers) > 2 else ''} "
+        f"(`--save \"\" --appendonly no`) vs tern (`--save \"\"`), each dataset loaded into a fresh server. "
+        f"B/entry = (after load - empty) / entries; an entry is a key, a list element for the list. Payload = "
+        f"the key's bytes plus the value as Redis 7.2 encodes it (the string; the listpack or intset bytes); "
+        f"overhead = RSS B/entry - payload. BENCH_MEM_SCALE={SCALE}."
     )
     save_table("\n".join(lines), "bench-memory")
 
