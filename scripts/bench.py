@@ -6,8 +6,11 @@ Called by scripts/bench.sh (which builds tern first). Standard library only.
 Layout on a 2-core machine:
   * each server pinned to core 0 (`taskset -c 0`), tern with --threads 1;
   * redis-benchmark pinned to core 1 (`taskset -c 1`);
-  * extra row: tern --threads 2 on cores 0,1 -- the load generator then shares core 1 with a
-    tern worker, so that row understates what 2 dedicated cores would give.
+  * Redis 7.2.6 built from source (~/redis-7.2.6 or $REDIS_726_SERVER) when present, the same way;
+  * tern with `--io-backend io_uring` too, where it starts;
+  * rows on cores 0,1: tern --threads 2 and Redis 7.2.6 with io-threads 2 (reads too) -- the
+    load generator then shares core 1 with them, so these rows understate what 2 dedicated cores
+    would give. Each tern row is compared with the Redis 7.2.6 row of the same cores.
 
 Workloads (50 connections each):
   a) SET and GET, 100-byte values, no pipelining
@@ -29,7 +32,9 @@ divided by the server's CPU seconds for that run.
 Environment: BENCH_REQUESTS (default 200000) requests per unpipelined run; pipelined runs use
 5x that. BENCH_KEYSPACE (default 100000) random keys (-r). BENCH_PORT_BASE (default 7590).
 BENCH_ROUNDS (default 3): every workload runs this many times on each server, interleaved, and
-the table reports per-metric medians (this machine is shared and noisy).
+the table reports per-metric medians (this machine is shared and noisy). BENCH_MIXED=1 adds the
+collection workloads (HSET/HGET, LPUSH/LPOP, ZADD/ZRANGE, unpipelined and -P16). BENCH_SERVERS:
+comma-separated substrings; only servers whose label contains one run (e.g. "core 0)").
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_common import CLK_TCK, Server, fmt, pick_port, save_table
+from bench_common import CLK_TCK, REDIS_726, Server, fmt, pick_port, save_table
 
 ROOT = Path(__file__).resolve().parents[1]
 N = int(os.environ.get("BENCH_REQUESTS", "200000"))
@@ -59,6 +64,8 @@ class Workload:
     test: str  # redis-benchmark -t
     size: int
     pipeline: int
+    # An explicit command instead of `-t test`.
+    command: list[str] | None = None
 
     @property
     def requests(self) -> int:
@@ -72,6 +79,24 @@ WORKLOADS = [
     Workload("b) GET 100B -P16", "get", 100, 16),
     Workload("c) SET 256B -P30", "set", 256, 30),
 ]
+# The mixed workload (BENCH_MIXED=1): the collection commands the issue names, each its own run,
+# as explicit commands (redis-benchmark -t has no HGET or ZRANGE). __rand_int__ is the -r key.
+MIXED = [
+    Workload("d) HSET", "", 100, 1, ["HSET", "h:__rand_int__", "f", "v" * 100]),
+    Workload("d) HGET", "", 100, 1, ["HGET", "h:__rand_int__", "f"]),
+    Workload("d) LPUSH", "", 100, 1, ["LPUSH", "l:__rand_int__", "v" * 100]),
+    Workload("d) LPOP", "", 100, 1, ["LPOP", "l:__rand_int__"]),
+    Workload("d) ZADD", "", 100, 1, ["ZADD", "z:__rand_int__", "__rand_int__", "m:__rand_int__"]),
+    Workload("d) ZRANGE 0 9", "", 100, 1, ["ZRANGE", "z:__rand_int__", "0", "9"]),
+    Workload("e) HSET -P16", "", 100, 16, ["HSET", "h:__rand_int__", "f", "v" * 100]),
+    Workload("e) HGET -P16", "", 100, 16, ["HGET", "h:__rand_int__", "f"]),
+    Workload("e) LPUSH -P16", "", 100, 16, ["LPUSH", "l:__rand_int__", "v" * 100]),
+    Workload("e) LPOP -P16", "", 100, 16, ["LPOP", "l:__rand_int__"]),
+    Workload("e) ZADD -P16", "", 100, 16, ["ZADD", "z:__rand_int__", "__rand_int__", "m:__rand_int__"]),
+    Workload("e) ZRANGE 0 9 -P16", "", 100, 16, ["ZRANGE", "z:__rand_int__", "0", "9"]),
+]
+if os.environ.get("BENCH_MIXED", "") not in ("", "0"):
+    WORKLOADS += MIXED
 
 
 @dataclass
@@ -117,7 +142,8 @@ def run_workload(server: Server, w: Workload) -> Result:
     cmd = [
         "taskset", "-c", "1", "redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port),
         "-c", str(CLIENTS), "-n", str(w.requests), "-d", str(w.size), "-P", str(w.pipeline),
-        "-t", w.test, "-r", str(KEYSPACE), "--precision", "3",
+        "-r", str(KEYSPACE), "--precision", "3",
+        *(["-t", w.test] if w.command is None else w.command),
     ]
     cpu0 = server.cpu_seconds()
     t0 = time.monotonic()
@@ -159,16 +185,53 @@ def median_result(runs: list[Result]) -> Result:
     return r
 
 
+def starts(server: Server) -> bool:
+    """Whether the server starts with these arguments (tern's io_uring backend refuses to start
+    where the kernel forbids it, and older builds do not know the setting)."""
+    try:
+        server.start(timeout=5)
+    except SystemExit:
+        return False
+    server.stop()
+    return True
+
+
 def main() -> None:
     tern = os.environ.get("TERN_SERVER", str(ROOT / "target" / "release" / "tern-server"))
     redis = shutil.which("redis-server")
     if not redis or not shutil.which("redis-benchmark"):
         sys.exit("redis-server / redis-benchmark missing: run scripts/setup.sh")
-    servers = [
-        Server("redis-server (core 0)", [redis, "--save", "", "--appendonly", "no"], pick_port(PORT_BASE), "0"),
-        Server("tern --threads 1 (core 0)", [tern, "--save", "", "--threads", "1"], pick_port(PORT_BASE + 1), "0"),
-        Server("tern --threads 2 (cores 0,1)*", [tern, "--save", "", "--threads", "2"], pick_port(PORT_BASE + 2), "0,1"),
+    plain = ["--save", "", "--appendonly", "no"]
+    # (label, argv, cpus, the Redis row it is compared with)
+    candidates = [
+        ("redis-server (core 0)", [redis, *plain], "0", None),
+        ("redis 7.2.6 (core 0)", [REDIS_726, *plain], "0", None),
+        ("redis 7.2.6 io-threads 2 (cores 0,1)*", [REDIS_726, *plain, "--io-threads", "2",
+                                                  "--io-threads-do-reads", "yes"], "0,1", None),
+        ("tern --threads 1 (core 0)", [tern, "--save", "", "--threads", "1"], "0", "redis 7.2.6 (core 0)"),
+        ("tern --threads 1 io_uring (core 0)", [tern, "--save", "", "--threads", "1", "--io-backend",
+                                                "io_uring"], "0", "redis 7.2.6 (core 0)"),
+        ("tern --threads 2 (cores 0,1)*", [tern, "--save", "", "--threads", "2"], "0,1",
+         "redis 7.2.6 io-threads 2 (cores 0,1)*"),
+        ("tern --threads 2 io_uring (cores 0,1)*", [tern, "--save", "", "--threads", "2", "--io-backend",
+                                                    "io_uring"], "0,1", "redis 7.2.6 io-threads 2 (cores 0,1)*"),
     ]
+    have_726 = os.access(REDIS_726, os.X_OK)
+    have_uring = starts(Server("probe", [tern, "--save", "", "--io-backend", "io_uring"], pick_port(PORT_BASE)))
+    # BENCH_SERVERS: a comma-separated subset of labels' first words ("redis-server", "redis",
+    # "tern") is too coarse; it takes substrings of the labels instead.
+    wanted = [w for w in os.environ.get("BENCH_SERVERS", "").split(",") if w]
+    compare: dict[str, str] = {}
+    servers = []
+    for k, (label, argv, cpus, ref_label) in enumerate(candidates):
+        if (argv[0] == REDIS_726 and not have_726) or ("io_uring" in label and not have_uring):
+            continue
+        if wanted and not any(w in label for w in wanted):
+            continue
+        servers.append(Server(label, argv, pick_port(PORT_BASE + k), cpus))
+        if ref_label is None:
+            ref_label = "redis 7.2.6 (core 0)" if have_726 else "redis-server (core 0)"
+        compare[label] = ref_label
     samples: dict[tuple[str, str], list[Result]] = {}
     print(
         f"requests: {N} unpipelined / {N * 5} pipelined, {CLIENTS} clients, keyspace {KEYSPACE}, "
@@ -191,28 +254,31 @@ def main() -> None:
             s.stop()
     results = {k: median_result(v) for k, v in samples.items()}
 
-    ref = servers[0].label
     lines = [
-        "| workload | server | ops/s | p50 ms | p99 ms | p99.9 ms | ops per server CPU-s | tern/redis ops/s | tern/redis ops/CPU-s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| workload | server | ops/s | p50 ms | p99 ms | p99.9 ms | ops per server CPU-s | compared with "
+        "| ops/s ratio | ops/CPU-s ratio |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for w in WORKLOADS:
-        base = results[(w.name, ref)]
         for s in servers:
             r = results[(w.name, s.label)]
+            ref = compare[s.label]
             ratio = ratio_cpu = ""
-            if s.label != ref:
+            if ref != s.label and (w.name, ref) in results:
+                base = results[(w.name, ref)]
                 ratio = fmt(r.rps / base.rps if base.rps else float("nan"), ".2f")
                 ratio_cpu = fmt(r.ops_per_cpu_s / base.ops_per_cpu_s, ".2f")
+            else:
+                ref = ""
             lines.append(
                 f"| {w.name} | {s.label} | {r.rps:,.0f} | {fmt(r.p50, '.3f')} | {fmt(r.p99, '.3f')} | "
-                f"{fmt(r.p999, '.3f')} | {fmt(r.ops_per_cpu_s, ',.0f')} | {ratio} | {ratio_cpu} |"
+                f"{fmt(r.p999, '.3f')} | {fmt(r.ops_per_cpu_s, ',.0f')} | {ref} | {ratio} | {ratio_cpu} |"
                 + (f" {r.note}" if r.note else "")
             )
     lines.append("")
     lines.append(
         f"Medians of {ROUNDS} interleaved rounds. "
-        "\\* tern --threads 2 runs on cores 0,1 and shares core 1 with redis-benchmark. "
+        "\\* on cores 0,1: shares core 1 with redis-benchmark. "
         "p99.9 = latency at the first HDR percentile tick >= 99.9% (99.902%)."
     )
     save_table("\n".join(lines), "bench")
