@@ -6,6 +6,7 @@
 #   make bench-atomic     MULTI/EXEC of 5 INCRs, EVALSHA, PUBLISH fan-out (tern-bench load generator)
 #   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20, fsyncs 2 ms slower (BENCH_FSYNC_DELAY_US); checks the AOFs grew
 #   make bench-snapshot   BGSAVE under writes: peak RSS/PSS incl. fork child, save/load time (BENCH_SNAP_KEYS=5000000)
+#   make bench-two-cores  tern --threads 2 vs Redis 7.2.6 io-threads 2 on both cores: where each core's time goes
 #   make bench-replication  full sync of 5M keys to a fresh replica, resume after a 5 s link drop (BENCH_REPL_KEYS=500000: quick run)
 #   make bench-reshard    redis-cli --cluster reshard of 1M keys between two masters under a RedisCluster load (BENCH_RESHARD_KEYS=100000: quick run)
 #   make run    build and start tern-server on port 6379 (extra args: make run ARGS="--port 7000")
@@ -18,7 +19,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication bench-cluster-mode bench-reshard run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-snapshot bench-replication bench-two-cores bench-cluster-mode bench-reshard run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -64,6 +65,9 @@ bench-snapshot:
 
 bench-replication:
 	BENCH_SCRIPT=bench_replication.py bash scripts/bench.sh $(ARGS)
+
+bench-two-cores:
+	BENCH_SCRIPT=bench_two_cores.py bash scripts/bench.sh $(ARGS)
 
 bench-cluster-mode:
 	BENCH_SCRIPT=bench_cluster_mode.py bash scripts/bench.sh $(ARGS)

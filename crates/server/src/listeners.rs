@@ -357,7 +357,12 @@ impl Workers {
             .iter()
             .min_by_key(|w| w.load.load(Relaxed))
             .expect("at least one worker");
-        let _ = w.tx.send(Accepted { id, socket });
+        // Counted here, not when the worker gets to it: a burst of connections (a benchmark's
+        // 50) would otherwise all see the same stale counts and land on one worker.
+        w.load.fetch_add(1, Relaxed);
+        if w.tx.send(Accepted { id, socket }).is_err() {
+            w.load.fetch_sub(1, Relaxed);
+        }
     }
 }
 

@@ -241,8 +241,8 @@ fn spawn_worker(srv: Arc<Server>, drain: Arc<drain::Drain>, i: usize) -> Worker 
                 let hand_over = tokio::spawn(async move {
                     while let Some(accepted) = rx.recv().await {
                         let srv = srv.clone();
+                        // The acceptor counted it in (`Workers::hand_over`).
                         let load = load2.clone();
-                        load.fetch_add(1, Relaxed);
                         tokio::spawn(async move {
                             listeners::start_connection(srv, accepted).await;
                             load.fetch_sub(1, Relaxed);
