@@ -40,7 +40,8 @@ trip carries 10 SETs and waits at least one fsync: 20 ops per L) -> bound = conn
 Servers: Debian's redis-server, Redis 7.2.6 built from source when present (~/redis-7.2.6 or
 $REDIS_726_SERVER; ratios are against it then), tern --threads 1.
 
-Environment: TERN_SERVER, TERN_BENCH, BENCH_SECONDS (per run, default 15), BENCH_KEYSPACE
+Environment: BENCH_PIPELINES (default 1,20), TERN_SERVER, TERN_BEFORE_SERVER (an earlier tern build, measured as one more
+server), TERN_BENCH, BENCH_SECONDS (per run, default 15), BENCH_KEYSPACE
 (default 100000), BENCH_ROUNDS (default 1; medians, servers interleaved), BENCH_DIR (default
 bench-results/), BENCH_PORT_BASE (default 35500), BENCH_DISK_NOISE (default off), BENCH_FSYNC
 (the appendfsync policy of both servers, default always; everysec or no measure what writing
@@ -68,7 +69,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 BENCH_DIR = os.environ.get("BENCH_DIR", str(ROOT / "bench-results"))
 PORT_BASE = int(os.environ.get("BENCH_PORT_BASE", "35500"))
 CLIENTS, SIZE = 50, 100
-PIPELINES = [1, 20]
+PIPELINES = [int(p) for p in os.environ.get("BENCH_PIPELINES", "1,20").split(",")]
 DISK_NOISE = os.environ.get("BENCH_DISK_NOISE", "") not in ("", "0")
 # The co-tenant: 1 MiB written and fdatasynced in a loop (the file is reused every 256 MiB).
 NOISE_SCRIPT = (
@@ -90,6 +91,9 @@ SERVERS = {  # label -> argv (before --dir/--port)
     "redis-server": ["redis-server", *DURABLE],
     **({"redis 7.2.6": [REDIS_726, *DURABLE]} if os.access(REDIS_726, os.X_OK) else {}),
     "tern --threads 1": [TERN, *DURABLE, "--threads", "1"],
+    # An earlier build to compare with (TERN_BEFORE_SERVER=path), e.g. before a change.
+    **({"tern before --threads 1": [os.environ["TERN_BEFORE_SERVER"], *DURABLE, "--threads", "1"]}
+       if os.environ.get("TERN_BEFORE_SERVER") else {}),
 }
 # The ratios are against the Redis tern answers as when it is here.
 BASELINE = "redis 7.2.6" if "redis 7.2.6" in SERVERS else "redis-server"
