@@ -178,54 +178,11 @@ pub fn must_wait(srv: &Server) -> bool {
         && !srv.aof.wait_rewrite.load(Relaxed)
 }
 
-/// A worker's relay: the replies waiting on this thread, by the log position each waits for,
-/// so that durability news wakes only those it satisfies (with fsyncs overlapping, news comes
-/// several times per fsync latency; waking every waiting reply each time would poll most of
-/// them for nothing).
+/// A worker's relay: where its replies wait, and how many do.
 struct Relay {
-    /// (position, waker), the smallest position on top. A reply polled again before its turn
-    /// (or dropped) may leave an entry behind: it is woken once its position is durable, which
-    /// costs a spurious poll, nothing more.
-    /// Only this worker's thread touches it (its tasks and its relay task): never contended.
-    waiting: Mutex<std::collections::BinaryHeap<Waiter>>,
+    durable: tokio::sync::Notify,
     first_waiter: tokio::sync::Notify,
-}
-
-struct Waiter(u64, std::task::Waker);
-
-impl PartialEq for Waiter {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-impl Eq for Waiter {}
-impl PartialOrd for Waiter {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Waiter {
-    /// Reversed: BinaryHeap is a max-heap and the smallest position must come out first.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other.0.cmp(&self.0)
-    }
-}
-
-impl Relay {
-    /// Wake the replies whose position is durable (all of them when replies no longer wait).
-    fn wake_durable(&self, srv: &Server) {
-        let durable = if must_wait(srv) {
-            srv.propagation.log.durable()
-        } else {
-            u64::MAX
-        };
-        let mut w = self.waiting.lock();
-        while w.peek().is_some_and(|top| top.0 <= durable) {
-            if let Some(Waiter(_, waker)) = w.pop() {
-                waker.wake();
-            }
-        }
-    }
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 // Per worker thread by nature: where the replies waiting on this thread are woken (a worker
@@ -243,22 +200,23 @@ pub fn start_durable_relay(srv: &Arc<Server>) {
     const WAKE_AFTER: Duration = Duration::from_millis(1);
     let news: &'static tokio::sync::Notify = Box::leak(Box::default());
     let relay: &'static Relay = Box::leak(Box::new(Relay {
-        waiting: Default::default(),
+        durable: tokio::sync::Notify::new(),
         first_waiter: tokio::sync::Notify::new(),
+        waiting: std::sync::atomic::AtomicUsize::new(0),
     }));
     srv.aof.worker_news.lock().push(news);
     RELAY.with(|l| l.set(Some(relay)));
     let srv = srv.clone();
     tokio::spawn(async move {
         loop {
-            if !relay.waiting.lock().is_empty() {
+            if relay.waiting.load(Relaxed) > 0 {
                 tokio::select! {
-                    _ = news.notified() => relay.wake_durable(&srv),
+                    _ = news.notified() => relay.durable.notify_waiters(),
                     _ = tokio::time::sleep(WAKE_AFTER) => srv.propagation.log.wake_consumer(),
                 }
             } else {
                 tokio::select! {
-                    _ = news.notified() => relay.wake_durable(&srv),
+                    _ = news.notified() => relay.durable.notify_waiters(),
                     _ = relay.first_waiter.notified() => {}
                 }
             }
@@ -289,20 +247,25 @@ pub async fn wait_durable(srv: &Server, lsn: u64) {
             n.await;
         }
     };
-    std::future::poll_fn(|cx| {
+    struct Waiting(&'static Relay);
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            self.0.waiting.fetch_sub(1, Relaxed);
+        }
+    }
+    let _w = Waiting(relay);
+    if relay.waiting.fetch_add(1, Relaxed) == 0 {
+        relay.first_waiter.notify_one();
+    }
+    loop {
+        let n = relay.durable.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
         if srv.propagation.log.durable() >= lsn || !must_wait(srv) {
-            return std::task::Poll::Ready(());
+            return;
         }
-        // The relay runs on this thread, after this poll: news that came since the check
-        // left it a permit, and it will find this entry.
-        let mut w = relay.waiting.lock();
-        if w.is_empty() {
-            relay.first_waiter.notify_one();
-        }
-        w.push(Waiter(lsn, cx.waker().clone()));
-        std::task::Poll::Pending
-    })
-    .await
+        n.await;
+    }
 }
 
 /// A worker thread is about to go idle: the writer takes what its pass appended (one write
