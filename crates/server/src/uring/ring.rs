@@ -510,18 +510,22 @@ impl Ring {
     /// sleeping. The eventfd is off during the enter: completions it delivers are reaped
     /// here, not by a wake-up.
     pub fn submit_batch(&mut self) {
-        let queued = !self.uring.submission().is_empty();
-        if queued {
+        // Completions handled here may queue more (the rest of a short send, a cancel): they
+        // go in before sleeping too.
+        while !self.uring.submission().is_empty() {
             self.uring.completion().disable_eventfd();
-            if let Err(e) = self.uring.submit() {
+            let submitted = self.uring.submit();
+            self.uring.completion().enable_eventfd();
+            if let Err(e) = submitted {
                 if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EAGAIN) {
                     crate::warning!("io_uring submit failed: {e}");
+                    break;
                 }
             }
-            self.uring.completion().enable_eventfd();
+            // After enabling: a completion that came in between is reaped now, any later one
+            // signals the eventfd.
+            self.reap();
         }
-        // After enabling: a completion that came in between is reaped now, any later one
-        // signals the eventfd.
         self.reap();
     }
 }
