@@ -153,6 +153,12 @@ pub fn on_worker_park() {
     ring::with_ring(|r| r.submit_batch());
 }
 
+/// A drain pass (see `drain`) on an io_uring worker: requests queued go in, and what clients
+/// already sent is received now, not when the worker next sleeps. False on an epoll worker.
+pub fn take_in_now() -> bool {
+    ring::with_ring(|r| r.take_in()).is_some()
+}
+
 /// Is this thread's connections' I/O on io_uring?
 pub fn active() -> bool {
     ring::active()

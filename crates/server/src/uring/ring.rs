@@ -505,6 +505,17 @@ impl Ring {
         }
     }
 
+    /// Take in now what clients already sent: an enter even with nothing to submit (the
+    /// kernel work that turns data already in the sockets into completions runs on the way
+    /// back from any system call), then what came is handed out.
+    pub fn take_in(&mut self) {
+        self.uring.completion().disable_eventfd();
+        let _ = self.uring.submit();
+        self.uring.completion().enable_eventfd();
+        self.reap();
+        self.submit_batch();
+    }
+
     /// The worker is about to sleep: submit everything queued in one enter, and handle what
     /// completed meanwhile (sends usually complete inside the enter) so its tasks run before
     /// sleeping. The eventfd is off during the enter: completions it delivers are reaped
