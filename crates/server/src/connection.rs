@@ -394,16 +394,14 @@ pub async fn serve<S: ClientStream>(srv: Arc<Server>, mut stream: S, handle: Arc
     let _ = stream.shutdown().await;
 }
 
-/// Bytes received on the socket and not read yet (0 if unknown).
+/// Bytes received on the socket and not read yet (0 if unknown): the socket's own, and on
+/// io_uring those already in receive buffers.
 fn socket_backlog(fd: std::os::fd::RawFd) -> usize {
     let mut n: libc::c_int = 0;
     // SAFETY: fd is this connection's open socket; FIONREAD only stores an int.
     let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    if rc < 0 {
-        0
-    } else {
-        n.max(0) as usize
-    }
+    let in_socket = if rc < 0 { 0 } else { n.max(0) as usize };
+    in_socket + crate::uring::unread_bytes(fd)
 }
 
 /// What the client's pending input holds, as CLIENT LIST shows it: the parsed part of a

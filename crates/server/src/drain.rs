@@ -101,8 +101,15 @@ async fn respond_on(d: Arc<Drain>, worker: Option<usize>) {
         // (the hand-over of new connections among them), polled its I/O driver and run the
         // tasks that woke: the connections with input. Twice, because a connection started in
         // the first round has its socket's readiness reported only by the next poll.
+        // On io_uring the ring is not the runtime's driver: its requests (a new connection's
+        // receive) are submitted, and data already sent received, at each step explicitly,
+        // and the connections that got some run once more before the acknowledgement.
         tokio::task::yield_now().await;
+        crate::uring::take_in_now();
         tokio::task::yield_now().await;
+        if crate::uring::take_in_now() {
+            tokio::task::yield_now().await;
+        }
         passes.done.fetch_max(upto, Ordering::AcqRel);
         passes.finished.notify_waiters();
     }

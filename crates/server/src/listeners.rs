@@ -2,6 +2,7 @@
 //! tasks, and a new connection's first steps (limits, protected mode, the TLS handshake)
 //! before it is served. CONFIG SET port / tls-port / bind move them at run time.
 
+use crate::uring::{self, UringStream};
 use crate::{connection, notice, warning};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -44,10 +45,23 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
                 return;
             };
             let fd = stream.as_raw_fd();
+            if uring::active() {
+                if let Some(stream) = UringStream::new(stream.into()) {
+                    admit(srv, stream, id, peer, local, fd, false, denied).await;
+                }
+                return;
+            }
+            let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+                return;
+            };
             admit(srv, stream, id, peer, local, fd, false, denied).await;
         }
         Socket::Tls(s) => {
+            // TLS stays on tokio's reactor whatever the backend (see README, I/O backends).
             let Some((stream, peer, local, denied)) = tcp_setup(&srv, s) else {
+                return;
+            };
+            let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
                 return;
             };
             let Some(config) = srv.tls.server_config() else {
@@ -66,13 +80,19 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
             }
         }
         Socket::Unix(s) => {
+            // As Redis: the socket's path stands for both ends, port 0.
+            let path = format!("{}:0", srv.config.get("unixsocket").unwrap_or_default());
+            let fd = s.as_raw_fd();
+            if uring::active() {
+                if let Some(stream) = UringStream::new(s.into()) {
+                    admit(srv, stream, id, path.clone(), path, fd, true, false).await;
+                }
+                return;
+            }
             let _ = s.set_nonblocking(true);
             let Ok(stream) = tokio::net::UnixStream::from_std(s) else {
                 return;
             };
-            // As Redis: the socket's path stands for both ends, port 0.
-            let path = format!("{}:0", srv.config.get("unixsocket").unwrap_or_default());
-            let fd = stream.as_raw_fd();
             admit(srv, stream, id, path.clone(), path, fd, true, false).await;
         }
     }
@@ -82,9 +102,9 @@ pub async fn start_connection(srv: Arc<Server>, accepted: Accepted) {
 /// None when it is already gone.
 fn tcp_setup(
     srv: &Server,
-    std_stream: std::net::TcpStream,
-) -> Option<(tokio::net::TcpStream, String, String, bool)> {
-    let stream = tokio::net::TcpStream::from_std(std_stream).ok()?;
+    stream: std::net::TcpStream,
+) -> Option<(std::net::TcpStream, String, String, bool)> {
+    stream.set_nonblocking(true).ok()?;
     let _ = stream.set_nodelay(true);
     let peer = stream
         .peer_addr()
@@ -140,7 +160,7 @@ async fn admit<S: connection::ClientStream>(
 }
 
 /// Protected mode refuses TCP clients from other hosts (never a Unix socket client).
-fn protected_mode_denies(srv: &Server, stream: &tokio::net::TcpStream) -> bool {
+fn protected_mode_denies(srv: &Server, stream: &std::net::TcpStream) -> bool {
     if !srv.config.get_bool("protected-mode") || srv.acl.auth_required() {
         return false;
     }

@@ -8,6 +8,7 @@ mod metrics;
 mod outbox;
 mod replica;
 mod startup;
+mod uring;
 
 use listeners::{Accepted, Listeners, Worker};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -56,6 +57,14 @@ fn main() {
     // A replica leaves expiry to its master.
     tern_runtime::replica_expiry::install(&srv);
     log_startup(&srv, has_config_file, threads);
+    let backend = match uring::choose(&srv.config.get("io-backend").unwrap_or_default()) {
+        Ok(b) => b,
+        Err(e) => {
+            warning!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let _ = tern_runtime::info_sections::IO_BACKEND.set(backend.name());
     if let Err(e) = tern_runtime::acl::load_at_startup(&srv) {
         warning!("{e}");
         std::process::exit(1);
@@ -165,7 +174,7 @@ fn main() {
     }
     let drain = drain::Drain::new(threads);
     let workers: Vec<Worker> = (0..threads)
-        .map(|i| spawn_worker(srv.clone(), drain.clone(), i))
+        .map(|i| spawn_worker(srv.clone(), drain.clone(), i, backend))
         .collect();
     spawn_cron(srv.clone());
 
@@ -215,7 +224,12 @@ fn log_startup(srv: &Server, has_config_file: bool, threads: usize) {
     }
 }
 
-fn spawn_worker(srv: Arc<Server>, drain: Arc<drain::Drain>, i: usize) -> Worker {
+fn spawn_worker(
+    srv: Arc<Server>,
+    drain: Arc<drain::Drain>,
+    i: usize,
+    backend: uring::Backend,
+) -> Worker {
     let (tx, mut rx) = unbounded_channel::<Accepted>();
     let load = Arc::new(AtomicUsize::new(0));
     let load2 = load.clone();
@@ -229,10 +243,18 @@ fn spawn_worker(srv: Arc<Server>, drain: Arc<drain::Drain>, i: usize) -> Worker 
                 .on_thread_park(move || {
                     tern_runtime::aof::on_worker_park(&park_srv);
                     connection::on_worker_park();
+                    // Last: the replies queued by the hooks above go in the same submission.
+                    uring::on_worker_park();
                 })
                 .build()
                 .expect("worker runtime");
             rt.block_on(async move {
+                if backend == uring::Backend::IoUring {
+                    if let Err(e) = uring::start_on_worker() {
+                        warning!("Can't set up io_uring on worker {i}: {e}");
+                        std::process::exit(1);
+                    }
+                }
                 tern_runtime::aof::start_durable_relay(&srv);
                 tokio::spawn(drain::respond(drain, Some(i)));
                 // A task of its own, not block_on's future (which the runtime polls only

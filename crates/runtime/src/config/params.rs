@@ -175,6 +175,8 @@ const MB: i128 = 1 << 20;
 const NULL: bool = true;
 const EMPTY_OK: bool = false;
 
+/// tern's `io-backend`: how client sockets are served.
+const IO_BACKENDS: &[(&str, i32)] = &[("auto", 0), ("io_uring", 1), ("epoll", 2)];
 const PROTECTED_ACTION: &[(&str, i32)] = &[("no", 0), ("yes", 1), ("local", 2)];
 pub const MAXMEMORY_POLICIES: &[(&str, i32)] = &[
     ("volatile-lru", 0),
@@ -735,6 +737,9 @@ pub static PARAMS: &[Param] = &[
     // tern's own: worker threads (0 = one per core). Hidden from CONFIG GET patterns so tools
     // that walk `CONFIG GET *` see exactly Redis's parameters; an exact `CONFIG GET threads` works.
     i("threads", IMMUTABLE | HIDDEN, 0, 1024, "0"),
+    // tern's own: client sockets on epoll, on io_uring, or io_uring where the kernel allows it
+    // (`auto`). Startup-only, hidden from CONFIG GET * like `threads`.
+    e("io-backend", IMMUTABLE | HIDDEN, IO_BACKENDS, "epoll"),
     // tern: Prometheus /metrics over HTTP on this port (0: off); hidden from CONFIG GET *,
     // which lists Redis's own set.
     i("metrics-port", HIDDEN, 0, 65535, "0"),

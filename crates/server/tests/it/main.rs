@@ -22,6 +22,7 @@ mod geo;
 mod hashes;
 mod hll;
 mod introspection;
+mod io_uring;
 mod keymiss;
 mod keys;
 mod lists;
