@@ -745,9 +745,12 @@ pub fn send_signal(pid: u32, sig: i32) -> bool {
 
 /// Wait for an AOF rewrite (running or scheduled) to end.
 pub fn wait_rewrite(c: &mut redis::Connection) {
+    // Both flags from one INFO: read apart, the cron can start a scheduled rewrite between
+    // the two reads (in progress "0", then scheduled "0") while it still runs.
     wait_for("the rewrite to end", Duration::from_secs(30), || {
-        info_field(c, "persistence", "aof_rewrite_in_progress") == "0"
-            && info_field(c, "persistence", "aof_rewrite_scheduled") == "0"
+        let i = c.info_text("persistence");
+        info_value(&i, "aof_rewrite_in_progress").as_deref() == Some("0")
+            && info_value(&i, "aof_rewrite_scheduled").as_deref() == Some("0")
     });
 }
 
