@@ -67,7 +67,10 @@ fn probe() -> Result<(), String> {
     if std::env::var_os(FORCE_FAIL_ENV).is_some() {
         return Err(format!("disabled by {FORCE_FAIL_ENV}"));
     }
-    let mut uring = IoUring::new(8).map_err(|e| describe(&e))?;
+    let mut uring = IoUring::builder()
+        .setup_coop_taskrun()
+        .build(8)
+        .map_err(|e| describe(&e))?;
     let mut p = io_uring::Probe::new();
     uring
         .submitter()

@@ -142,8 +142,12 @@ pub struct Ring {
 
 impl Ring {
     pub fn new() -> io::Result<Ring> {
+        // Cooperative task running: a completion does not interrupt the worker with an
+        // inter-processor interrupt while it runs; its task work runs at the worker's next
+        // system call (the park's submit or wait), a sleeping worker is still woken.
         let uring = IoUring::builder()
             .setup_cqsize(CQ_ENTRIES)
+            .setup_coop_taskrun()
             .build(SQ_ENTRIES)?;
         let pool = BufferPool::register(&uring)?;
         // SAFETY: eventfd has no memory arguments; the result is checked.
