@@ -81,19 +81,16 @@ WORKLOADS = [
 ]
 # The mixed workload (BENCH_MIXED=1): the collection commands the issue names, each its own run,
 # as explicit commands (redis-benchmark -t has no HGET or ZRANGE). __rand_int__ is the -r key.
-MIXED = [
-    Workload("d) HSET", "", 100, 1, ["HSET", "h:__rand_int__", "f", "v" * 100]),
-    Workload("d) HGET", "", 100, 1, ["HGET", "h:__rand_int__", "f"]),
-    Workload("d) LPUSH", "", 100, 1, ["LPUSH", "l:__rand_int__", "v" * 100]),
-    Workload("d) LPOP", "", 100, 1, ["LPOP", "l:__rand_int__"]),
-    Workload("d) ZADD", "", 100, 1, ["ZADD", "z:__rand_int__", "__rand_int__", "m:__rand_int__"]),
-    Workload("d) ZRANGE 0 9", "", 100, 1, ["ZRANGE", "z:__rand_int__", "0", "9"]),
-    Workload("e) HSET -P16", "", 100, 16, ["HSET", "h:__rand_int__", "f", "v" * 100]),
-    Workload("e) HGET -P16", "", 100, 16, ["HGET", "h:__rand_int__", "f"]),
-    Workload("e) LPUSH -P16", "", 100, 16, ["LPUSH", "l:__rand_int__", "v" * 100]),
-    Workload("e) LPOP -P16", "", 100, 16, ["LPOP", "l:__rand_int__"]),
-    Workload("e) ZADD -P16", "", 100, 16, ["ZADD", "z:__rand_int__", "__rand_int__", "m:__rand_int__"]),
-    Workload("e) ZRANGE 0 9 -P16", "", 100, 16, ["ZRANGE", "z:__rand_int__", "0", "9"]),
+MIXED_COMMANDS = [
+    ("HSET", ["HSET", "h:__rand_int__", "f", "v" * 100]),
+    ("HGET", ["HGET", "h:__rand_int__", "f"]),
+    ("LPUSH", ["LPUSH", "l:__rand_int__", "v" * 100]),
+    ("LPOP", ["LPOP", "l:__rand_int__"]),
+    ("ZADD", ["ZADD", "z:__rand_int__", "__rand_int__", "m:__rand_int__"]),
+    ("ZRANGE 0 9", ["ZRANGE", "z:__rand_int__", "0", "9"]),
+]
+MIXED = [Workload(f"d) {name}", "", 100, 1, cmd) for name, cmd in MIXED_COMMANDS] + [
+    Workload(f"e) {name} -P16", "", 100, 16, cmd) for name, cmd in MIXED_COMMANDS
 ]
 if os.environ.get("BENCH_MIXED", "") not in ("", "0"):
     WORKLOADS += MIXED
