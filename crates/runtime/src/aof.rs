@@ -510,9 +510,8 @@ fn writer_loop(srv: Arc<Server>, file: Option<File>) {
                 fsyncs.written(batch.end());
                 last_fsync = Instant::now();
                 unsynced = false;
-            } else if batch.bytes.is_empty() {
-                // Nothing new (a timeout, or a cut): what was durable stays so.
-            } else {
+            } else if !batch.bytes.is_empty() {
+                // Every byte of the batch went before a cut: fsynced with the old file.
                 synced_to(&srv, batch.end());
             }
         } else {

@@ -10,7 +10,7 @@
 //! finishes first: the log is durable up to the largest covered position of any finished one.
 //!
 //! On a device whose flush latency is its cost (a network volume), fsyncs in flight together
-//! take no longer than one; on a local disk the journal merges them.
+//! take no longer than one (measured with the `fsync-delay` shim: `make bench-durable`).
 
 use parking_lot::{Condvar, Mutex};
 use std::fs::File;

@@ -16,10 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// The I/O backend the workers serve clients with (`io-backend`, as chosen at startup);
-/// INFO server's tern-specific `io_backend` line.
-pub static IO_BACKEND: OnceLock<&'static str> = OnceLock::new();
-
 /// (allocated, active, resident) bytes; zeros when jemalloc stats are unavailable.
 pub fn jemalloc_stats() -> (u64, u64, u64) {
     use tikv_jemalloc_ctl::{epoch, stats};
@@ -220,7 +216,7 @@ fn server_section(srv: &Server, out: &mut String) {
         cfg.get_i64("hz"),
         tern_engine::clock::lru_clock(),
         srv.executable,
-        IO_BACKEND.get().copied().unwrap_or("epoll"),
+        srv.io_backend.get().copied().unwrap_or("epoll"),
     );
     if let Some(ms) = srv.shutdown_state.ms_left() {
         let _ = write!(out, "shutdown_in_milliseconds:{ms}\r\n");

@@ -57,6 +57,9 @@ pub struct Server {
     pub tcp_port: AtomicU64,
     pub executable: String,
     pub threads: usize,
+    /// How the workers serve client sockets (`io-backend` as chosen at start-up, the kernel
+    /// permitting): INFO server's `io_backend` line.
+    pub io_backend: std::sync::OnceLock<&'static str>,
     /// SHUTDOWN / signals: a shutdown asked for, waiting for replicas, its flags.
     pub shutdown_state: crate::shutdown_sequence::Shutdown,
     pub stat_expired_time_cap: AtomicU64,
@@ -183,6 +186,7 @@ impl Server {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
             threads,
+            io_backend: Default::default(),
             shutdown_state: Default::default(),
             stat_expired_time_cap: AtomicU64::new(0),
             blocking: Default::default(),

@@ -64,7 +64,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let _ = tern_runtime::info_sections::IO_BACKEND.set(backend.name());
+    let _ = srv.io_backend.set(backend.name());
     if let Err(e) = tern_runtime::acl::load_at_startup(&srv) {
         warning!("{e}");
         std::process::exit(1);

@@ -119,6 +119,12 @@ impl Slot {
     }
 }
 
+/// A submission refused for now (the completion queue is full, or the kernel is short of
+/// memory): retried after the completions are reaped, not worth a log line.
+fn transient(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EAGAIN))
+}
+
 fn store_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
     match slot {
         Some(w) if w.will_wake(cx.waker()) => {}
@@ -200,7 +206,7 @@ impl Ring {
                 return;
             }
             if let Err(e) = self.uring.submit() {
-                if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EAGAIN) {
+                if !transient(&e) {
                     crate::warning!("io_uring submit failed: {e}");
                 }
                 // Completions waiting may be what blocks the submission.
@@ -513,11 +519,18 @@ impl Ring {
     /// kernel work that turns data already in the sockets into completions runs on the way
     /// back from any system call), then what came is handed out.
     pub fn take_in(&mut self) {
-        self.uring.completion().disable_eventfd();
-        let _ = self.uring.submit();
-        self.uring.completion().enable_eventfd();
+        let _ = self.enter_quietly();
         self.reap();
         self.submit_batch();
+    }
+
+    /// Submit with the eventfd off: what completes inside this enter is reaped by the caller,
+    /// not by a wake-up of the runtime.
+    fn enter_quietly(&mut self) -> io::Result<usize> {
+        self.uring.completion().disable_eventfd();
+        let submitted = self.uring.submit();
+        self.uring.completion().enable_eventfd();
+        submitted
     }
 
     /// The worker is about to sleep: submit everything queued in one enter, and handle what
@@ -528,11 +541,8 @@ impl Ring {
         // Completions handled here may queue more (the rest of a short send, a cancel): they
         // go in before sleeping too.
         while !self.uring.submission().is_empty() {
-            self.uring.completion().disable_eventfd();
-            let submitted = self.uring.submit();
-            self.uring.completion().enable_eventfd();
-            if let Err(e) = submitted {
-                if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EAGAIN) {
+            if let Err(e) = self.enter_quietly() {
+                if !transient(&e) {
                     crate::warning!("io_uring submit failed: {e}");
                     break;
                 }
