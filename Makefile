@@ -33,7 +33,9 @@ fmt:
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# The fsync-delay shim is a cdylib that `cargo test` does not build; the AOF tests preload it.
 cargo-test:
+	cargo build --release -p tern-fsync-delay
 	cargo test --workspace --release
 
 build:
