@@ -58,6 +58,11 @@ fn rebind(running: &Running, srv: &Arc<Server>, port: u16) -> Result<(), String>
     let mut tasks = running.tasks.lock();
     for t in tasks.drain(..) {
         t.abort();
+        // The task owns its listener: once CONFIG SET returns, the old port must refuse
+        // connections, so wait until the aborted task has dropped it.
+        while !t.is_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
     for l in listeners {
         l.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -72,6 +77,8 @@ fn rebind(running: &Running, srv: &Arc<Server>, port: u16) -> Result<(), String>
 async fn accept(l: tokio::net::TcpListener, srv: Weak<Server>) {
     loop {
         let Ok((stream, _)) = l.accept().await else {
+            // Out of descriptors and the like: back off instead of spinning.
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             continue;
         };
         let Some(srv) = srv.upgrade() else { return };
