@@ -4,6 +4,7 @@
 //! encoded strings are read through their decimal digits; every write turns the value into a
 //! `raw` string, growing it with zero bytes as far as the highest bit written.
 
+use tern_engine::thin::ThinBuf;
 use tern_engine::{RString, ShardData, Value};
 use tern_runtime::args::{eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_SYNTAX, ERR_WRONGTYPE};
 use tern_runtime::ctx::Ctx;
@@ -179,7 +180,7 @@ fn with_bit_string<R>(
     h: u64,
     key: &[u8],
     min_len: usize,
-    f: impl FnOnce(&mut Vec<u8>, bool) -> (R, bool),
+    f: impl FnOnce(&mut ThinBuf, bool) -> (R, bool),
 ) -> Result<(R, bool), &'static str> {
     let now = ctx.now_ms;
     match ctx.lookup_write::<RString>(shard, h, key).checked()? {
@@ -200,7 +201,8 @@ fn with_bit_string<R>(
             Ok((r, changed))
         }
         None => {
-            let mut buf = vec![0u8; min_len];
+            let mut buf = ThinBuf::new();
+            buf.resize(min_len, 0);
             let (r, changed) = f(&mut buf, true);
             let value = Value::Str(RString::Raw(buf));
             if changed {
@@ -399,10 +401,11 @@ enum BitOp {
 }
 
 /// Fold one more source into the result (sources shorter than others count as zero-padded).
-fn fold_source(res: &mut Vec<u8>, src: &[u8], first: bool, op: BitOp) {
+fn fold_source(res: &mut ThinBuf, src: &[u8], first: bool, op: BitOp) {
     if first {
         if op == BitOp::Not {
-            res.extend(src.iter().map(|b| !b));
+            res.extend_from_slice(src);
+            res.iter_mut().for_each(|b| *b = !*b);
         } else {
             res.extend_from_slice(src);
         }
@@ -450,7 +453,7 @@ fn bitop(ctx: &mut Ctx, args: &Args) {
     let dest = &args[2];
     let (hashes, mut g) = ctx.lock_keys(args.iter().skip(2));
     let db = ctx.conn.db;
-    let mut res: Vec<u8> = Vec::new();
+    let mut res = ThinBuf::new();
     for (j, &h) in hashes.iter().enumerate().skip(1) {
         let key = &args[2 + j];
         let first = j == 1;

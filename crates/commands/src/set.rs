@@ -153,7 +153,6 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
             for m in args.iter().skip(2) {
                 added += s.add(m) as u64;
             }
-            s.compact();
             // Members already there change nothing (a conversion of encoding is no change).
             if added > 0 {
                 shard.touch(key);
@@ -164,7 +163,6 @@ fn sadd(ctx: &mut Ctx, args: &Args) {
             for m in args.iter().skip(2) {
                 added += s.add(m) as u64;
             }
-            s.compact();
             shard.set(h, key, Value::Set(s), false, now);
         }
     }
@@ -484,7 +482,6 @@ fn smove(ctx: &mut Ctx, args: &Args) {
         Some(e) => {
             let s = as_set_mut(&mut e.value).expect("checked above");
             let added = s.add(m);
-            s.compact();
             if added {
                 shard.touch(dst);
             }
@@ -598,8 +595,6 @@ impl<'a> Locked<'a> {
             return;
         }
         let n = result.len();
-        let mut result = result;
-        result.compact();
         tern_runtime::background::replace_value(ctx.srv, shard, h, dst, Value::Set(result), now);
         drop(self);
         ctx.out.int(n as i64);

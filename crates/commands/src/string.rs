@@ -1,6 +1,7 @@
 //! String commands: GET/SET and their variants, counters, ranges, APPEND and LCS.
 
 use std::sync::atomic::Ordering::Relaxed;
+use tern_engine::thin::ThinBuf;
 use tern_engine::value::EMBSTR_LIMIT;
 use tern_engine::{RString, Value};
 use tern_runtime::args::{
@@ -80,7 +81,7 @@ fn plain_string(b: Vec<u8>) -> RString {
     if b.len() <= EMBSTR_LIMIT {
         RString::embstr(&b)
     } else {
-        RString::Raw(b)
+        RString::exact(&b)
     }
 }
 
@@ -711,7 +712,7 @@ fn setrange(ctx: &mut Ctx, args: &Args) {
         Typed::Missing if patch.is_empty() => Ok((0, false)),
         Typed::Missing if too_big => Err(ERR_STRING_TOO_LONG),
         Typed::Missing => {
-            let mut buf = Vec::new();
+            let mut buf = ThinBuf::new();
             write_at(&mut buf, offset as usize, patch);
             let n = buf.len();
             shard.set(h, key, Value::Str(RString::Raw(buf)), false, now);
@@ -737,7 +738,7 @@ fn setrange(ctx: &mut Ctx, args: &Args) {
 }
 
 /// Copy `patch` into `buf` at `offset`, zero-filling any gap.
-fn write_at(buf: &mut Vec<u8>, offset: usize, patch: &[u8]) {
+fn write_at(buf: &mut ThinBuf, offset: usize, patch: &[u8]) {
     let end = offset + patch.len();
     if buf.len() < end {
         buf.resize(end, 0);

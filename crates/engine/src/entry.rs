@@ -260,8 +260,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn header_leaves_room_for_a_16_byte_key_in_64() {
-        assert_eq!(HEADER, 48);
+    fn header_is_the_chain_link_the_clocks_and_the_value() {
+        assert_eq!(HEADER, 16 + std::mem::size_of::<Value>());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod shard;
 pub mod slot_index;
 pub mod snapshot;
 pub mod store;
+pub mod thin;
 pub mod types;
 pub mod value;
 pub mod watch;

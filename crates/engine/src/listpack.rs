@@ -7,6 +7,7 @@
 //! encoding+data, so the list can be walked both ways. Strings that are canonical integers are
 //! stored as integers, as Redis does.
 
+use crate::thin::SizedBytes;
 use crate::value::parse_canonical_i64;
 
 const HDR: usize = 6;
@@ -63,7 +64,8 @@ impl<'a> LpEntry<'a> {
 /// stay valid until the next mutation.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Listpack {
-    buf: Vec<u8>,
+    /// Exact size, its first four bytes the listpack's total-bytes field.
+    buf: SizedBytes,
 }
 
 impl std::fmt::Debug for Listpack {
@@ -194,16 +196,24 @@ impl<'a> Elem<'a> {
 
 impl Listpack {
     pub fn new() -> Listpack {
-        let mut buf = Vec::with_capacity(HDR + 1);
-        buf.extend_from_slice(&((HDR + 1) as u32).to_le_bytes());
-        buf.extend_from_slice(&0u16.to_le_bytes());
-        buf.push(EOF);
-        Listpack { buf }
+        let mut empty = [0u8; HDR + 1];
+        empty[HDR] = EOF;
+        Listpack {
+            buf: SizedBytes::from_slice(&empty),
+        }
     }
 
     /// Adopt Redis listpack bytes (from an RDB file), after checking their structure.
     pub fn from_bytes(bytes: Vec<u8>) -> Option<Listpack> {
-        let lp = Listpack { buf: bytes };
+        // The copy's length field is its size: check the one the bytes carry first.
+        if bytes.len() < HDR + 1
+            || u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize != bytes.len()
+        {
+            return None;
+        }
+        let lp = Listpack {
+            buf: SizedBytes::from_slice(&bytes),
+        };
         lp.validate().then_some(lp)
     }
 
@@ -218,7 +228,7 @@ impl Listpack {
     }
 
     pub fn heap_size(&self) -> usize {
-        self.buf.capacity()
+        self.buf.len()
     }
 
     pub fn len(&self) -> usize {
@@ -411,10 +421,7 @@ impl Listpack {
         for e in elems {
             e.write(&mut tmp);
         }
-        // Exact sizing, as Redis reallocs a listpack to its new length: no doubling slack
-        // on millions of small collections.
-        self.buf.reserve_exact(tmp.len());
-        self.buf.splice(at..at, tmp);
+        self.buf.splice(at..at, &tmp);
         self.set_header(count);
     }
 
@@ -466,8 +473,7 @@ impl Listpack {
         let old = self.entry_size(off);
         let mut tmp = Vec::with_capacity(s.len() + 10);
         Elem::of(s).write(&mut tmp);
-        self.buf.reserve_exact(tmp.len().saturating_sub(old));
-        self.buf.splice(off..off + old, tmp);
+        self.buf.splice(off..off + old, &tmp);
         let count = self.len();
         self.set_header(count);
         off
@@ -478,8 +484,7 @@ impl Listpack {
         let old = self.entry_size(off);
         let mut tmp = Vec::with_capacity(12);
         Elem::Int(n).write(&mut tmp);
-        self.buf.reserve_exact(tmp.len().saturating_sub(old));
-        self.buf.splice(off..off + old, tmp);
+        self.buf.splice(off..off + old, &tmp);
         let count = self.len();
         self.set_header(count);
         off
@@ -495,9 +500,8 @@ impl Listpack {
             removed += 1;
         }
         let count = self.len() - removed;
-        self.buf.drain(off..end);
+        self.buf.remove_range(off..end);
         self.set_header(count);
-        self.shrink();
         (self.buf[off] != EOF).then_some(off)
     }
 
@@ -505,13 +509,6 @@ impl Listpack {
     pub fn delete_range(&mut self, start: i64, n: usize) {
         if let Some(off) = self.seek(start) {
             self.delete(off, n);
-        }
-    }
-
-    /// Give memory back after large deletions (Redis reallocs to the exact size).
-    fn shrink(&mut self) {
-        if self.buf.capacity() > 64 && self.buf.capacity() > self.buf.len() * 2 {
-            self.buf.shrink_to_fit();
         }
     }
 
@@ -578,20 +575,6 @@ impl Listpack {
 
     // --- Added for list nodes (quicklist): capacity control, splitting and joining. ---
 
-    /// An empty listpack with room for `cap` bytes (a quicklist node about to be filled).
-    pub fn with_capacity(cap: usize) -> Listpack {
-        let mut lp = Listpack {
-            buf: Vec::with_capacity(cap.max(HDR + 1)),
-        };
-        lp.buf.extend_from_slice(Listpack::new().as_bytes());
-        lp
-    }
-
-    /// Release spare capacity.
-    pub fn shrink_to_fit(&mut self) {
-        self.buf.shrink_to_fit();
-    }
-
     /// Move the entries from `off` (an entry offset or `end_offset()`) to the end into a new
     /// listpack; `self` keeps the entries before `off`.
     pub fn split_off(&mut self, off: usize) -> Listpack {
@@ -603,13 +586,11 @@ impl Listpack {
             kept += 1;
         }
         let end = self.buf.len() - 1;
-        let mut tail = Listpack::with_capacity(HDR + 1 + end - off);
-        tail.buf
-            .splice(HDR..HDR, self.buf[off..end].iter().copied());
+        let mut tail = Listpack::new();
+        tail.buf.splice(HDR..HDR, &self.buf[off..end]);
         tail.set_header(total - kept);
-        self.buf.drain(off..end);
+        self.buf.remove_range(off..end);
         self.set_header(kept);
-        self.buf.shrink_to_fit();
         tail
     }
 
@@ -618,7 +599,7 @@ impl Listpack {
         let count = self.len() + other.len();
         let at = self.buf.len() - 1;
         let src = &other.buf[HDR..other.buf.len() - 1];
-        self.buf.splice(at..at, src.iter().copied());
+        self.buf.splice(at..at, src);
         self.set_header(count);
     }
 
@@ -641,7 +622,6 @@ impl Listpack {
         self.buf.copy_within(r..end, w);
         self.buf.truncate(w + (end - r));
         self.set_header(count);
-        self.shrink();
     }
 }
 

@@ -1,14 +1,15 @@
 //! Stored values. One enum per Redis type; each type keeps compact encodings for small sizes
 //! and reports Redis's encoding names.
 
+use crate::thin::{ExactBytes, SmallBytes, ThinBuf};
 use crate::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 
 /// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_LIMIT: usize = 44;
 
-/// The longest string kept inside the value itself: 15 bytes plus a length byte is what fits
-/// beside the other variants without growing `Value` past 32 bytes.
-pub const INLINE_MAX: usize = 15;
+/// The longest string kept inside the value itself: 14 bytes, a length byte and the tag make
+/// the 16 bytes every `RString` takes (see `value_stays_24_bytes`).
+pub const INLINE_MAX: usize = 14;
 
 /// A string of at most INLINE_MAX bytes stored in place: no allocation of its own.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,9 +47,12 @@ pub enum RString {
     /// A short string held in the value itself (reported as `embstr`, as Redis would).
     Inline(InlineStr),
     /// A short string stored in one allocation, never modified in place (`embstr`).
-    Emb(Box<[u8]>),
+    Emb(SmallBytes),
+    /// A `raw` string as written (SET and the like): its exact bytes, no room to grow. Most
+    /// strings are never edited in place; the first APPEND or SETRANGE makes it `Raw`.
+    Exact(ExactBytes),
     /// A string that may grow in place (APPEND, SETRANGE) (`raw`).
-    Raw(Vec<u8>),
+    Raw(ThinBuf),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +111,16 @@ impl RString {
         if b.len() <= EMBSTR_LIMIT {
             RString::embstr(b)
         } else {
-            RString::Raw(b.to_vec())
+            RString::exact(b)
+        }
+    }
+
+    /// A `raw` string of `b` at its exact size (growable when too long for that).
+    pub fn exact(b: &[u8]) -> RString {
+        if b.len() <= ExactBytes::MAX {
+            RString::Exact(ExactBytes::new(b))
+        } else {
+            RString::Raw(ThinBuf::from_slice(b))
         }
     }
 
@@ -118,7 +131,7 @@ impl RString {
         if b.len() <= INLINE_MAX {
             RString::Inline(InlineStr::new(b))
         } else {
-            RString::Emb(b.into())
+            RString::Emb(SmallBytes::new(b))
         }
     }
 
@@ -129,6 +142,7 @@ impl RString {
             RString::Int(_) => None,
             RString::Inline(s) => Some(s.as_bytes()),
             RString::Emb(b) => Some(b),
+            RString::Exact(b) => Some(b),
             RString::Raw(v) => Some(v),
         }
     }
@@ -142,9 +156,9 @@ impl RString {
         if v.len() <= INLINE_MAX {
             RString::embstr(&v)
         } else if v.len() <= EMBSTR_LIMIT {
-            RString::Emb(v.into_boxed_slice())
+            RString::Emb(SmallBytes::new(&v))
         } else {
-            RString::Raw(v)
+            RString::exact(&v)
         }
     }
 
@@ -153,6 +167,7 @@ impl RString {
             RString::Int(n) => itoa::Buffer::new().format(*n).len(),
             RString::Inline(s) => s.len as usize,
             RString::Emb(b) => b.len(),
+            RString::Exact(b) => b.len(),
             RString::Raw(v) => v.len(),
         }
     }
@@ -167,6 +182,7 @@ impl RString {
             RString::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
             RString::Inline(s) => f(s.as_bytes()),
             RString::Emb(b) => f(b),
+            RString::Exact(b) => f(b),
             RString::Raw(v) => f(v),
         }
     }
@@ -176,9 +192,9 @@ impl RString {
     }
 
     /// Mutable byte buffer for in-place edits; converts to `raw` as Redis does.
-    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+    pub fn make_raw(&mut self) -> &mut ThinBuf {
         if !matches!(self, RString::Raw(_)) {
-            *self = RString::Raw(self.to_vec());
+            *self = RString::Raw(self.with_bytes(ThinBuf::from_slice));
         }
         match self {
             RString::Raw(v) => v,
@@ -190,7 +206,7 @@ impl RString {
         match self {
             RString::Int(_) => "int",
             RString::Inline(_) | RString::Emb(_) => "embstr",
-            RString::Raw(_) => "raw",
+            RString::Exact(_) | RString::Raw(_) => "raw",
         }
     }
 
@@ -198,8 +214,9 @@ impl RString {
     pub fn heap_size(&self) -> usize {
         match self {
             RString::Int(_) | RString::Inline(_) => 0,
-            RString::Emb(b) => b.len(),
-            RString::Raw(v) => v.capacity(),
+            RString::Emb(b) => b.heap_size(),
+            RString::Exact(b) => b.len(),
+            RString::Raw(v) => v.heap_size(),
         }
     }
 }
@@ -281,8 +298,10 @@ mod tests {
     }
 
     #[test]
-    fn value_stays_32_bytes() {
-        assert_eq!(std::mem::size_of::<Value>(), 32);
+    fn value_stays_24_bytes() {
+        // Paid once per key inside its entry: see entry.rs.
+        assert_eq!(std::mem::size_of::<RString>(), 16);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
     }
 
     #[test]

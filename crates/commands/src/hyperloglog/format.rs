@@ -6,6 +6,8 @@
 //! Everything here is pure; the commands live in `hll.rs`. Corrupted input is handled the way
 //! Redis handles it (same results, same error detection), never by panicking.
 
+use tern_engine::thin::ThinBuf;
+
 /// Header size.
 pub const HDR: usize = 16;
 /// Bits of the hash used to pick a register.
@@ -109,8 +111,8 @@ pub fn set_cached_card(s: &mut [u8], card: u64) {
 }
 
 /// A new, empty HLL: sparse, all registers covered by XZERO opcodes.
-pub fn new_sparse() -> Vec<u8> {
-    let mut s = Vec::with_capacity(HDR + 2);
+pub fn new_sparse() -> ThinBuf {
+    let mut s = ThinBuf::with_capacity(HDR + 2);
     s.extend_from_slice(b"HYLL");
     s.push(SPARSE);
     s.extend_from_slice(&[0; 11]);
@@ -202,13 +204,13 @@ fn val_len(b: u8) -> usize {
 fn val_op(val: u8, len: usize) -> u8 {
     ((val - 1) << 2 | (len as u8 - 1)) | 0x80
 }
-fn push_xzero(s: &mut Vec<u8>, len: usize) {
+fn push_xzero(s: &mut ThinBuf, len: usize) {
     let l = len - 1;
     s.push((l >> 8) as u8 | 0x40);
     s.push((l & 0xff) as u8);
 }
 /// A ZERO or XZERO opcode for a run of `len` zero registers.
-fn push_zeros(s: &mut Vec<u8>, len: usize) {
+fn push_zeros(s: &mut ThinBuf, len: usize) {
     if len > SPARSE_ZERO_MAX_LEN {
         push_xzero(s, len);
     } else {
@@ -249,7 +251,7 @@ fn walk_sparse(s: &[u8], mut run: impl FnMut(usize, usize, u8)) -> Result<(), Co
 
 /// Convert a sparse HLL to dense in place (the header, cached cardinality included, is kept).
 /// A dense HLL is left alone.
-pub fn sparse_to_dense(s: &mut Vec<u8>) -> Result<(), Corrupted> {
+pub fn sparse_to_dense(s: &mut ThinBuf) -> Result<(), Corrupted> {
     if s[4] == DENSE {
         return Ok(());
     }
@@ -262,7 +264,7 @@ pub fn sparse_to_dense(s: &mut Vec<u8>) -> Result<(), Corrupted> {
             dense_put(regs, i, val);
         }
     })?;
-    *s = dense;
+    *s = ThinBuf::from_slice(&dense);
     Ok(())
 }
 
@@ -270,7 +272,7 @@ pub fn sparse_to_dense(s: &mut Vec<u8>) -> Result<(), Corrupted> {
 /// does not fit a VAL opcode or the string would grow past `max_bytes`. Ok(true) when a
 /// register changed.
 pub fn sparse_set(
-    s: &mut Vec<u8>,
+    s: &mut ThinBuf,
     index: usize,
     count: u8,
     max_bytes: usize,
@@ -328,7 +330,7 @@ pub fn sparse_set(
     if !simple {
         // Step 2: split the opcode into up to three.
         let last = first + span - 1;
-        let mut seq: Vec<u8> = Vec::with_capacity(5);
+        let mut seq = ThinBuf::with_capacity(5);
         if zero || xzero {
             if index != first {
                 push_zeros(&mut seq, index - first);
@@ -357,7 +359,7 @@ pub fn sparse_set(
             Some(n) => n,
             None => end,
         };
-        s.splice(p..cut_end, seq);
+        s.splice(p..cut_end, &seq);
         s.truncate(new_len);
         end = new_len;
     }
@@ -382,7 +384,7 @@ pub fn sparse_set(
                 let len = val_len(b) + val_len(s[p + 1]);
                 if len <= SPARSE_VAL_MAX_LEN {
                     s[p + 1] = val_op(v1, len);
-                    s.remove(p);
+                    s.remove_range(p..p + 1);
                     end -= 1;
                     continue;
                 }
@@ -394,14 +396,14 @@ pub fn sparse_set(
     Ok(true)
 }
 
-fn promote(s: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupted> {
+fn promote(s: &mut ThinBuf, index: usize, count: u8) -> Result<bool, Corrupted> {
     sparse_to_dense(s)?;
     dense_set(&mut s[HDR..], index, count);
     Ok(true)
 }
 
 /// Add one element. Ok(true) when a register changed. The HLL must have passed `is_valid`.
-pub fn add(s: &mut Vec<u8>, ele: &[u8], max_bytes: usize) -> Result<bool, Corrupted> {
+pub fn add(s: &mut ThinBuf, ele: &[u8], max_bytes: usize) -> Result<bool, Corrupted> {
     let (index, count) = pat_len(ele);
     match s[4] {
         DENSE => Ok(dense_set(&mut s[HDR..], index, count)),

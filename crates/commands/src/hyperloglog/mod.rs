@@ -6,6 +6,7 @@ pub mod format;
 
 use crate::hyperloglog::format as fmt;
 use rand::Rng;
+use tern_engine::thin::ThinBuf;
 use tern_engine::{MultiGuard, RString, ShardData, Value};
 use tern_runtime::args::{eq_ic, Args};
 use tern_runtime::ctx::Ctx;
@@ -54,7 +55,7 @@ fn hll_bytes<'s>(found: Typed<'s, RString>) -> Result<Option<&'s [u8]>, &'static
 
 /// `hll_bytes` for a command that updates the HLL in place: the string is made growable (raw)
 /// first, as Redis's dbUnshareStringValue does.
-fn hll_mut<'s>(found: Typed<'s, RString>) -> Result<Option<&'s mut Vec<u8>>, &'static str> {
+fn hll_mut<'s>(found: Typed<'s, RString>) -> Result<Option<&'s mut ThinBuf>, &'static str> {
     let Some(s) = found.checked()? else {
         return Ok(None);
     };
@@ -65,7 +66,7 @@ fn hll_mut<'s>(found: Typed<'s, RString>) -> Result<Option<&'s mut Vec<u8>>, &'s
 }
 
 /// The HLL a command has just created (or checked) under the same shard lock.
-fn created_hll<'s>(shard: &'s mut ShardData, h: u64, key: &[u8], now: u64) -> &'s mut Vec<u8> {
+fn created_hll<'s>(shard: &'s mut ShardData, h: u64, key: &[u8], now: u64) -> &'s mut ThinBuf {
     match shard.get_quiet(h, key, now).map(|e| &mut e.value) {
         Some(Value::Str(s)) => s.make_raw(),
         _ => unreachable!("the HLL was checked or created under this lock"),
@@ -352,7 +353,8 @@ fn pfselftest(ctx: &mut Ctx, _args: &Args) {
 }
 
 fn selftest(rng: &mut impl Rng, max_bytes: usize) -> Result<(), String> {
-    let mut dense = vec![0u8; fmt::DENSE_SIZE];
+    let mut dense = ThinBuf::new();
+    dense.resize(fmt::DENSE_SIZE, 0);
     dense[..4].copy_from_slice(b"HYLL");
     let mut bytes = vec![0u8; fmt::REGISTERS];
     for _ in 0..1000 {

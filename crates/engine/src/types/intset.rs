@@ -6,6 +6,8 @@
 //! Adding a member that needs a wider encoding re-encodes every member ("upgrade"); Redis never
 //! narrows an intset again, and neither does this one.
 
+use std::ptr::NonNull;
+
 const HDR: usize = 8;
 
 /// The bytes one integer needs in an intset.
@@ -23,8 +25,98 @@ pub fn width_for(v: i64) -> usize {
 /// An intset in one exact-size heap block (as Redis reallocs it to the byte).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Intset {
-    buf: Box<[u8]>,
+    buf: Block,
 }
+
+/// The empty intset (16-bit encoding): shared, never allocated or freed.
+static EMPTY: [u8; HDR] = [2, 0, 0, 0, 0, 0, 0, 0];
+
+/// The intset bytes in a block of exactly their length, which the bytes themselves give
+/// (8 + count x width): one pointer wide, so a set's value stays 16 bytes.
+struct Block(NonNull<u8>);
+
+// SAFETY: owned exclusively like a Box<[u8]> (or the immutable static).
+unsafe impl Send for Block {}
+// SAFETY: shared references only read.
+unsafe impl Sync for Block {}
+
+impl Block {
+    fn empty() -> Block {
+        Block(NonNull::from(&EMPTY).cast())
+    }
+
+    fn is_static(&self) -> bool {
+        std::ptr::eq(self.0.as_ptr(), EMPTY.as_ptr())
+    }
+
+    fn len(&self) -> usize {
+        // SAFETY: every block starts with a valid 8-byte intset header.
+        let h = unsafe { std::slice::from_raw_parts(self.0.as_ptr(), HDR) };
+        let w = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let n = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+        HDR + n * w
+    }
+
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the block holds exactly len() bytes.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), self.len()) }
+    }
+
+    /// Adopt `v`, a whole intset (its header matches its length), at its exact size.
+    fn from_vec(v: Vec<u8>) -> Block {
+        debug_assert!(v.len() >= HDR);
+        let b = Box::into_raw(v.into_boxed_slice()) as *mut u8;
+        Block(NonNull::new(b).expect("boxed slice pointer"))
+    }
+
+    /// Take the bytes out for an edit (no copy unless shared), leaving the empty intset: a
+    /// panic during the edit cannot leave a block whose header disagrees with its size.
+    fn take_vec(&mut self) -> Vec<u8> {
+        let b = std::mem::replace(self, Block::empty());
+        if b.is_static() {
+            return EMPTY.to_vec();
+        }
+        let b = std::mem::ManuallyDrop::new(b);
+        let len = b.len();
+        // SAFETY: a boxed slice of `len` bytes is a Vec with capacity `len`.
+        unsafe { Vec::from_raw_parts(b.0.as_ptr(), len, len) }
+    }
+
+    fn heap_size(&self) -> usize {
+        if self.is_static() {
+            0
+        } else {
+            self.len()
+        }
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        if !self.is_static() {
+            drop(self.take_vec());
+        }
+    }
+}
+
+impl Clone for Block {
+    fn clone(&self) -> Self {
+        if self.is_static() {
+            Block::empty()
+        } else {
+            Block::from_vec(self.bytes().to_vec())
+        }
+    }
+}
+
+impl PartialEq for Block {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Block {}
 
 impl std::fmt::Debug for Intset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -38,14 +130,15 @@ impl Default for Intset {
     }
 }
 
-/// An intset small enough to live inside the value itself (at most 16 bytes: four 16-bit
-/// members, two 32-bit or one 64-bit), in the same byte layout. Tiny sets then cost no
+/// An intset small enough to live inside the value itself (at most 15 bytes, what fits beside
+/// the set's tag in a 16-byte `SetValue`: three 16-bit members or one 32-bit), in the same byte
+/// layout. Tiny sets then cost no
 /// allocation of their own.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InlineIntset([u8; INLINE_BYTES]);
 
 /// The largest intset blob kept inline.
-pub const INLINE_BYTES: usize = 16;
+pub const INLINE_BYTES: usize = 15;
 
 impl std::fmt::Debug for InlineIntset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -197,9 +290,9 @@ fn write_at(buf: &mut [u8], width: usize, i: usize, v: i64) {
 impl Intset {
     /// An empty intset (16-bit encoding, as Redis creates it).
     pub fn new() -> Intset {
-        let mut b = [0u8; HDR];
-        b[..4].copy_from_slice(&2u32.to_le_bytes());
-        Intset { buf: b.into() }
+        Intset {
+            buf: Block::empty(),
+        }
     }
 
     /// Adopt Redis intset bytes (from an RDB file) after checking them: a known encoding, a
@@ -214,7 +307,7 @@ impl Intset {
             return None;
         }
         let is = Intset {
-            buf: bytes.into_boxed_slice(),
+            buf: Block::from_vec(bytes),
         };
         let ascending = (1..n).all(|i| is.get(i - 1) < is.get(i));
         ascending.then_some(is)
@@ -222,19 +315,21 @@ impl Intset {
 
     /// The bytes exactly as Redis stores them.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf
+        self.buf.bytes()
     }
 
     /// A copy of the intset in `view`, on the heap.
     pub fn from_view(view: IntsetRef) -> Intset {
         Intset {
-            buf: view.as_bytes().into(),
+            buf: Block::from_vec(view.as_bytes().to_vec()),
         }
     }
 
     #[inline]
     pub fn view(&self) -> IntsetRef<'_> {
-        IntsetRef { buf: &self.buf }
+        IntsetRef {
+            buf: self.buf.bytes(),
+        }
     }
 
     /// Bytes used (Redis's intsetBlobLen).
@@ -243,7 +338,7 @@ impl Intset {
     }
 
     pub fn heap_size(&self) -> usize {
-        self.buf.len()
+        self.buf.heap_size()
     }
 
     #[inline]
@@ -302,7 +397,7 @@ impl Intset {
             Err(p) => p,
         };
         let n = self.len();
-        let mut v8 = std::mem::take(&mut self.buf).into_vec();
+        let mut v8 = self.buf.take_vec();
         v8.reserve_exact(w);
         let at = HDR + pos * w;
         let mut enc = [0u8; 8];
@@ -313,7 +408,7 @@ impl Intset {
         }
         v8.splice(at..at, enc[..w].iter().copied());
         Self::set_len(&mut v8, n + 1);
-        self.buf = v8.into_boxed_slice();
+        self.buf = Block::from_vec(v8);
         true
     }
 
@@ -327,10 +422,10 @@ impl Intset {
         Self::set_len(&mut nb, n + 1);
         let prepend = (v < 0) as usize;
         for i in 0..n {
-            write_at(&mut nb, nw, i + prepend, read_at(&self.buf, ow, i));
+            write_at(&mut nb, nw, i + prepend, read_at(self.buf.bytes(), ow, i));
         }
         write_at(&mut nb, nw, if prepend == 1 { 0 } else { n }, v);
-        self.buf = nb.into_boxed_slice();
+        self.buf = Block::from_vec(nb);
     }
 
     /// Remove `v`; false if it was not a member.
@@ -352,11 +447,11 @@ impl Intset {
         let v = self.get(pos);
         let n = self.len();
         let w = self.width();
-        let mut v8 = std::mem::take(&mut self.buf).into_vec();
+        let mut v8 = self.buf.take_vec();
         let at = HDR + pos * w;
         v8.drain(at..at + w);
         Self::set_len(&mut v8, n - 1);
-        self.buf = v8.into_boxed_slice();
+        self.buf = Block::from_vec(v8);
         v
     }
 
@@ -370,7 +465,7 @@ impl Intset {
             write_at(&mut nb, w, i, v);
         }
         Intset {
-            buf: nb.into_boxed_slice(),
+            buf: Block::from_vec(nb),
         }
     }
 }
@@ -404,6 +499,22 @@ impl ExactSizeIterator for IntsetIter<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_is_shared_and_edits_allocate_exactly() {
+        let mut is = Intset::new();
+        assert_eq!(is.heap_size(), 0);
+        assert_eq!(is.as_bytes(), &[2, 0, 0, 0, 0, 0, 0, 0]);
+        let copy = is.clone();
+        assert!(is.insert(7));
+        assert_eq!(is.heap_size(), 10);
+        assert!(is.insert(70_000));
+        assert_eq!(is.heap_size(), 16);
+        assert_eq!(is.remove_at(0), 7);
+        assert_eq!(is.heap_size(), 12);
+        assert_eq!(copy, Intset::new());
+        assert_eq!(copy.heap_size(), 0);
+    }
 
     #[test]
     fn redis_layout() {

@@ -50,16 +50,6 @@ fn allows_merge(a: &Listpack, b: &Listpack, fill: i64) -> bool {
     !exceeds(fill, a.bytes_len() + b.bytes_len() - 7, a.len() + b.len())
 }
 
-/// A fresh node: under a byte limit it gets its final size up front (it will be filled).
-fn new_node(fill: i64) -> Listpack {
-    let (sz, _) = node_limits(fill);
-    if sz != usize::MAX {
-        Listpack::with_capacity(sz)
-    } else {
-        Listpack::new()
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Quicklist {
     nodes: VecDeque<Listpack>,
@@ -106,10 +96,7 @@ impl Quicklist {
                 }
             }
             _ => {
-                if let Some(n) = slot_mut(&mut self.nodes, front) {
-                    n.shrink_to_fit();
-                }
-                let mut n = new_node(fill);
+                let mut n = Listpack::new();
                 n.push_back(s);
                 if front {
                     self.nodes.push_front(n);
@@ -337,8 +324,7 @@ impl ListValue {
             if bytes > sz || q.count > cnt {
                 return;
             }
-            let mut lp = q.nodes.pop_front().unwrap_or_default();
-            lp.shrink_to_fit();
+            let lp = q.nodes.pop_front().unwrap_or_default();
             *self = ListValue::Listpack(lp);
         }
     }
@@ -710,7 +696,7 @@ mod tests {
             with_fill(fill, || {
                 let mut l = ListValue::new();
                 let mut m: VecDeque<Vec<u8>> = VecDeque::new();
-                let mut seed = 12345u64 + fill as u64;
+                let mut seed = 12345u64.wrapping_add(fill as u64);
                 let mut rnd = |n: u64| {
                     seed = seed
                         .wrapping_mul(6364136223846793005)

@@ -429,19 +429,8 @@ impl SetValue {
     /// Give back spare capacity (after building a result set).
     pub fn shrink_to_fit(&mut self) {
         match self {
-            SetValue::IntsetInline(_) | SetValue::Intset(_) => {}
-            SetValue::Listpack(lp) => lp.shrink_to_fit(),
+            SetValue::IntsetInline(_) | SetValue::Intset(_) | SetValue::Listpack(_) => {}
             SetValue::Hashtable(ht) => ht.shrink_to_fit(),
-        }
-    }
-
-    /// Trim a listpack's spare capacity after a write, as Redis keeps listpacks at their exact
-    /// size (a no-op when nothing is spare).
-    pub fn compact(&mut self) {
-        if let SetValue::Listpack(lp) = self {
-            if lp.heap_size() > lp.bytes_len() {
-                lp.shrink_to_fit();
-            }
         }
     }
 
@@ -478,7 +467,6 @@ impl SetValue {
                     self.intset_to_listpack();
                     if let SetValue::Listpack(lp) = self {
                         lp.push_back(m);
-                        lp.shrink_to_fit();
                     }
                 } else {
                     self.convert_to_ht(n + 1);
@@ -898,14 +886,14 @@ mod tests {
     #[test]
     fn small_intsets_live_inline() {
         let mut s = SetValue::new_intset();
-        for v in [3, 1, 2, 4] {
+        for v in [3, 1, 2] {
             assert!(s.add(v.to_string().as_bytes()));
         }
         assert!(matches!(s, SetValue::IntsetInline(_)));
         assert_eq!(s.heap_size(), 0);
         assert_eq!(
             s.intset_bytes().unwrap(),
-            &[2, 0, 0, 0, 4, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0]
+            &[2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 2, 0, 3, 0]
         );
         assert!(s.add(b"5"));
         assert!(matches!(s, SetValue::Intset(_)));
@@ -915,10 +903,13 @@ mod tests {
         assert!(!s.remove(b"1"));
         assert!(!s.add(b"5"));
         assert!(s.contains_member(LpEntry::Int(5)) && !s.contains(b"1"));
-        // Upgrading the width moves it to the heap; 64-bit members fit once.
+        // Upgrading the width moves it to the heap: one 32-bit member fits, a 64-bit one not.
         let mut w = SetValue::new_intset();
-        w.add(b"-5000000000");
+        w.add(b"-50000");
         assert!(matches!(w, SetValue::IntsetInline(_)));
+        w.add(b"-5000000000");
+        assert!(matches!(w, SetValue::Intset(_)));
+        w.remove(b"-50000");
         w.add(b"1");
         assert!(matches!(w, SetValue::Intset(_)));
         assert_eq!(
