@@ -438,6 +438,21 @@ impl ExactBytes {
         }
     }
 
+    /// Take `v`'s bytes without copying them (its spare capacity, if any, is given back).
+    pub fn from_vec(v: Vec<u8>) -> ExactBytes {
+        assert!(v.len() <= Self::MAX, "ExactBytes length");
+        if v.is_empty() {
+            return ExactBytes::new(&[]);
+        }
+        let len = v.len() as u32;
+        // A boxed slice is exactly `len` bytes with alignment 1: the layout `drop` frees.
+        let ptr = Box::into_raw(v.into_boxed_slice()) as *mut u8;
+        ExactBytes {
+            len,
+            ptr: NonNull::new(ptr).expect("boxed slice pointer"),
+        }
+    }
+
     fn layout(len: usize) -> Layout {
         Layout::from_size_align(len, 1).expect("exact layout")
     }
@@ -694,6 +709,11 @@ mod tests {
         assert_eq!(&e[..], &[7u8; 1024][..]);
         assert_eq!(e.clone(), e);
         assert!(ExactBytes::new(b"").is_empty());
+        let mut v = Vec::with_capacity(100);
+        v.extend_from_slice(b"adopted");
+        let a = ExactBytes::from_vec(v);
+        assert_eq!(&a[..], b"adopted");
+        assert!(ExactBytes::from_vec(Vec::new()).is_empty());
     }
 
     #[test]

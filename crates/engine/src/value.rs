@@ -157,8 +157,10 @@ impl RString {
             RString::embstr(&v)
         } else if v.len() <= EMBSTR_LIMIT {
             RString::Emb(SmallBytes::new(&v))
+        } else if v.len() <= ExactBytes::MAX {
+            RString::Exact(ExactBytes::from_vec(v))
         } else {
-            RString::exact(&v)
+            RString::Raw(ThinBuf::from_slice(&v))
         }
     }
 
