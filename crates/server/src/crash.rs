@@ -14,8 +14,43 @@ const FATAL_SIGNALS: [libc::c_int; 5] = [
     libc::SIGABRT,
 ];
 
+/// The signal stack a crash report runs on. Symbolizing the stack trace takes far more than
+/// the few KiB std gives each thread for its overflow handler: on that, the report itself
+/// overflowed and the process died before the trace was written.
+const SIGNAL_STACK: usize = 1 << 20;
+
+/// Give the calling thread a signal stack large enough for the crash report (the main thread
+/// at start-up, each worker as it starts; other threads keep std's and would log a report
+/// without its trace). Mapped lazily: only the pages a report touches are ever resident.
+pub fn use_large_signal_stack() {
+    // SAFETY: a fresh anonymous mapping, handed to sigaltstack for this thread; it is never
+    // unmapped (the threads that take one live as long as the process).
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            SIGNAL_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return;
+        }
+        let ss = libc::stack_t {
+            ss_sp: p,
+            ss_flags: 0,
+            ss_size: SIGNAL_STACK,
+        };
+        if libc::sigaltstack(&ss, std::ptr::null_mut()) != 0 {
+            libc::munmap(p, SIGNAL_STACK);
+        }
+    }
+}
+
 /// Install the fatal-signal handlers and the panic hook (once, at start-up).
 pub fn install() {
+    use_large_signal_stack();
     // SAFETY: plain sigaction calls with a handler of the signature SA_SIGINFO expects.
     unsafe {
         let mut act: libc::sigaction = std::mem::zeroed();

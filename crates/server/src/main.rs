@@ -236,6 +236,7 @@ fn spawn_worker(
     std::thread::Builder::new()
         .name(format!("tern-worker-{i}"))
         .spawn(move || {
+            crash::use_large_signal_stack();
             srv.propagation.log.defer_wakes_on_this_thread();
             let park_srv = srv.clone();
             let rt = tokio::runtime::Builder::new_current_thread()
