@@ -73,7 +73,10 @@ class SentinelProc:
                 f'dir "{self.dir}"\n'
                 f'logfile "{self.log_path}"\n'
                 f"sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} {quorum}\n"
-                f"sentinel down-after-milliseconds {MASTER_NAME} 1000\n"
+                # Above Sentinel's 1 s PING period: at exactly 1000 ms a master Sentinel has
+                # just switched to gets its first PING a full period after the switch, and a
+                # reply a few ms late marks it down and starts a second failover.
+                f"sentinel down-after-milliseconds {MASTER_NAME} 2000\n"
                 f"sentinel failover-timeout {MASTER_NAME} 20000\n"
                 f"sentinel parallel-syncs {MASTER_NAME} 1\n"
             )
