@@ -200,6 +200,15 @@ fn bind_all(
     tern_runtime::listen::bind_addresses(binds, port, backlog, kind.name())
 }
 
+/// Stop an accept task and wait until it has dropped its listener: once the caller returns
+/// (CONFIG SET of a port), the old port is free and refuses connections.
+pub(crate) fn abort_and_wait(task: tokio::task::JoinHandle<()>) {
+    task.abort();
+    while !task.is_finished() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// One kind's accept tasks and the (bind, port) they serve (port 0: none).
 #[derive(Default)]
 struct ListenSet {
@@ -243,11 +252,7 @@ impl Listeners {
         };
         cur.fds.clear();
         for t in cur.tasks.drain(..) {
-            t.abort();
-            // The task owns its listener; wait until it is dropped so the port is free.
-            while !t.is_finished() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            abort_and_wait(t);
         }
         let (old_binds, old_port) = (cur.binds.clone(), cur.port);
         let result = if port == 0 {

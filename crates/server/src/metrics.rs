@@ -57,12 +57,7 @@ fn rebind(running: &Running, srv: &Arc<Server>, port: u16) -> Result<(), String>
     }
     let mut tasks = running.tasks.lock();
     for t in tasks.drain(..) {
-        t.abort();
-        // The task owns its listener: once CONFIG SET returns, the old port must refuse
-        // connections, so wait until the aborted task has dropped it.
-        while !t.is_finished() {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        crate::listeners::abort_and_wait(t);
     }
     for l in listeners {
         l.set_nonblocking(true).map_err(|e| e.to_string())?;
