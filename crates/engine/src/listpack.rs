@@ -203,18 +203,12 @@ impl Listpack {
         }
     }
 
-    /// Adopt Redis listpack bytes (from an RDB file), after checking their structure.
+    /// Adopt Redis listpack bytes (from an RDB file), after checking their structure. Checked
+    /// before adopting: the block's length field is then set to its size.
     pub fn from_bytes(bytes: Vec<u8>) -> Option<Listpack> {
-        // The copy's length field is its size: check the one the bytes carry first.
-        if bytes.len() < HDR + 1
-            || u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize != bytes.len()
-        {
-            return None;
-        }
-        let lp = Listpack {
-            buf: SizedBytes::from_slice(&bytes),
-        };
-        lp.validate().then_some(lp)
+        valid(&bytes).then(|| Listpack {
+            buf: SizedBytes::from_vec(bytes),
+        })
     }
 
     /// The raw bytes, exactly as Redis would store them.
@@ -512,65 +506,9 @@ impl Listpack {
         }
     }
 
-    /// Check the structure (entry encodings, backlens, header) of bytes from outside.
+    /// Check the structure (entry encodings, backlens, header).
     pub fn validate(&self) -> bool {
-        let b = &self.buf;
-        if b.len() < HDR + 1 || u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize != b.len() {
-            return false;
-        }
-        if b[b.len() - 1] != EOF {
-            return false;
-        }
-        let mut off = HDR;
-        let mut count = 0usize;
-        while b[off] != EOF {
-            let e = b[off];
-            let (head, data) = if e & 0x80 == 0 {
-                (1, 0)
-            } else if e & 0xC0 == 0x80 {
-                (1, (e & 0x3F) as usize)
-            } else if e & 0xE0 == 0xC0 {
-                (2, 0)
-            } else if e & 0xF0 == 0xE0 {
-                if off + 1 >= b.len() {
-                    return false;
-                }
-                (2, (((e & 0x0F) as usize) << 8) | b[off + 1] as usize)
-            } else {
-                match e {
-                    0xF0 => {
-                        if off + 5 > b.len() {
-                            return false;
-                        }
-                        let l =
-                            u32::from_le_bytes([b[off + 1], b[off + 2], b[off + 3], b[off + 4]]);
-                        (5, l as usize)
-                    }
-                    0xF1 => (3, 0),
-                    0xF2 => (4, 0),
-                    0xF3 => (5, 0),
-                    0xF4 => (9, 0),
-                    _ => return false,
-                }
-            };
-            let content = head + data;
-            let size = content + backlen_size(content);
-            if off + size >= b.len() {
-                return false;
-            }
-            let mut bl = [0u8; 5];
-            let n = write_backlen(&mut bl, content);
-            if b[off + content..off + content + n] != bl[..n] {
-                return false;
-            }
-            off += size;
-            count += 1;
-        }
-        if off != b.len() - 1 {
-            return false;
-        }
-        let c = u16::from_le_bytes([b[4], b[5]]);
-        c == COUNT_UNKNOWN || c as usize == count
+        valid(&self.buf)
     }
 
     // --- Added for list nodes (quicklist): capacity control, splitting and joining. ---
@@ -651,6 +589,65 @@ impl Iterator for Offsets<'_> {
         self.off = self.lp.next(off);
         Some(off)
     }
+}
+
+/// Check the structure (entry encodings, backlens, header) of listpack bytes from outside.
+fn valid(b: &[u8]) -> bool {
+    if b.len() < HDR + 1 || u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize != b.len() {
+        return false;
+    }
+    if b[b.len() - 1] != EOF {
+        return false;
+    }
+    let mut off = HDR;
+    let mut count = 0usize;
+    while b[off] != EOF {
+        let e = b[off];
+        let (head, data) = if e & 0x80 == 0 {
+            (1, 0)
+        } else if e & 0xC0 == 0x80 {
+            (1, (e & 0x3F) as usize)
+        } else if e & 0xE0 == 0xC0 {
+            (2, 0)
+        } else if e & 0xF0 == 0xE0 {
+            if off + 1 >= b.len() {
+                return false;
+            }
+            (2, (((e & 0x0F) as usize) << 8) | b[off + 1] as usize)
+        } else {
+            match e {
+                0xF0 => {
+                    if off + 5 > b.len() {
+                        return false;
+                    }
+                    let l = u32::from_le_bytes([b[off + 1], b[off + 2], b[off + 3], b[off + 4]]);
+                    (5, l as usize)
+                }
+                0xF1 => (3, 0),
+                0xF2 => (4, 0),
+                0xF3 => (5, 0),
+                0xF4 => (9, 0),
+                _ => return false,
+            }
+        };
+        let content = head + data;
+        let size = content + backlen_size(content);
+        if off + size >= b.len() {
+            return false;
+        }
+        let mut bl = [0u8; 5];
+        let n = write_backlen(&mut bl, content);
+        if b[off + content..off + content + n] != bl[..n] {
+            return false;
+        }
+        off += size;
+        count += 1;
+    }
+    if off != b.len() - 1 {
+        return false;
+    }
+    let c = u16::from_le_bytes([b[4], b[5]]);
+    c == COUNT_UNKNOWN || c as usize == count
 }
 
 /// Would `s` fit a listpack whose elements may be at most `max_value` bytes long? (the
