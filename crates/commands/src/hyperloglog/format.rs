@@ -112,7 +112,7 @@ pub fn set_cached_card(s: &mut [u8], card: u64) {
 
 /// A new, empty HLL: sparse, all registers covered by XZERO opcodes.
 pub fn new_sparse() -> ThinBuf {
-    let mut s = ThinBuf::with_capacity(HDR + 2);
+    let mut s = Vec::with_capacity(HDR + 2);
     s.extend_from_slice(b"HYLL");
     s.push(SPARSE);
     s.extend_from_slice(&[0; 11]);
@@ -122,7 +122,7 @@ pub fn new_sparse() -> ThinBuf {
         push_xzero(&mut s, n);
         left -= n;
     }
-    s
+    ThinBuf::from_slice(&s)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -204,13 +204,13 @@ fn val_len(b: u8) -> usize {
 fn val_op(val: u8, len: usize) -> u8 {
     ((val - 1) << 2 | (len as u8 - 1)) | 0x80
 }
-fn push_xzero(s: &mut ThinBuf, len: usize) {
+fn push_xzero(s: &mut Vec<u8>, len: usize) {
     let l = len - 1;
     s.push((l >> 8) as u8 | 0x40);
     s.push((l & 0xff) as u8);
 }
 /// A ZERO or XZERO opcode for a run of `len` zero registers.
-fn push_zeros(s: &mut ThinBuf, len: usize) {
+fn push_zeros(s: &mut Vec<u8>, len: usize) {
     if len > SPARSE_ZERO_MAX_LEN {
         push_xzero(s, len);
     } else {
@@ -255,7 +255,8 @@ pub fn sparse_to_dense(s: &mut ThinBuf) -> Result<(), Corrupted> {
     if s[4] == DENSE {
         return Ok(());
     }
-    let mut dense = vec![0u8; DENSE_SIZE];
+    let mut dense = ThinBuf::new();
+    dense.resize(DENSE_SIZE, 0);
     dense[..HDR].copy_from_slice(&s[..HDR]);
     dense[4] = DENSE;
     let regs = &mut dense[HDR..];
@@ -264,7 +265,7 @@ pub fn sparse_to_dense(s: &mut ThinBuf) -> Result<(), Corrupted> {
             dense_put(regs, i, val);
         }
     })?;
-    *s = ThinBuf::from_slice(&dense);
+    *s = dense;
     Ok(())
 }
 
@@ -330,7 +331,7 @@ pub fn sparse_set(
     if !simple {
         // Step 2: split the opcode into up to three.
         let last = first + span - 1;
-        let mut seq = ThinBuf::with_capacity(5);
+        let mut seq: Vec<u8> = Vec::with_capacity(5);
         if zero || xzero {
             if index != first {
                 push_zeros(&mut seq, index - first);
