@@ -81,7 +81,7 @@ fn plain_string(b: Vec<u8>) -> RString {
     if b.len() <= EMBSTR_LIMIT {
         RString::embstr(&b)
     } else {
-        RString::exact(&b)
+        RString::exact(b)
     }
 }
 

@@ -6,6 +6,32 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
+/// The buffers here clone, compare and print as the bytes they hold (a derive would copy or
+/// compare the pointer).
+macro_rules! bytes_semantics {
+    ($t:ty, $copy:path) => {
+        impl Clone for $t {
+            fn clone(&self) -> Self {
+                $copy(self)
+            }
+        }
+
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.deref() == other.deref()
+            }
+        }
+
+        impl Eq for $t {}
+
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{:?}", String::from_utf8_lossy(self))
+            }
+        }
+    };
+}
+
 /// A growable byte buffer (a `raw` string): `[len u32][cap u32][bytes]` on the heap, no
 /// allocation while empty. A buffer of 4 GiB or more switches to a wide header
 /// (`[_ u32][u32::MAX][len u64][cap u64][bytes]`), so the common case pays 8 bytes, not 16.
@@ -49,7 +75,7 @@ impl ThinBuf {
         let Some(p) = self.0 else {
             return (NARROW_HDR, 0, 0);
         };
-        // SAFETY: the allocation starts with the header written by `set_header`; the wide
+        // SAFETY: the allocation starts with the header written by `set_capacity`; the wide
         // fields exist whenever the cap field says WIDE.
         unsafe {
             let p = p.as_ptr();
@@ -92,15 +118,6 @@ impl ThinBuf {
 
     fn layout(hdr: usize, cap: usize) -> Layout {
         Layout::from_size_align(hdr + cap, ALIGN).expect("buffer too large")
-    }
-
-    /// SAFETY: `p` is this buffer's allocation with a header of size `hdr`.
-    unsafe fn set_len_raw(p: *mut u8, hdr: usize, len: usize) {
-        if hdr == WIDE_HDR {
-            (p.add(8) as *mut u64).write(len as u64);
-        } else {
-            (p as *mut u32).write(len as u32);
-        }
     }
 
     /// Make room for exactly `cap` bytes (never shrinks below the length).
@@ -180,8 +197,14 @@ impl ThinBuf {
         let (hdr, _, cap) = self.header();
         debug_assert!(new_len <= cap);
         if let Some(p) = self.0 {
-            // SAFETY: the allocation with this header.
-            unsafe { Self::set_len_raw(p.as_ptr(), hdr, new_len) }
+            // SAFETY: the allocation with this header: the length field is where it says.
+            unsafe {
+                if hdr == WIDE_HDR {
+                    (p.as_ptr().add(8) as *mut u64).write(new_len as u64);
+                } else {
+                    (p.as_ptr() as *mut u32).write(new_len as u32);
+                }
+            }
         }
     }
 
@@ -201,10 +224,6 @@ impl ThinBuf {
         // (we hold &mut self).
         unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), self.data().add(len), s.len()) };
         self.set_len(len + s.len());
-    }
-
-    pub fn push(&mut self, b: u8) {
-        self.extend_from_slice(&[b]);
     }
 
     pub fn resize(&mut self, new_len: usize, fill: u8) {
@@ -258,10 +277,6 @@ impl ThinBuf {
     pub fn remove_range(&mut self, range: std::ops::Range<usize>) {
         self.splice(range, &[]);
     }
-
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.deref().to_vec()
-    }
 }
 
 impl Default for ThinBuf {
@@ -297,25 +312,7 @@ impl DerefMut for ThinBuf {
     }
 }
 
-impl Clone for ThinBuf {
-    fn clone(&self) -> Self {
-        ThinBuf::from_slice(self)
-    }
-}
-
-impl PartialEq for ThinBuf {
-    fn eq(&self, other: &Self) -> bool {
-        self.deref() == other.deref()
-    }
-}
-
-impl Eq for ThinBuf {}
-
-impl std::fmt::Debug for ThinBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self))
-    }
-}
+bytes_semantics!(ThinBuf, ThinBuf::from_slice);
 
 /// An immutable string of at most 255 bytes (an `embstr`): `[len u8][bytes]`, exact size.
 pub struct SmallBytes(NonNull<u8>);
@@ -379,25 +376,7 @@ impl Drop for SmallBytes {
     }
 }
 
-impl Clone for SmallBytes {
-    fn clone(&self) -> Self {
-        SmallBytes::new(self)
-    }
-}
-
-impl PartialEq for SmallBytes {
-    fn eq(&self, other: &Self) -> bool {
-        self.deref() == other.deref()
-    }
-}
-
-impl Eq for SmallBytes {}
-
-impl std::fmt::Debug for SmallBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self))
-    }
-}
+bytes_semantics!(SmallBytes, SmallBytes::new);
 
 /// A string's bytes at their exact size with the length beside the pointer, not in the
 /// allocation: a 1 KiB value takes a 1 KiB block, not the next size class up. Packed to 12
@@ -487,25 +466,7 @@ impl Drop for ExactBytes {
     }
 }
 
-impl Clone for ExactBytes {
-    fn clone(&self) -> Self {
-        ExactBytes::new(self)
-    }
-}
-
-impl PartialEq for ExactBytes {
-    fn eq(&self, other: &Self) -> bool {
-        self.deref() == other.deref()
-    }
-}
-
-impl Eq for ExactBytes {}
-
-impl std::fmt::Debug for ExactBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self))
-    }
-}
+bytes_semantics!(ExactBytes, ExactBytes::new);
 
 /// Exact-size heap bytes whose first four bytes (u32, little endian) hold their own total
 /// length, as a listpack's header does: no length or capacity beside them, and no slack (Redis
@@ -536,6 +497,22 @@ impl SizedBytes {
             (p.as_ptr() as *mut [u8; 4]).write((s.len() as u32).to_le_bytes());
             SizedBytes(p)
         }
+    }
+
+    /// Take `v`'s bytes (at least 4) without copying them, its spare capacity given back, and
+    /// make its first four bytes its length.
+    pub fn from_vec(v: Vec<u8>) -> SizedBytes {
+        assert!(
+            v.len() >= 4 && v.len() <= u32::MAX as usize,
+            "SizedBytes length"
+        );
+        let len = v.len() as u32;
+        // A boxed slice is exactly `len` bytes with alignment 1: the layout `drop` frees.
+        let p = NonNull::new(Box::into_raw(v.into_boxed_slice()) as *mut u8)
+            .expect("boxed slice pointer");
+        // SAFETY: at least 4 bytes.
+        unsafe { (p.as_ptr() as *mut [u8; 4]).write(len.to_le_bytes()) };
+        SizedBytes(p)
     }
 
     fn layout(len: usize) -> Layout {
@@ -634,19 +611,7 @@ impl Drop for SizedBytes {
     }
 }
 
-impl Clone for SizedBytes {
-    fn clone(&self) -> Self {
-        SizedBytes::from_slice(self)
-    }
-}
-
-impl PartialEq for SizedBytes {
-    fn eq(&self, other: &Self) -> bool {
-        self.deref() == other.deref()
-    }
-}
-
-impl Eq for SizedBytes {}
+bytes_semantics!(SizedBytes, SizedBytes::from_slice);
 
 #[cfg(test)]
 mod tests {
@@ -746,6 +711,10 @@ mod tests {
         }
         b.truncate(9);
         assert_eq!(b.len(), 9);
-        assert!(b.clone() == b);
+        assert_eq!(b.clone(), b);
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(&[0, 0, 0, 0, 5, 6]);
+        let a = SizedBytes::from_vec(v);
+        assert_eq!(&a[..], &[6, 0, 0, 0, 5, 6]);
     }
 }

@@ -111,16 +111,17 @@ impl RString {
         if b.len() <= EMBSTR_LIMIT {
             RString::embstr(b)
         } else {
-            RString::exact(b)
+            RString::exact(b.to_vec())
         }
     }
 
-    /// A `raw` string of `b` at its exact size (growable when too long for that).
-    pub fn exact(b: &[u8]) -> RString {
-        if b.len() <= ExactBytes::MAX {
-            RString::Exact(ExactBytes::new(b))
+    /// A `raw` string of `v`'s bytes (taken, not copied) at their exact size; growable when
+    /// too long for that.
+    pub fn exact(v: Vec<u8>) -> RString {
+        if v.len() <= ExactBytes::MAX {
+            RString::Exact(ExactBytes::from_vec(v))
         } else {
-            RString::Raw(ThinBuf::from_slice(b))
+            RString::Raw(ThinBuf::from_slice(&v))
         }
     }
 
@@ -157,10 +158,8 @@ impl RString {
             RString::embstr(&v)
         } else if v.len() <= EMBSTR_LIMIT {
             RString::Emb(SmallBytes::new(&v))
-        } else if v.len() <= ExactBytes::MAX {
-            RString::Exact(ExactBytes::from_vec(v))
         } else {
-            RString::Raw(ThinBuf::from_slice(&v))
+            RString::exact(v)
         }
     }
 
