@@ -9,7 +9,7 @@ mod stream;
 
 pub use stream::UringStream;
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, types};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
@@ -67,10 +67,7 @@ fn probe() -> Result<(), String> {
     if std::env::var_os(FORCE_FAIL_ENV).is_some() {
         return Err(format!("disabled by {FORCE_FAIL_ENV}"));
     }
-    let mut uring = IoUring::builder()
-        .setup_coop_taskrun()
-        .build(8)
-        .map_err(|e| describe(&e))?;
+    let mut uring = ring::setup().build(8).map_err(|e| describe(&e))?;
     let mut p = io_uring::Probe::new();
     uring
         .submitter()

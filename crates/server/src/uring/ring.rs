@@ -125,6 +125,16 @@ fn transient(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EAGAIN))
 }
 
+/// The ring flags every worker sets up with (and the start-up probe checks). Cooperative task
+/// running: a completion does not interrupt the worker with an inter-processor interrupt while
+/// it runs; its task work runs at the worker's next system call (the park's submit or wait), a
+/// sleeping worker is still woken.
+pub fn setup() -> io_uring::Builder {
+    let mut b = IoUring::builder();
+    b.setup_coop_taskrun();
+    b
+}
+
 fn store_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
     match slot {
         Some(w) if w.will_wake(cx.waker()) => {}
@@ -148,13 +158,8 @@ pub struct Ring {
 
 impl Ring {
     pub fn new() -> io::Result<Ring> {
-        // Cooperative task running: a completion does not interrupt the worker with an
-        // inter-processor interrupt while it runs; its task work runs at the worker's next
-        // system call (the park's submit or wait), a sleeping worker is still woken.
-        let uring = IoUring::builder()
-            .setup_cqsize(CQ_ENTRIES)
-            .setup_coop_taskrun()
-            .build(SQ_ENTRIES)?;
+        let mut b = setup();
+        let uring = b.setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES)?;
         let pool = BufferPool::register(&uring)?;
         // SAFETY: eventfd has no memory arguments; the result is checked.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
