@@ -51,10 +51,9 @@ impl Block {
 
     fn len(&self) -> usize {
         // SAFETY: every block starts with a valid 8-byte intset header.
-        let h = unsafe { std::slice::from_raw_parts(self.0.as_ptr(), HDR) };
-        let w = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let n = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-        HDR + n * w
+        let buf = unsafe { std::slice::from_raw_parts(self.0.as_ptr(), HDR) };
+        let header = IntsetRef { buf };
+        HDR + header.len() * header.width()
     }
 
     #[inline]
@@ -132,8 +131,7 @@ impl Default for Intset {
 
 /// An intset small enough to live inside the value itself (at most 15 bytes, what fits beside
 /// the set's tag in a 16-byte `SetValue`: three 16-bit members or one 32-bit), in the same byte
-/// layout. Tiny sets then cost no
-/// allocation of their own.
+/// layout. Tiny sets then cost no allocation of their own.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InlineIntset([u8; INLINE_BYTES]);
 
