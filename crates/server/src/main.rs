@@ -1,4 +1,5 @@
 //! tern-server: a Redis-compatible, multi-threaded in-memory data store.
+mod allocator;
 mod connection;
 mod crash;
 mod drain;
@@ -17,9 +18,8 @@ use std::time::Duration;
 use tern_runtime::Server;
 use tokio::sync::mpsc::unbounded_channel;
 
-// jemalloc, as Redis uses: low fragmentation, and the allocation stats INFO memory reports.
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: allocator::Jemalloc = allocator::Jemalloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
