@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::thin::ThinBuf;
 use tern_engine::value::EMBSTR_LIMIT;
-use tern_engine::{RString, Value};
+use tern_engine::{PackedI64, RString, Value};
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFLOW, ERR_STRING_TOO_LONG,
     ERR_SYNTAX, ERR_WRONGTYPE,
@@ -95,7 +95,7 @@ fn too_long_for(limit: i64, size: i64, extra: i64) -> bool {
 
 fn reply_str(ctx: &mut Ctx, s: &RString) {
     match s {
-        RString::Int(n) => ctx.out.bulk_int(*n),
+        RString::Int(n) => ctx.out.bulk_int(n.get()),
         _ => ctx.out.bulk(s.as_bytes().unwrap_or_default()),
     }
 }
@@ -499,7 +499,7 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
         Typed::WrongType => Err(ERR_WRONGTYPE),
         Typed::Found(s) => {
             let cur = match &*s {
-                RString::Int(n) => Some(*n),
+                RString::Int(n) => Some(n.get()),
                 other => other.with_bytes(parse_i64),
             };
             match cur {
@@ -507,14 +507,20 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
                 Some(cur) => match cur.checked_add(delta) {
                     None => Err(ERR_OVERFLOW),
                     Some(v) => {
-                        *s = RString::Int(v);
+                        *s = RString::Int(PackedI64::new(v));
                         Ok(v)
                     }
                 },
             }
         }
         Typed::Missing => {
-            shard.set(h, key, Value::Str(RString::Int(delta)), false, now);
+            shard.set(
+                h,
+                key,
+                Value::Str(RString::Int(PackedI64::new(delta))),
+                false,
+                now,
+            );
             Ok(delta)
         }
     };
@@ -564,9 +570,10 @@ fn incrbyfloat(ctx: &mut Ctx, args: &Args) {
         Typed::WrongType => Err(ERR_WRONGTYPE),
         Typed::Found(s) => {
             let r = match &*s {
-                RString::Int(n) => {
-                    float::incr_by_float(Some(itoa::Buffer::new().format(*n).as_bytes()), &args[2])
-                }
+                RString::Int(n) => float::incr_by_float(
+                    Some(itoa::Buffer::new().format(n.get()).as_bytes()),
+                    &args[2],
+                ),
                 other => other.with_bytes(|b| float::incr_by_float(Some(b), &args[2])),
             };
             r.map(|v| {

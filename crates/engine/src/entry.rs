@@ -1,9 +1,10 @@
 //! One key of the keyspace: its value, expiry, access clock and key bytes, in ONE allocation.
 //!
-//! Layout matters here (it is most of the per-key overhead): a 48-byte header (the dict's chain
-//! link, the key length and flags, the access clock, the 32-byte value), then an 8-byte expiry
-//! slot only for keys that have (or had) a TTL, then the key bytes. A persistent key of up to 16
-//! bytes makes a 64-byte jemalloc block, up to 32 an 80-byte one; there is no separate key
+//! Layout matters here (it is most of the per-key overhead): a 32-byte header (the dict's chain
+//! link, the key length and flags, the access clock, the 16-byte value), then an 8-byte expiry
+//! slot only for keys that have (or had) a TTL, then the key bytes. A persistent key of up to 8
+//! bytes makes a 40-byte jemalloc block (the quantum is 8: see the server's allocator.rs), up to
+//! 16 a 48-byte one; there is no separate key
 //! allocation to pay for or to miss the cache on when a lookup compares keys. Giving a TTL to a
 //! key without a slot rebuilds its allocation (`ShardData::set_expire` does that).
 //!

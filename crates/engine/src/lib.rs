@@ -21,5 +21,6 @@ pub use entry::{Entry, EntryBox};
 pub use hash::key_hash;
 pub use shard::ShardData;
 pub use store::{LockPlan, MultiGuard, ShardGuard, Store};
+pub use thin::{PackedBox, PackedI64};
 pub use types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 pub use value::{RString, Value};

@@ -1,6 +1,10 @@
 //! Byte buffers one pointer wide. A `Value` is kept inside every keyspace entry, so each byte
 //! of it is paid per key: `Vec<u8>` (24 bytes) and `Box<[u8]>` (16) would make it 32 bytes where
-//! these make it 24. Lengths live in the allocation instead.
+//! these make it 16. Lengths live in the allocation instead.
+//!
+//! Everything a `Value` holds is byte-aligned (`repr(packed)`): then each type's enum is its tag
+//! plus at most 14 bytes, and `Value` adds one tag byte to make 16, where 8-byte alignment would
+//! pad it to 24. Pointers are read unaligned, which costs nothing on the targets we build for.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::ops::{Deref, DerefMut};
@@ -35,6 +39,7 @@ macro_rules! bytes_semantics {
 /// A growable byte buffer (a `raw` string): `[len u32][cap u32][bytes]` on the heap, no
 /// allocation while empty. A buffer of 4 GiB or more switches to a wide header
 /// (`[_ u32][u32::MAX][len u64][cap u64][bytes]`), so the common case pays 8 bytes, not 16.
+#[repr(C, packed)]
 pub struct ThinBuf(Option<NonNull<u8>>);
 
 // SAFETY: a ThinBuf owns its allocation exclusively, like a Vec<u8>.
@@ -67,6 +72,12 @@ impl ThinBuf {
         let mut b = ThinBuf::with_capacity(s.len());
         b.extend_from_slice(s);
         b
+    }
+
+    /// The allocation, copied out of the packed field (no reference to it can be taken).
+    #[inline]
+    fn ptr(&self) -> Option<NonNull<u8>> {
+        self.0
     }
 
     /// (header size, len, cap) of the allocation.
@@ -124,7 +135,7 @@ impl ThinBuf {
     fn set_capacity(&mut self, cap: usize) {
         let (hdr, len, old_cap) = self.header();
         let cap = cap.max(len);
-        if cap == old_cap && self.0.is_some() {
+        if cap == old_cap && self.ptr().is_some() {
             return;
         }
         let new_hdr = if cap >= WIDE_FROM {
@@ -136,7 +147,7 @@ impl ThinBuf {
         // SAFETY: layouts are non-zero-sized (a header); old contents are copied or realloc'd
         // within bounds; the header is rewritten before anything reads it.
         unsafe {
-            let p = match self.0 {
+            let p = match self.ptr() {
                 Some(old) if new_hdr == hdr => {
                     realloc(old.as_ptr(), Self::layout(hdr, old_cap), new_layout.size())
                 }
@@ -315,6 +326,7 @@ impl DerefMut for ThinBuf {
 bytes_semantics!(ThinBuf, ThinBuf::from_slice);
 
 /// An immutable string of at most 255 bytes (an `embstr`): `[len u8][bytes]`, exact size.
+#[repr(C, packed)]
 pub struct SmallBytes(NonNull<u8>);
 
 // SAFETY: owned exclusively, never mutated through a shared reference.
@@ -381,7 +393,7 @@ bytes_semantics!(SmallBytes, SmallBytes::new);
 /// A string's bytes at their exact size with the length beside the pointer, not in the
 /// allocation: a 1 KiB value takes a 1 KiB block, not the next size class up. Packed to 12
 /// bytes so that an enum can hold it in 16 beside its tag. At most `u32::MAX` bytes.
-#[repr(C, packed(4))]
+#[repr(C, packed)]
 pub struct ExactBytes {
     len: u32,
     ptr: NonNull<u8>,
@@ -472,6 +484,7 @@ bytes_semantics!(ExactBytes, ExactBytes::new);
 /// length, as a listpack's header does: no length or capacity beside them, and no slack (Redis
 /// reallocs a listpack to the byte as well; jemalloc grows within a size class in place). Every
 /// edit rewrites the length field, so it always matches the allocation.
+#[repr(C, packed)]
 pub struct SizedBytes(NonNull<u8>);
 
 // SAFETY: owned exclusively, like a Box<[u8]>.
@@ -716,5 +729,106 @@ mod tests {
         v.extend_from_slice(&[0, 0, 0, 0, 5, 6]);
         let a = SizedBytes::from_vec(v);
         assert_eq!(&a[..], &[6, 0, 0, 0, 5, 6]);
+    }
+}
+
+/// A `Box<T>` that is byte-aligned, so the enums of `Value` stay 16 bytes (see the module doc).
+#[repr(C, packed)]
+pub struct PackedBox<T>(NonNull<T>);
+
+// SAFETY: owned exclusively, like a Box<T>.
+unsafe impl<T: Send> Send for PackedBox<T> {}
+// SAFETY: as Box<T>: shared references only read through `&self`.
+unsafe impl<T: Sync> Sync for PackedBox<T> {}
+
+impl<T> PackedBox<T> {
+    pub fn new(value: T) -> PackedBox<T> {
+        PackedBox::from_box(Box::new(value))
+    }
+
+    pub fn from_box(b: Box<T>) -> PackedBox<T> {
+        // SAFETY: Box::into_raw never returns null.
+        PackedBox(unsafe { NonNull::new_unchecked(Box::into_raw(b)) })
+    }
+
+    pub fn into_box(self) -> Box<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the pointer came from Box::into_raw and ownership moves back out exactly once
+        // (ManuallyDrop skips our Drop).
+        unsafe { Box::from_raw(this.ptr().as_ptr()) }
+    }
+
+    pub fn into_inner(self) -> T {
+        *self.into_box()
+    }
+
+    #[inline]
+    fn ptr(&self) -> NonNull<T> {
+        self.0
+    }
+}
+
+impl<T> Deref for PackedBox<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the pointer is a live, aligned Box allocation owned by self.
+        unsafe { self.ptr().as_ref() }
+    }
+}
+
+impl<T> DerefMut for PackedBox<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; &mut self gives exclusive access.
+        unsafe { self.ptr().as_mut() }
+    }
+}
+
+impl<T> Drop for PackedBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from Box::into_raw and is freed once, here.
+        unsafe { drop(Box::from_raw(self.ptr().as_ptr())) }
+    }
+}
+
+impl<T: Clone> Clone for PackedBox<T> {
+    fn clone(&self) -> Self {
+        PackedBox::new(T::clone(self))
+    }
+}
+
+impl<T: PartialEq> PartialEq for PackedBox<T> {
+    fn eq(&self, other: &Self) -> bool {
+        T::eq(self, other)
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for PackedBox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        T::fmt(self, f)
+    }
+}
+
+/// An i64 that is byte-aligned (the `int` encoding of a string inside a 16-byte `Value`).
+#[repr(C, packed)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PackedI64(i64);
+
+impl PackedI64 {
+    #[inline]
+    pub fn new(v: i64) -> PackedI64 {
+        PackedI64(v)
+    }
+
+    #[inline]
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for PackedI64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
     }
 }

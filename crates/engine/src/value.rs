@@ -1,15 +1,15 @@
 //! Stored values. One enum per Redis type; each type keeps compact encodings for small sizes
 //! and reports Redis's encoding names.
 
-use crate::thin::{ExactBytes, SmallBytes, ThinBuf};
+use crate::thin::{ExactBytes, PackedBox, PackedI64, SmallBytes, ThinBuf};
 use crate::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 
 /// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_LIMIT: usize = 44;
 
-/// The longest string kept inside the value itself: 14 bytes, a length byte and the tag make
-/// the 16 bytes every `RString` takes (see `value_stays_24_bytes`).
-pub const INLINE_MAX: usize = 14;
+/// The longest string kept inside the value itself: 13 bytes, a length byte, `RString`'s tag
+/// and `Value`'s make the 16 bytes a value takes (see `value_stays_16_bytes`).
+pub const INLINE_MAX: usize = 13;
 
 /// A string of at most INLINE_MAX bytes stored in place: no allocation of its own.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl std::fmt::Debug for InlineStr {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RString {
     /// A canonical decimal integer that fits an i64 (`int` encoding).
-    Int(i64),
+    Int(PackedI64),
     /// A short string held in the value itself (reported as `embstr`, as Redis would).
     Inline(InlineStr),
     /// A short string stored in one allocation, never modified in place (`embstr`).
@@ -62,7 +62,7 @@ pub enum Value {
     Hash(HashValue),
     Set(SetValue),
     ZSet(ZSetValue),
-    Stream(Box<StreamValue>),
+    Stream(PackedBox<StreamValue>),
 }
 
 /// Parse a canonical integer the way Redis's `string2ll` does: no leading zeros, no '+',
@@ -106,7 +106,7 @@ impl RString {
     /// Choose the encoding Redis would: int when canonical, embstr when short, raw otherwise.
     pub fn from_bytes(b: &[u8]) -> RString {
         if let Some(n) = parse_canonical_i64(b) {
-            return RString::Int(n);
+            return RString::Int(PackedI64::new(n));
         }
         if b.len() <= EMBSTR_LIMIT {
             RString::embstr(b)
@@ -151,7 +151,7 @@ impl RString {
     pub fn from_vec(v: Vec<u8>) -> RString {
         if v.len() <= 20 {
             if let Some(n) = parse_canonical_i64(&v) {
-                return RString::Int(n);
+                return RString::Int(PackedI64::new(n));
             }
         }
         if v.len() <= INLINE_MAX {
@@ -165,7 +165,7 @@ impl RString {
 
     pub fn len(&self) -> usize {
         match self {
-            RString::Int(n) => itoa::Buffer::new().format(*n).len(),
+            RString::Int(n) => itoa::Buffer::new().format(n.get()).len(),
             RString::Inline(s) => s.len as usize,
             RString::Emb(b) => b.len(),
             RString::Exact(b) => b.len(),
@@ -180,7 +180,7 @@ impl RString {
     /// Run `f` over the string's bytes (integers are formatted on a stack buffer).
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
-            RString::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
+            RString::Int(n) => f(itoa::Buffer::new().format(n.get()).as_bytes()),
             RString::Inline(s) => f(s.as_bytes()),
             RString::Emb(b) => f(b),
             RString::Exact(b) => f(b),
@@ -299,10 +299,19 @@ mod tests {
     }
 
     #[test]
-    fn value_stays_24_bytes() {
-        // Paid once per key inside its entry: see entry.rs.
-        assert_eq!(std::mem::size_of::<RString>(), 16);
-        assert_eq!(std::mem::size_of::<Value>(), 24);
+    fn value_stays_16_bytes() {
+        // Paid once per key inside its entry: see entry.rs. Each type's enum is 15 bytes, so
+        // `Value`'s tag fits beside it.
+        assert_eq!(std::mem::size_of::<RString>(), 15);
+        for size in [
+            std::mem::size_of::<ListValue>(),
+            std::mem::size_of::<HashValue>(),
+            std::mem::size_of::<SetValue>(),
+            std::mem::size_of::<ZSetValue>(),
+        ] {
+            assert!(size <= 15);
+        }
+        assert_eq!(std::mem::size_of::<Value>(), 16);
     }
 
     #[test]

@@ -43,7 +43,7 @@ value_kind!(ListValue, List);
 value_kind!(HashValue, Hash);
 value_kind!(SetValue, Set);
 value_kind!(ZSetValue, ZSet);
-value_kind!(Box<StreamValue>, Stream);
+value_kind!(tern_engine::PackedBox<StreamValue>, Stream);
 
 /// What a typed lookup found.
 pub enum Typed<'s, T> {

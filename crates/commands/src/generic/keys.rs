@@ -863,7 +863,7 @@ fn object_refcount(ctx: &mut Ctx, args: &Args) {
     };
     let rc = object_lookup(ctx, args, |e| match &e.value {
         tern_engine::Value::Str(tern_engine::RString::Int(n))
-            if sharing && (0..SHARED_INTEGERS).contains(n) =>
+            if sharing && (0..SHARED_INTEGERS).contains(&n.get()) =>
         {
             SHARED_REFCOUNT
         }

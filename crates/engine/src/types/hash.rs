@@ -11,6 +11,7 @@
 
 use crate::limits;
 use crate::listpack::{Listpack, LpEntry};
+use crate::thin::PackedBox;
 
 /// Redis refuses to grow a listpack past 1 GiB (`lpSafeToAdd`); the hash converts instead.
 const LISTPACK_SAFETY_SIZE: usize = 1 << 30;
@@ -18,7 +19,7 @@ const LISTPACK_SAFETY_SIZE: usize = 1 << 30;
 #[derive(Debug, Clone, PartialEq)]
 pub enum HashValue {
     Listpack(Listpack),
-    Table(Box<HashTable>),
+    Table(PackedBox<HashTable>),
 }
 
 impl Default for HashValue {
@@ -172,7 +173,7 @@ impl HashValue {
         while let (Some(f), Some(v)) = (it.next(), it.next()) {
             f.with_bytes(|fb| v.with_bytes(|vb| t.set(fb, vb)));
         }
-        *self = HashValue::Table(Box::new(t));
+        *self = HashValue::Table(PackedBox::new(t));
     }
 
     /// Field/value pairs in storage order.

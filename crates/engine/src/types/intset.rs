@@ -33,6 +33,7 @@ static EMPTY: [u8; HDR] = [2, 0, 0, 0, 0, 0, 0, 0];
 
 /// The intset bytes in a block of exactly their length, which the bytes themselves give
 /// (8 + count x width): one pointer wide, so a set's value stays 16 bytes.
+#[repr(C, packed)]
 struct Block(NonNull<u8>);
 
 // SAFETY: owned exclusively like a Box<[u8]> (or the immutable static).
@@ -129,14 +130,14 @@ impl Default for Intset {
     }
 }
 
-/// An intset small enough to live inside the value itself (at most 15 bytes, what fits beside
-/// the set's tag in a 16-byte `SetValue`: three 16-bit members or one 32-bit), in the same byte
+/// An intset small enough to live inside the value itself (at most 14 bytes, what fits beside
+/// the set's tag and `Value`'s in 16 bytes: three 16-bit members or one 32-bit), in the same byte
 /// layout. Tiny sets then cost no allocation of their own.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InlineIntset([u8; INLINE_BYTES]);
 
 /// The largest intset blob kept inline.
-pub const INLINE_BYTES: usize = 15;
+pub const INLINE_BYTES: usize = 14;
 
 impl std::fmt::Debug for InlineIntset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

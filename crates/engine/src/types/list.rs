@@ -7,6 +7,7 @@
 //! `list-compress-depth` (LZF of inner nodes) is not implemented: nodes stay uncompressed.
 use crate::limits;
 use crate::listpack::{Listpack, LpEntry};
+use crate::thin::PackedBox;
 use std::collections::VecDeque;
 
 /// Redis's per-insert overestimate of an entry's encoding overhead in a node.
@@ -215,7 +216,7 @@ fn slot_mut(nodes: &mut VecDeque<Listpack>, front: bool) -> Option<&mut Listpack
 #[derive(Debug, Clone, PartialEq)]
 pub enum ListValue {
     Listpack(Listpack),
-    Quicklist(Box<Quicklist>),
+    Quicklist(PackedBox<Quicklist>),
 }
 
 impl Default for ListValue {
@@ -294,7 +295,7 @@ impl ListValue {
                 if !lp.is_empty() {
                     q.nodes.push_back(lp);
                 }
-                *self = ListValue::Quicklist(Box::new(q));
+                *self = ListValue::Quicklist(PackedBox::new(q));
             }
         }
     }

@@ -13,6 +13,7 @@
 use super::intset::{InlineIntset, Intset, IntsetIter, IntsetRef};
 use crate::limits;
 use crate::listpack::{self, Listpack, LpEntry};
+use crate::thin::PackedBox;
 use crate::value::parse_canonical_i64;
 use rand::Rng;
 use std::hash::BuildHasher;
@@ -197,7 +198,7 @@ pub enum SetValue {
     IntsetInline(InlineIntset),
     Intset(Intset),
     Listpack(Listpack),
-    Hashtable(Box<HtSet>),
+    Hashtable(PackedBox<HtSet>),
 }
 
 impl Default for SetValue {
@@ -246,8 +247,8 @@ fn lp_bytes_repeated_int(v: i64, n: usize) -> usize {
     (enc + 1) * n
 }
 
-fn new_ht(cap: usize) -> Box<HtSet> {
-    Box::new(HtSet::with_capacity(cap))
+fn new_ht(cap: usize) -> PackedBox<HtSet> {
+    PackedBox::new(HtSet::with_capacity(cap))
 }
 
 /// Pick `k` of `n` positions, each subset equally likely, in ascending order (Redis's

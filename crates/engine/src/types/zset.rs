@@ -13,11 +13,12 @@ use super::double::{fmt_double, strtod};
 use super::zskiplist::SkipList;
 use crate::limits;
 use crate::listpack::{Listpack, LpEntry};
+use crate::thin::PackedBox;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ZSetValue {
     Listpack(Listpack),
-    Skiplist(Box<SkipList>),
+    Skiplist(PackedBox<SkipList>),
 }
 
 impl Default for ZSetValue {
@@ -183,7 +184,7 @@ impl ZSetValue {
         if size_hint <= max_entries() && len_hint <= max_value() {
             ZSetValue::Listpack(Listpack::new())
         } else {
-            ZSetValue::Skiplist(Box::new(SkipList::with_capacity(size_hint)))
+            ZSetValue::Skiplist(PackedBox::new(SkipList::with_capacity(size_hint)))
         }
     }
 
@@ -207,7 +208,7 @@ impl ZSetValue {
             for (m, s) in &pairs {
                 sl.insert(*s, m);
             }
-            ZSetValue::Skiplist(Box::new(sl))
+            ZSetValue::Skiplist(PackedBox::new(sl))
         }
     }
 
@@ -245,7 +246,7 @@ impl ZSetValue {
             while let (Some(m), Some(s)) = (it.next(), it.next()) {
                 m.with_bytes(|mb| sl.insert(lp_score(s), mb));
             }
-            *self = ZSetValue::Skiplist(Box::new(sl));
+            *self = ZSetValue::Skiplist(PackedBox::new(sl));
         }
     }
 
@@ -639,7 +640,7 @@ mod tests {
     #[test]
     fn listpack_and_skiplist_agree() {
         let mut a = ZSetValue::default();
-        let mut b = ZSetValue::Skiplist(Box::default());
+        let mut b = ZSetValue::Skiplist(PackedBox::new(Default::default()));
         for i in 0..100i64 {
             let m = format!("m{:03}", (i * 37) % 100);
             let s = ((i * 37) % 100 / 3) as f64 + 0.5;

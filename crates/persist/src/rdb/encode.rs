@@ -134,7 +134,7 @@ pub fn write_value_body(w: &mut Writer, v: &Value) {
 
 fn write_rstring(w: &mut Writer, s: &RString) {
     match s {
-        RString::Int(n) => w.int_string(*n),
+        RString::Int(n) => w.int_string(n.get()),
         _ => s.with_bytes(|b| w.string(b)),
     }
 }
