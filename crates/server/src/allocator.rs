@@ -59,3 +59,39 @@ unsafe impl GlobalAlloc for Jemalloc {
         }
     }
 }
+
+/// `jemalloc-bg-thread`: jemalloc's background thread returns freed (dirty) pages to the kernel
+/// on its decay schedule, so RSS falls after a load or a burst of deletes even while the server
+/// is idle, as Redis does by default. Without it, pages are purged only when some thread
+/// allocates.
+pub fn set_background_thread(on: bool) -> Result<(), String> {
+    let mut value = on;
+    // SAFETY: "background_thread" is a bool control; we pass a valid pointer to a bool and its
+    // size, and read nothing back.
+    let rc = unsafe {
+        je::mallctl(
+            c"background_thread".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut value as *mut bool as *mut c_void,
+            std::mem::size_of::<bool>(),
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        e => Err(format!(
+            "jemalloc refused background_thread={on} (error {e})"
+        )),
+    }
+}
+
+/// Apply `jemalloc-bg-thread` now and whenever CONFIG SET changes it.
+pub fn register_hooks(srv: &tern_runtime::Server) {
+    if let Err(e) = set_background_thread(srv.config.get_bool("jemalloc-bg-thread")) {
+        tern_runtime::log::warning(&e);
+    }
+    srv.config.set_apply_hook(
+        "jemalloc-bg-thread",
+        Box::new(|v| set_background_thread(v == "yes")),
+    );
+}

@@ -80,6 +80,7 @@ fn main() {
     // without the `loading` flag get -LOADING. A corrupt file stops the server (and is kept).
     tern_runtime::aof::set_fsync_policy(&srv, &srv.config.get("appendfsync").unwrap_or_default());
     register_aof_hooks(&srv);
+    allocator::register_hooks(&srv);
     if let Err(e) = tern_runtime::cluster::start::init(&srv) {
         warning!("{e}");
         std::process::exit(1);

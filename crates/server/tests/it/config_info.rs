@@ -937,3 +937,50 @@ fn config_errors_match_redis() {
         assert_eq!(get1(&mut rc, name), get1(&mut tc, name), "{name}");
     }
 }
+
+/// jemalloc's background purge threads of a running server (named by jemalloc).
+fn jemalloc_bg_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .filter(|name| name.trim() == "jemalloc_bg_thd")
+        .count()
+}
+
+/// Wait up to 2 s for the thread count to satisfy `ok` (jemalloc starts and stops them lazily).
+fn wait_bg_threads(pid: u32, ok: impl Fn(usize) -> bool) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let n = jemalloc_bg_threads(pid);
+        if ok(n) || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn jemalloc_bg_thread_starts_and_stops_the_purge_threads() {
+    // On by default, as in Redis: freed pages go back to the kernel while the server idles.
+    let s = Server::tern(&[]);
+    let mut c = s.conn();
+    assert_eq!(get1(&mut c, "jemalloc-bg-thread"), "yes");
+    assert!(wait_bg_threads(s.pid(), |n| n > 0) > 0);
+    let set = |c: &mut redis::Connection, v: &str| {
+        assert_eq!(
+            cmd(c, &["CONFIG", "SET", "jemalloc-bg-thread", v]).unwrap(),
+            Value::Okay
+        );
+    };
+    set(&mut c, "no");
+    assert_eq!(wait_bg_threads(s.pid(), |n| n == 0), 0);
+    set(&mut c, "yes");
+    assert!(wait_bg_threads(s.pid(), |n| n > 0) > 0);
+
+    // Off from the start.
+    let s = Server::tern(&["--jemalloc-bg-thread", "no"]);
+    let mut c = s.conn();
+    assert_eq!(get1(&mut c, "jemalloc-bg-thread"), "no");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(jemalloc_bg_threads(s.pid()), 0);
+}
