@@ -392,7 +392,7 @@ bytes_semantics!(SmallBytes, SmallBytes::new);
 
 /// A string's bytes at their exact size with the length beside the pointer, not in the
 /// allocation: a 1 KiB value takes a 1 KiB block, not the next size class up. Packed to 12
-/// bytes so that an enum can hold it in 16 beside its tag. At most `u32::MAX` bytes.
+/// bytes, byte-aligned, so that it fits beside `RString`'s tag and `Value`'s in 16. At most `u32::MAX` bytes.
 #[repr(C, packed)]
 pub struct ExactBytes {
     len: u32,
