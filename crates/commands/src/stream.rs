@@ -5,7 +5,7 @@ use tern_engine::types::stream::{
     AppendError, Consumer, ConsumerGroup, Nack, StreamEntry, StreamId, StreamValue, Trim,
     INVALID_ENTRIES_READ,
 };
-use tern_engine::{Entry, ShardData, Value};
+use tern_engine::{Entry, PackedBox, ShardData, Value};
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_INT, ERR_NO_SUCH_KEY, ERR_SYNTAX, ERR_WRONGTYPE,
 };
@@ -433,23 +433,17 @@ fn xadd(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let exists =
-        match ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get_quiet(h, key, now)) {
-            Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
-            Typed::Found(_) => true,
-            Typed::Missing => false,
-        };
+    let exists = match ctx.typed::<PackedBox<StreamValue>>(shard.get_quiet(h, key, now)) {
+        Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
+        Typed::Found(_) => true,
+        Typed::Missing => false,
+    };
     if !exists {
         if p.no_mkstream {
             return ctx.out.null();
         }
         // Created before the append, signalled (touched for WATCH) only once it succeeds.
-        shard.set_quiet(
-            h,
-            key,
-            Value::Stream(tern_engine::PackedBox::new(Default::default())),
-            now,
-        );
+        shard.set_quiet(h, key, Value::stream(StreamValue::default()), now);
     }
     let Some(s) = shard
         .get_quiet(h, key, now)
@@ -496,7 +490,7 @@ fn xtrim(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get_quiet(h, key, now)) {
+    let s = match ctx.typed::<PackedBox<StreamValue>>(shard.get_quiet(h, key, now)) {
         Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
         Typed::Missing => return ctx.out.int(0),
         Typed::Found(s) => s,
@@ -525,7 +519,7 @@ fn xlen(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let r = match ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get(h, key, now)) {
+    let r = match ctx.typed::<PackedBox<StreamValue>>(shard.get(h, key, now)) {
         Typed::Missing => None,
         Typed::WrongType => Some(Err(())),
         Typed::Found(s) => Some(Ok(s.len())),
@@ -577,7 +571,7 @@ fn xrange_generic(ctx: &mut Ctx, args: &Args, rev: bool) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get(h, key, now)) {
+    let s = match ctx.typed::<PackedBox<StreamValue>>(shard.get(h, key, now)) {
         Typed::Missing => {
             drop(shard);
             ctx.hit(false, key);
@@ -617,7 +611,7 @@ fn xdel(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get_quiet(h, key, now)) {
+    let s = match ctx.typed::<PackedBox<StreamValue>>(shard.get_quiet(h, key, now)) {
         Typed::Missing => return ctx.out.int(0),
         Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
         Typed::Found(s) => s,
@@ -676,9 +670,7 @@ fn xsetid(ctx: &mut Ctx, args: &Args) {
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let s = match ctx
-        .typed::<tern_engine::PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now))
-    {
+    let s = match ctx.typed::<PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now)) {
         Typed::Missing => return ctx.error(ERR_NO_SUCH_KEY),
         Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
         Typed::Found(s) => s,
@@ -820,9 +812,8 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) {
         let key = keys[j];
         let id_arg = &args[streams_arg + nstreams + j];
         let shard = g.shard(db, hashes[j]);
-        let found = ctx.typed::<tern_engine::PackedBox<StreamValue>>(read_stream(
-            shard, hashes[j], key, now, group_mode,
-        ));
+        let found = ctx
+            .typed::<PackedBox<StreamValue>>(read_stream(shard, hashes[j], key, now, group_mode));
         ctx.hit(!matches!(found, Typed::Missing), key);
         let s = match found {
             Typed::WrongType => {
@@ -1116,8 +1107,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     // Only MKSTREAM's creation of the stream is signalled (touched for WATCH), by `set`.
-    let exists = match ctx
-        .typed::<tern_engine::PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now))
+    let exists = match ctx.typed::<PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now))
     {
         Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
         Typed::Missing => false,
@@ -1151,13 +1141,7 @@ fn xgroup(ctx: &mut Ctx, args: &Args) {
             }
         };
         if !exists {
-            shard.set(
-                h,
-                key,
-                Value::Stream(tern_engine::PackedBox::new(Default::default())),
-                false,
-                now,
-            );
+            shard.set(h, key, Value::stream(StreamValue::default()), false, now);
         }
         let s = get_group_state(&mut shard, h, key, now)
             .and_then(|e| as_stream(&mut e.value))
@@ -1250,8 +1234,7 @@ fn xack(ctx: &mut Ctx, args: &Args) {
     let gname: &[u8] = &args[2];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
-    let found =
-        ctx.typed::<tern_engine::PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now));
+    let found = ctx.typed::<PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now));
     ctx.hit(!matches!(found, Typed::Missing), key);
     let g = match found {
         Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
@@ -1316,7 +1299,7 @@ fn xpending(ctx: &mut Ctx, args: &Args) {
     }
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get(h, key, now as u64));
+    let found = ctx.typed::<PackedBox<StreamValue>>(shard.get(h, key, now as u64));
     ctx.hit(!matches!(found, Typed::Missing), key);
     let g = match found {
         Typed::WrongType => return ctx.error(ERR_WRONGTYPE),
@@ -1440,14 +1423,14 @@ fn claim_target<'e>(
     key: &[u8],
     gname: &[u8],
 ) -> Result<&'e mut StreamValue, String> {
-    let found = ctx.typed::<tern_engine::PackedBox<StreamValue>>(e);
+    let found = ctx.typed::<PackedBox<StreamValue>>(e);
     ctx.hit(!matches!(found, Typed::Missing), key);
     claim_check(found, key, gname)
 }
 
 /// The stream and group XCLAIM/XAUTOCLAIM work on, from their (counted) lookup.
 fn claim_check<'e>(
-    found: Typed<'e, tern_engine::PackedBox<StreamValue>>,
+    found: Typed<'e, PackedBox<StreamValue>>,
     key: &[u8],
     gname: &[u8],
 ) -> Result<&'e mut StreamValue, String> {
@@ -1684,9 +1667,8 @@ fn xautoclaim(ctx: &mut Ctx, args: &Args) {
     // counts the read (and its keymiss); the type and the group are checked after them.
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = ctx.typed::<tern_engine::PackedBox<StreamValue>>(get_group_state(
-        &mut shard, h, key, now as u64,
-    ));
+    let found =
+        ctx.typed::<PackedBox<StreamValue>>(get_group_state(&mut shard, h, key, now as u64));
     ctx.hit(!matches!(found, Typed::Missing), key);
     let minidle = match parse_i64(&args[4]) {
         Some(n) => n.max(0),
@@ -1824,7 +1806,7 @@ fn xinfo(ctx: &mut Ctx, args: &Args) {
     let key = &args[2];
     let now = ctx.now_ms as i64;
     let (h, mut shard) = ctx.lock(key);
-    let found = ctx.typed::<tern_engine::PackedBox<StreamValue>>(shard.get(h, key, now as u64));
+    let found = ctx.typed::<PackedBox<StreamValue>>(shard.get(h, key, now as u64));
     ctx.hit(!matches!(found, Typed::Missing), key);
     let s = match found {
         Typed::Missing => return ctx.error(ERR_NO_SUCH_KEY),

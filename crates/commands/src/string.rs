@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::thin::ThinBuf;
 use tern_engine::value::EMBSTR_LIMIT;
-use tern_engine::{PackedI64, RString, Value};
+use tern_engine::{RString, Value};
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFLOW, ERR_STRING_TOO_LONG,
     ERR_SYNTAX, ERR_WRONGTYPE,
@@ -507,20 +507,14 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) {
                 Some(cur) => match cur.checked_add(delta) {
                     None => Err(ERR_OVERFLOW),
                     Some(v) => {
-                        *s = RString::Int(PackedI64::new(v));
+                        *s = RString::int(v);
                         Ok(v)
                     }
                 },
             }
         }
         Typed::Missing => {
-            shard.set(
-                h,
-                key,
-                Value::Str(RString::Int(PackedI64::new(delta))),
-                false,
-                now,
-            );
+            shard.set(h, key, Value::Str(RString::int(delta)), false, now);
             Ok(delta)
         }
     };

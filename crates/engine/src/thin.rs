@@ -392,7 +392,8 @@ bytes_semantics!(SmallBytes, SmallBytes::new);
 
 /// A string's bytes at their exact size with the length beside the pointer, not in the
 /// allocation: a 1 KiB value takes a 1 KiB block, not the next size class up. Packed to 12
-/// bytes, byte-aligned, so that it fits beside `RString`'s tag and `Value`'s in 16. At most `u32::MAX` bytes.
+/// bytes, byte-aligned, so that it fits beside `RString`'s tag and `Value`'s in 16. At most
+/// `u32::MAX` bytes.
 #[repr(C, packed)]
 pub struct ExactBytes {
     len: u32,
@@ -626,6 +627,107 @@ impl Drop for SizedBytes {
 
 bytes_semantics!(SizedBytes, SizedBytes::from_slice);
 
+/// A `Box<T>` that is byte-aligned, so the enums of `Value` stay 16 bytes (see the module doc).
+#[repr(C, packed)]
+pub struct PackedBox<T>(NonNull<T>);
+
+// SAFETY: owned exclusively, like a Box<T>.
+unsafe impl<T: Send> Send for PackedBox<T> {}
+// SAFETY: as Box<T>: shared references only read through `&self`.
+unsafe impl<T: Sync> Sync for PackedBox<T> {}
+
+impl<T> PackedBox<T> {
+    pub fn new(value: T) -> PackedBox<T> {
+        PackedBox::from_box(Box::new(value))
+    }
+
+    pub fn from_box(b: Box<T>) -> PackedBox<T> {
+        // SAFETY: Box::into_raw never returns null.
+        PackedBox(unsafe { NonNull::new_unchecked(Box::into_raw(b)) })
+    }
+
+    pub fn into_box(self) -> Box<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the pointer came from Box::into_raw and ownership moves back out exactly once
+        // (ManuallyDrop skips our Drop).
+        unsafe { Box::from_raw(this.ptr().as_ptr()) }
+    }
+
+    pub fn into_inner(self) -> T {
+        *self.into_box()
+    }
+
+    #[inline]
+    fn ptr(&self) -> NonNull<T> {
+        self.0
+    }
+}
+
+impl<T> Deref for PackedBox<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the pointer is a live, aligned Box allocation owned by self.
+        unsafe { self.ptr().as_ref() }
+    }
+}
+
+impl<T> DerefMut for PackedBox<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; &mut self gives exclusive access.
+        unsafe { self.ptr().as_mut() }
+    }
+}
+
+impl<T> Drop for PackedBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from Box::into_raw and is freed once, here.
+        unsafe { drop(Box::from_raw(self.ptr().as_ptr())) }
+    }
+}
+
+impl<T: Clone> Clone for PackedBox<T> {
+    fn clone(&self) -> Self {
+        PackedBox::new(T::clone(self))
+    }
+}
+
+impl<T: PartialEq> PartialEq for PackedBox<T> {
+    fn eq(&self, other: &Self) -> bool {
+        T::eq(self, other)
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for PackedBox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        T::fmt(self, f)
+    }
+}
+
+/// An i64 that is byte-aligned (the `int` encoding of a string inside a 16-byte `Value`).
+#[repr(C, packed)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PackedI64(i64);
+
+impl PackedI64 {
+    #[inline]
+    pub fn new(v: i64) -> PackedI64 {
+        PackedI64(v)
+    }
+
+    #[inline]
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for PackedI64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,106 +831,5 @@ mod tests {
         v.extend_from_slice(&[0, 0, 0, 0, 5, 6]);
         let a = SizedBytes::from_vec(v);
         assert_eq!(&a[..], &[6, 0, 0, 0, 5, 6]);
-    }
-}
-
-/// A `Box<T>` that is byte-aligned, so the enums of `Value` stay 16 bytes (see the module doc).
-#[repr(C, packed)]
-pub struct PackedBox<T>(NonNull<T>);
-
-// SAFETY: owned exclusively, like a Box<T>.
-unsafe impl<T: Send> Send for PackedBox<T> {}
-// SAFETY: as Box<T>: shared references only read through `&self`.
-unsafe impl<T: Sync> Sync for PackedBox<T> {}
-
-impl<T> PackedBox<T> {
-    pub fn new(value: T) -> PackedBox<T> {
-        PackedBox::from_box(Box::new(value))
-    }
-
-    pub fn from_box(b: Box<T>) -> PackedBox<T> {
-        // SAFETY: Box::into_raw never returns null.
-        PackedBox(unsafe { NonNull::new_unchecked(Box::into_raw(b)) })
-    }
-
-    pub fn into_box(self) -> Box<T> {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the pointer came from Box::into_raw and ownership moves back out exactly once
-        // (ManuallyDrop skips our Drop).
-        unsafe { Box::from_raw(this.ptr().as_ptr()) }
-    }
-
-    pub fn into_inner(self) -> T {
-        *self.into_box()
-    }
-
-    #[inline]
-    fn ptr(&self) -> NonNull<T> {
-        self.0
-    }
-}
-
-impl<T> Deref for PackedBox<T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        // SAFETY: the pointer is a live, aligned Box allocation owned by self.
-        unsafe { self.ptr().as_ref() }
-    }
-}
-
-impl<T> DerefMut for PackedBox<T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as in deref; &mut self gives exclusive access.
-        unsafe { self.ptr().as_mut() }
-    }
-}
-
-impl<T> Drop for PackedBox<T> {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from Box::into_raw and is freed once, here.
-        unsafe { drop(Box::from_raw(self.ptr().as_ptr())) }
-    }
-}
-
-impl<T: Clone> Clone for PackedBox<T> {
-    fn clone(&self) -> Self {
-        PackedBox::new(T::clone(self))
-    }
-}
-
-impl<T: PartialEq> PartialEq for PackedBox<T> {
-    fn eq(&self, other: &Self) -> bool {
-        T::eq(self, other)
-    }
-}
-
-impl<T: std::fmt::Debug> std::fmt::Debug for PackedBox<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        T::fmt(self, f)
-    }
-}
-
-/// An i64 that is byte-aligned (the `int` encoding of a string inside a 16-byte `Value`).
-#[repr(C, packed)]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PackedI64(i64);
-
-impl PackedI64 {
-    #[inline]
-    pub fn new(v: i64) -> PackedI64 {
-        PackedI64(v)
-    }
-
-    #[inline]
-    pub fn get(self) -> i64 {
-        self.0
-    }
-}
-
-impl std::fmt::Debug for PackedI64 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.get())
     }
 }

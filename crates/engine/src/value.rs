@@ -103,10 +103,15 @@ pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
 }
 
 impl RString {
+    /// The `int` encoding of `n`.
+    pub fn int(n: i64) -> RString {
+        RString::Int(PackedI64::new(n))
+    }
+
     /// Choose the encoding Redis would: int when canonical, embstr when short, raw otherwise.
     pub fn from_bytes(b: &[u8]) -> RString {
         if let Some(n) = parse_canonical_i64(b) {
-            return RString::Int(PackedI64::new(n));
+            return RString::int(n);
         }
         if b.len() <= EMBSTR_LIMIT {
             RString::embstr(b)
@@ -151,7 +156,7 @@ impl RString {
     pub fn from_vec(v: Vec<u8>) -> RString {
         if v.len() <= 20 {
             if let Some(n) = parse_canonical_i64(&v) {
-                return RString::Int(PackedI64::new(n));
+                return RString::int(n);
             }
         }
         if v.len() <= INLINE_MAX {
@@ -223,6 +228,10 @@ impl RString {
 }
 
 impl Value {
+    pub fn stream(s: StreamValue) -> Value {
+        Value::Stream(PackedBox::new(s))
+    }
+
     pub fn from_bytes(b: &[u8]) -> Value {
         Value::Str(RString::from_bytes(b))
     }

@@ -14,8 +14,8 @@ use crate::args::ERR_WRONGTYPE;
 use crate::ctx::Ctx;
 use std::sync::atomic::Ordering::Relaxed;
 use tern_engine::{
-    key_hash, Entry, HashValue, ListValue, MultiGuard, RString, SetValue, ShardData, ShardGuard,
-    StreamValue, Value, ZSetValue,
+    key_hash, Entry, HashValue, ListValue, MultiGuard, PackedBox, RString, SetValue, ShardData,
+    ShardGuard, StreamValue, Value, ZSetValue,
 };
 
 /// A Redis value type a command can ask a key for: the `Value` variant that holds it.
@@ -43,7 +43,7 @@ value_kind!(ListValue, List);
 value_kind!(HashValue, Hash);
 value_kind!(SetValue, Set);
 value_kind!(ZSetValue, ZSet);
-value_kind!(tern_engine::PackedBox<StreamValue>, Stream);
+value_kind!(PackedBox<StreamValue>, Stream);
 
 /// What a typed lookup found.
 pub enum Typed<'s, T> {

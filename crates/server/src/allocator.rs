@@ -1,9 +1,10 @@
 //! The global allocator: jemalloc (as Redis uses: low fragmentation, and the allocation stats
 //! INFO memory reports), built with an 8-byte quantum (`.cargo/config.toml`).
 //!
-//! The 8-byte quantum gives jemalloc size classes 8 bytes apart up to 64 (8, 16, 24, … 56, 64)
-//! instead of 16 apart. Most keyspace entries are a 40-byte header plus a short key, so a
-//! 15-byte key takes a 56-byte block instead of a 64-byte one: 8 bytes less per key (issue #19).
+//! The 8-byte quantum (Redis builds jemalloc with it too) gives size classes 8 bytes apart up to
+//! 64 (8, 16, 24, … 56, 64) instead of 16 apart. A keyspace entry is a 32-byte header plus its
+//! key, so a key of up to 8 bytes takes a 40-byte block instead of 48, one of 17–24 bytes a
+//! 56-byte block instead of 64 (issue #19); small strings and intsets gain likewise.
 //! The price is that plain `malloc` then guarantees only 8-byte alignment, which
 //! `tikv_jemallocator::Jemalloc` does not expect (it asks for alignment only above 16), so this
 //! wrapper passes the alignment to jemalloc whenever a layout needs more than 8.

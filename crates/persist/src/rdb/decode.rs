@@ -772,7 +772,7 @@ fn read_stream(r: &mut Reader, t: u8) -> R<Value> {
         }
         s.groups.insert(name.into_boxed_slice(), g);
     }
-    Ok(Value::Stream(tern_engine::PackedBox::new(s)))
+    Ok(Value::stream(s))
 }
 
 /// Append the live entries of one stream listpack node: master entry (counts, field names,

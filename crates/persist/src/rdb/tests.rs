@@ -113,7 +113,7 @@ fn streams() {
     );
     g.assign(StreamId::new(1001, 1), b"alice", 99);
     s.groups.insert(b"grp".to_vec().into_boxed_slice(), g);
-    let v = Value::Stream(tern_engine::PackedBox::new(s));
+    let v = Value::stream(s);
     let back = round_trip(&v);
     let (Value::Stream(a), Value::Stream(b)) = (&v, &back) else {
         panic!()
@@ -231,10 +231,7 @@ fn truncated_payloads_never_panic() {
     let mut s = StreamValue::new();
     s.append(Some(StreamId::new(1, 1)), true, &["a", "b"], 0)
         .unwrap();
-    for v in [
-        Value::Stream(tern_engine::PackedBox::new(s)),
-        Value::from_bytes(&[b'q'; 300]),
-    ] {
+    for v in [Value::stream(s), Value::from_bytes(&[b'q'; 300])] {
         let p = dump_payload(&v);
         let body = &p[..p.len() - 10];
         for cut in 0..body.len() {
@@ -282,7 +279,7 @@ fn stream_back_count_deep_only() {
     }
     // Uncompressed, so the listpack's bytes can be found and changed.
     let mut w = Writer::new(false);
-    write_value(&mut w, &Value::Stream(tern_engine::PackedBox::new(s)));
+    write_value(&mut w, &Value::stream(s));
     let body = &w.buf[..];
     // The last entry's lp-count (4 for a same-fields entry with one field) is the entry just
     // before the listpack's end byte: find "04 01 ff" and make it 5.
@@ -344,7 +341,7 @@ fn flipped_payloads_decode_or_refuse_cleanly() {
         values.push(Value::Set(s));
         values.push(Value::Set(is));
         values.push(Value::ZSet(ZSetValue::from_pairs(pairs)));
-        values.push(Value::Stream(tern_engine::PackedBox::new(st)));
+        values.push(Value::stream(st));
     }
     values.push(Value::from_bytes(b"12345"));
     values.push(Value::from_bytes(b"some string"));
