@@ -6,7 +6,7 @@
 
 use rand::Rng;
 use tern_engine::listpack::LpEntry;
-use tern_engine::{HashValue, Value};
+use tern_engine::{HashValue, ShardData, Value};
 use tern_resp::Reply;
 use tern_runtime::args::{
     eq_ic, parse_i64, Args, ERR_NOT_FLOAT, ERR_NOT_INT, ERR_OVERFLOW, ERR_SYNTAX,
@@ -69,6 +69,26 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "ha
 const ERR_HASH_NOT_INT: &str = "ERR hash value is not an integer";
 const ERR_HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
 
+/// Redis 7.4's lazy field expiry, before a command reads or writes `fields` of the hash at
+/// `key` (every field when None): those past their time are deleted on a master, each
+/// propagated as HDEL, with a `hexpired` event (and `del` for a hash left empty). A no-op
+/// until some hash field has ever had a time.
+pub(crate) fn expire_due_fields(ctx: &mut Ctx, key: &[u8], fields: Option<&[&[u8]]>) {
+    if !tern_engine::field_expire::in_use() {
+        return;
+    }
+    let (h, mut shard) = ctx.lock(key);
+    shard.expire_fields(h, key, fields, ctx.now_ms);
+}
+
+/// After a write that may have changed field times: file the hash anew in the shard's index
+/// of hashes with field times (a no-op for a hash without any).
+fn resync_field_times(shard: &mut ShardData, h: u64, key: &[u8], was_expiring: bool) {
+    if was_expiring {
+        shard.hfe_sync(h, key);
+    }
+}
+
 /// Reply with one stored element as a bulk string.
 #[inline]
 fn bulk_entry(out: &mut Reply, e: LpEntry) {
@@ -105,8 +125,10 @@ fn hset(ctx: &mut Ctx, args: &Args) {
         Typed::WrongType => return ctx.wrong_type(shard),
         // HSET signals the key even when every value was already there.
         Typed::Found(hv) => {
+            let expiring = hv.ttls().is_some();
             let n = apply(hv);
             shard.touch(key);
+            resync_field_times(&mut shard, h, key, expiring);
             n
         }
         Typed::Missing => {
@@ -133,6 +155,7 @@ fn hsetnx(ctx: &mut Ctx, args: &Args) {
         hv.prepare_for(1, [field, value]);
         hv.set(field, value);
     };
+    expire_due_fields(ctx, key, Some(&[field]));
     let (h, mut shard) = ctx.lock(key);
     match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
         Typed::WrongType => return ctx.wrong_type(shard),
@@ -161,6 +184,7 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
     let (h, mut shard) = ctx.lock(key);
     let mut deleted = 0i64;
     let mut emptied = false;
+    let expiring;
     match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
         Typed::Missing => {
             drop(shard);
@@ -168,6 +192,8 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
         }
         Typed::WrongType => return ctx.wrong_type(shard),
         Typed::Found(hv) => {
+            // An expired field not yet deleted still counts as deleted here, as in Redis.
+            expiring = hv.ttls().is_some();
             for i in 2..args.len() {
                 if hv.remove(&args[i]) {
                     deleted += 1;
@@ -183,6 +209,7 @@ fn hdel(ctx: &mut Ctx, args: &Args) {
         shard.remove(h, key);
     } else if deleted > 0 {
         shard.touch(key);
+        resync_field_times(&mut shard, h, key, expiring);
     }
     drop(shard);
     if deleted > 0 {
@@ -210,9 +237,11 @@ fn with_hash_for_write<R>(
             return None;
         }
         Typed::Found(hv) => {
+            let expiring = hv.ttls().is_some();
             let r = f(hv);
             if r.is_ok() {
                 shard.touch(key);
+                resync_field_times(&mut shard, h, key, expiring);
             }
             r
         }
@@ -235,13 +264,15 @@ fn hincrby(ctx: &mut Ctx, args: &Args) {
     };
     let key = &args[1];
     let field = &args[2];
+    expire_due_fields(ctx, key, Some(&[field]));
     let r = with_hash_for_write(ctx, key, |hv| {
         let old = match hv.get(field) {
             None => 0,
             Some(v) => v.as_i64().ok_or(ERR_HASH_NOT_INT)?,
         };
         let new = old.checked_add(incr).ok_or(ERR_OVERFLOW)?;
-        hv.set(field, itoa::Buffer::new().format(new).as_bytes());
+        // The field keeps its time, as in Redis 7.4.
+        hv.set_keep_ttl(field, itoa::Buffer::new().format(new).as_bytes());
         Ok(new)
     });
     match r {
@@ -265,6 +296,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
     }
     let key = &args[1];
     let field = &args[2];
+    expire_due_fields(ctx, key, Some(&[field]));
     let r = with_hash_for_write(ctx, key, |hv| {
         let old = match hv.get(field) {
             None => LongDouble::from_i64(0),
@@ -275,17 +307,23 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
             .checked_add(&incr)
             .ok_or("ERR increment would produce NaN or Infinity")?;
         let text = sum.to_human();
-        hv.set(field, &text);
-        Ok(text)
+        hv.set_keep_ttl(field, &text);
+        Ok((text, hv.field_ttl(field)))
     });
     match r {
         None => {}
         Some(Err(e)) => ctx.error(e),
-        Some(Ok(text)) => {
+        Some(Ok((text, ttl))) => {
             ctx.out.bulk(&text);
             ctx.notify(notify::HASH, "hincrbyfloat", key);
             ctx.dirty(1);
             ctx.propagate_as(&[b"HSET", key, field, &text]);
+            // HSET alone would drop the field's time on the replica (Redis 7.4 loses it there):
+            // the time follows, absolute.
+            if let Some(at) = ttl {
+                let at = itoa::Buffer::new().format(at).to_owned();
+                ctx.also_propagate(&[b"HPEXPIREAT", key, at.as_bytes(), b"FIELDS", b"1", field]);
+            }
         }
     }
 }
@@ -296,10 +334,12 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &Args) {
 
 fn hget(ctx: &mut Ctx, args: &Args) {
     let field = &args[2];
+    expire_due_fields(ctx, &args[1], Some(&[field]));
+    let now = ctx.now_ms;
     ctx.read_as(
         &args[1],
         |ctx| ctx.out.null(),
-        |ctx, hv: &mut HashValue| match hv.get(field) {
+        |ctx, hv: &mut HashValue| match hv.get_live(field, now) {
             Some(v) => bulk_entry(ctx.out, v),
             None => ctx.out.null(),
         },
@@ -308,6 +348,11 @@ fn hget(ctx: &mut Ctx, args: &Args) {
 
 fn hmget(ctx: &mut Ctx, args: &Args) {
     let n = args.len() - 2;
+    if tern_engine::field_expire::in_use() {
+        let fields: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
+        expire_due_fields(ctx, &args[1], Some(&fields));
+    }
+    let now = ctx.now_ms;
     ctx.read_as(
         &args[1],
         |ctx| {
@@ -319,7 +364,7 @@ fn hmget(ctx: &mut Ctx, args: &Args) {
         |ctx, hv: &mut HashValue| {
             ctx.out.array(n);
             for i in 2..args.len() {
-                match hv.get(&args[i]) {
+                match hv.get_live(&args[i], now) {
                     Some(v) => bulk_entry(ctx.out, v),
                     None => ctx.out.null(),
                 }
@@ -338,19 +383,26 @@ fn hlen(ctx: &mut Ctx, args: &Args) {
 
 fn hstrlen(ctx: &mut Ctx, args: &Args) {
     let field = &args[2];
+    expire_due_fields(ctx, &args[1], Some(&[field]));
+    let now = ctx.now_ms;
     ctx.read_as(
         &args[1],
         |ctx| ctx.out.int(0),
-        |ctx, hv: &mut HashValue| ctx.out.int(hv.value_len(field) as i64),
+        |ctx, hv: &mut HashValue| {
+            let len = hv.get_live(field, now).map_or(0, |v| v.str_len());
+            ctx.out.int(len as i64)
+        },
     );
 }
 
 fn hexists(ctx: &mut Ctx, args: &Args) {
     let field = &args[2];
+    expire_due_fields(ctx, &args[1], Some(&[field]));
+    let now = ctx.now_ms;
     ctx.read_as(
         &args[1],
         |ctx| ctx.out.int(0),
-        |ctx, hv: &mut HashValue| ctx.out.int(hv.contains(field) as i64),
+        |ctx, hv: &mut HashValue| ctx.out.int(hv.get_live(field, now).is_some() as i64),
     );
 }
 
@@ -358,6 +410,8 @@ const KEYS: u8 = 1;
 const VALS: u8 = 2;
 
 fn getall_generic(ctx: &mut Ctx, args: &Args, what: u8) {
+    // Fields past their time are skipped here, not deleted (as Redis 7.4 does).
+    let now = ctx.now_ms;
     ctx.read_as(
         &args[1],
         |ctx| {
@@ -369,12 +423,13 @@ fn getall_generic(ctx: &mut Ctx, args: &Args, what: u8) {
         },
         |ctx, hv: &mut HashValue| {
             let out = &mut *ctx.out;
+            let n = hv.live_len(now);
             if what == KEYS | VALS {
-                out.map(hv.len());
+                out.map(n);
             } else {
-                out.array(hv.len());
+                out.array(n);
             }
-            for (f, v) in hv.iter() {
+            for (f, v) in hv.iter_live(now) {
                 if what & KEYS != 0 {
                     bulk_entry(out, f);
                 }
@@ -426,6 +481,8 @@ fn hrandfield(ctx: &mut Ctx, args: &Args) {
         }
         return hrandfield_count(ctx, &args[1], l, withvalues);
     }
+    // HRANDFIELD first deletes every field past its time, as Redis 7.4 does.
+    expire_due_fields(ctx, &args[1], None);
     ctx.read_as(
         &args[1],
         |ctx| ctx.out.null(),
@@ -437,6 +494,7 @@ fn hrandfield(ctx: &mut Ctx, args: &Args) {
 }
 
 fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, withvalues: bool) {
+    expire_due_fields(ctx, key, None);
     ctx.read_as(
         key,
         |ctx| ctx.out.array(0),
@@ -488,7 +546,7 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, withvalues: bool) {
             }
             let (count, size) = (count as usize, size as usize);
             // A listpack: one ordered pass choosing each position with the right probability.
-            if matches!(hv, HashValue::Listpack(_)) {
+            if matches!(hv.fields(), HashValue::Listpack(_)) {
                 let mut need = count;
                 for i in 0..size {
                     if rng.gen_range(0..size - i) < need {
@@ -532,6 +590,7 @@ fn hscan(ctx: &mut Ctx, args: &Args) {
         Ok(c) => c,
         Err(e) => return ctx.error(e),
     };
+    let now = ctx.now_ms;
     ctx.read_as(
         &args[1],
         |ctx| {
@@ -546,9 +605,12 @@ fn hscan(ctx: &mut Ctx, args: &Args) {
                 Err(e) => return ctx.error(e),
             };
             let mut items: Vec<LpEntry> = Vec::new();
-            let next = match hv {
+            // Fields past their time are skipped, not deleted (as Redis 7.4 does).
+            let ttls = hv.ttls().filter(|t| !t.is_empty());
+            let live = |f: &[u8]| ttls.is_none_or(|t| t.get(f).is_none_or(|at| at >= now));
+            let next = match hv.fields() {
                 HashValue::Listpack(_) => {
-                    for (f, v) in hv.iter() {
+                    for (f, v) in hv.iter_live(now) {
                         if f.with_bytes(|b| opts.matches(b)) {
                             items.push(f);
                             items.push(v);
@@ -557,11 +619,12 @@ fn hscan(ctx: &mut Ctx, args: &Args) {
                     0
                 }
                 HashValue::Table(t) => t.scan(cursor, opts.count, |f, v| {
-                    if opts.matches(f) {
+                    if opts.matches(f) && live(f) {
                         items.push(LpEntry::Str(f));
                         items.push(LpEntry::Str(v));
                     }
                 }),
+                HashValue::Expiring(_) => unreachable!("fields() is never Expiring"),
             };
             let out = &mut *ctx.out;
             out.array(2);

@@ -8,6 +8,7 @@ pub mod connection;
 pub mod generic;
 pub mod geo;
 pub mod hash;
+pub mod hash_ttl;
 pub mod hyperloglog;
 pub mod list;
 pub mod pubsub;
@@ -40,6 +41,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     scripting::eval::COMMANDS,
     server::memory::COMMANDS,
     hash::COMMANDS,
+    hash_ttl::COMMANDS,
     list::COMMANDS,
     set::COMMANDS,
     sorted_set::COMMANDS,

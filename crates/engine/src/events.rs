@@ -16,6 +16,10 @@ pub const EXPIRED: u8 = 1;
 pub const NEW: u8 = 2;
 /// A read lookup found no key (Redis's `keymiss`); recorded by the command layer.
 pub const KEYMISS: u8 = 4;
+/// Fields of a hash expired (Redis's `hexpired`).
+pub const HEXPIRED: u8 = 8;
+/// A hash was deleted because its last field expired (a `del` event).
+pub const EMPTIED: u8 = 16;
 
 // Process-wide: read (one relaxed load) on every key added or expired, inside the shard and
 // entry code where no store is reachable; the config layer mirrors notify-keyspace-events here.
@@ -125,6 +129,27 @@ pub(crate) fn expired(db: usize, key: &[u8]) {
     record(EXPIRED, db, key);
     if let Some(h) = EXPIRE_HOOK.get() {
         h(db, key);
+    }
+}
+
+/// (database, key, field).
+pub type FieldExpireHook = fn(usize, &[u8], &[u8]);
+
+/// Called for every hash field the engine deletes because its time ran out, with the shard
+/// still locked: the write log turns it into an HDEL, as Redis propagates it.
+// Process-wide, as EXPIRE_HOOK and for the same reason.
+static FIELD_EXPIRE_HOOK: std::sync::OnceLock<FieldExpireHook> = std::sync::OnceLock::new();
+
+/// Install the field-expiry hook (first call wins).
+pub fn set_field_expire_hook(f: FieldExpireHook) {
+    let _ = FIELD_EXPIRE_HOOK.set(f);
+}
+
+/// `field` of the hash `key` in `db` was removed because its time ran out.
+#[inline]
+pub(crate) fn field_expired(db: usize, key: &[u8], field: &[u8]) {
+    if let Some(h) = FIELD_EXPIRE_HOOK.get() {
+        h(db, key, field);
     }
 }
 

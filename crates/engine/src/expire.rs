@@ -91,6 +91,8 @@ use std::time::{Duration, Instant};
 
 /// Buckets one shard step walks before yielding the lock.
 const BUCKETS_PER_STEP: usize = 64;
+/// Hash fields deleted per locked step of the active cycle (bounded like the key walk).
+const FIELDS_PER_STEP: usize = 200;
 
 pub struct ActiveExpire {
     next_shard: AtomicUsize,
@@ -127,6 +129,9 @@ impl ActiveExpire {
                 if g.has_replica_keys() {
                     // Promoted: these keys expire as every other now.
                     g.forget_replica_keys();
+                }
+                if g.subexpiry() != 0 {
+                    expired += g.expire_fields_step(now_ms, FIELDS_PER_STEP);
                 }
                 if g.volatile() == 0 {
                     break;

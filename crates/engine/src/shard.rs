@@ -3,6 +3,7 @@
 
 use crate::dict::Dict;
 use crate::entry::{Entry, EntryBox};
+use crate::field_expire::{min_of, HfeIndex};
 use crate::snapshot::SnapShared;
 use crate::value::Value;
 use crate::watch::{self, WatchFlag, WatchTable, Watcher};
@@ -34,6 +35,10 @@ pub struct ShardData {
     /// (the master knows nothing of them; Redis's slaveKeysWithExpire). None otherwise.
     /// Boxed: a shard without any (every master's) stays one pointer bigger, not a table's size.
     replica_keys: Option<Box<ReplicaKeys>>,
+    /// Hashes with field times, by their earliest (None while there are none).
+    hfe: Option<Box<HfeIndex>>,
+    /// Hash fields removed because their time ran out (INFO stats `expired_subkeys`).
+    pub expired_fields: u64,
 }
 
 /// The keys a writable replica expires itself, in one shard.
@@ -103,6 +108,47 @@ impl ShardData {
 
     pub fn dict(&self) -> &Dict {
         &self.dict
+    }
+
+    pub(crate) fn db_index(&self) -> usize {
+        self.db
+    }
+
+    /// Hashes with field times in this shard (INFO keyspace `subexpiry=`).
+    pub fn subexpiry(&self) -> usize {
+        self.hfe.as_ref().map_or(0, |i| i.len())
+    }
+
+    pub(crate) fn hfe_index(&self) -> Option<&HfeIndex> {
+        self.hfe.as_deref()
+    }
+
+    /// File the hash at `key` under its earliest field time again (after field times changed),
+    /// or drop it from the index when it has none (or is gone).
+    pub fn hfe_sync(&mut self, hash: u64, key: &[u8]) {
+        let min = self.dict.get(hash, key).and_then(|e| min_of(&e.value));
+        match (&mut self.hfe, min) {
+            (None, None) => {}
+            (slot, min) => slot.get_or_insert_default().note(key, min),
+        }
+    }
+
+    /// The entry at `key` (expired or not) for a change the engine makes itself: a running
+    /// snapshot that still owes it gets it first.
+    pub(crate) fn entry_for_change(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        let e = self.dict.get_mut(hash, key)?;
+        save_owed(&self.snap, self.snap_parity, self.db, e);
+        Some(e)
+    }
+
+    /// Remove a key the engine deleted on its own (its last hash field expired).
+    pub(crate) fn remove_expiring_key(&mut self, hash: u64, key: &[u8]) {
+        self.remove_expiring(hash, key);
+    }
+
+    /// A change that time made (a field expired): a WATCH touch, not the command's change.
+    pub(crate) fn touch_expired(&mut self, key: &[u8]) {
+        self.touch_watchers(key);
     }
 
     /// The live entry for `key`, deleting it first if it has expired. Under a write command a
@@ -278,6 +324,9 @@ impl ShardData {
                 e.try_set_expire_at(0);
                 self.volatile -= 1;
             }
+            if self.hfe.is_some() || min_of(&old).is_some() {
+                self.hfe_sync(hash, key);
+            }
             return Some(old);
         }
         self.insert(hash, EntryBox::new_at(key, value, now_ms));
@@ -304,6 +353,9 @@ impl ShardData {
     /// Every insertion: a new entry is not part of a running snapshot's cut.
     fn insert(&mut self, hash: u64, mut entry: EntryBox) {
         entry.set_snap_bit(self.snap_parity);
+        if let Some(t) = min_of(&entry.value) {
+            self.hfe.get_or_insert_default().note(entry.key(), Some(t));
+        }
         self.dict.insert_new(hash, entry);
     }
 
@@ -343,6 +395,9 @@ impl ShardData {
         save_owed(&self.snap, self.snap_parity, self.db, &mut e);
         if e.expire_at() != 0 {
             self.volatile -= 1;
+        }
+        if let Some(i) = self.hfe.as_mut() {
+            i.forget(key);
         }
         Some(e)
     }
@@ -445,6 +500,7 @@ impl ShardData {
         self.touch_all(None);
         self.volatile = 0;
         self.replica_keys = None;
+        self.hfe = None;
         self.expire_cursor = 0;
         let old = self.dict.take();
         if let Some(snap) = self.snap.take() {
@@ -465,6 +521,7 @@ impl ShardData {
         other.touch_all(Some(self));
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.hfe, &mut other.hfe);
         // As Redis's SWAPDB: the writable replica's own TTL keys are no longer tracked.
         self.replica_keys = None;
         other.replica_keys = None;

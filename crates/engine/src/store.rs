@@ -501,9 +501,25 @@ impl Store {
             .sum()
     }
 
+    /// Hash fields deleted because their time ran out (INFO stats `expired_subkeys`).
+    pub fn expired_fields_total(&self) -> u64 {
+        (0..self.shards.len())
+            .map(|i| self.guard(i).expired_fields)
+            .sum()
+    }
+
+    /// Hashes with field times in `db` (INFO keyspace `subexpiry=`).
+    pub fn db_subexpiry(&self, db: usize) -> usize {
+        (0..self.shards_per_db())
+            .map(|s| self.lock_shard(db, s).subexpiry())
+            .sum()
+    }
+
     pub fn reset_stats(&self) {
         for i in 0..self.shards.len() {
-            self.guard(i).expired_keys = 0;
+            let mut g = self.guard(i);
+            g.expired_keys = 0;
+            g.expired_fields = 0;
         }
     }
 }

@@ -738,7 +738,7 @@ fn write_base(
         snapshot_into_abortable(srv, at_cut, abort, || {
             crate::save_progress::Counted::new(
                 &srv.save_progress,
-                crate::persistence::rdb_writer(srv, out, &aux, now),
+                crate::persistence::rdb_writer(srv, out, &aux),
             )
         })
         .map(|w| w.inner.finish())

@@ -212,7 +212,7 @@ fn transfer(srv: &Arc<Server>, rt: &tokio::runtime::Handle, batch: Vec<Waiter>) 
                 abort: &abort,
             };
             let aux = crate::replication::sync_aux(&replid, now, pos);
-            crate::persistence::rdb_writer(srv, fan, &aux, now)
+            crate::persistence::rdb_writer(srv, fan, &aux)
         },
         &abort,
     );

@@ -124,7 +124,12 @@ pub fn gen_info(srv: &Server, sections: &HashSet<String>, all: bool, everything:
         for db in 0..srv.store.databases() {
             let (keys, expires) = srv.store.db_stats(db);
             if keys > 0 || expires > 0 {
-                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+                // subexpiry: hashes with field times (Redis 7.4's field).
+                let sub = srv.store.db_subexpiry(db);
+                let _ = write!(
+                    out,
+                    "db{db}:keys={keys},expires={expires},avg_ttl=0,subexpiry={sub}\r\n"
+                );
             }
         }
     }
@@ -639,6 +644,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          sync_full:{sync_full}\r\n\
          sync_partial_ok:{sync_partial_ok}\r\n\
          sync_partial_err:{sync_partial_err}\r\n\
+         expired_subkeys:{}\r\n\
          expired_keys:{}\r\n\
          expired_stale_perc:0.00\r\n\
          expired_time_cap_reached_count:{}\r\n\
@@ -686,6 +692,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          client_output_buffer_limit_disconnections:{}\r\n",
         srv.clients.total_connections.load(Relaxed),
         srv.clients.rejected_connections.load(Relaxed),
+        srv.store.expired_fields_total(),
         srv.store.expired_keys_total(),
         srv.stat_expired_time_cap.load(Relaxed),
         st.sum(|t| t.evicted_keys.get()),

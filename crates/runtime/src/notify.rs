@@ -65,6 +65,8 @@ pub fn flush_engine_events(srv: &Server) {
         let (class, name) = match ev.kind {
             tern_engine::events::EXPIRED => (EXPIRED, "expired"),
             tern_engine::events::KEYMISS => (KEY_MISS, "keymiss"),
+            tern_engine::events::HEXPIRED => (HASH, "hexpired"),
+            tern_engine::events::EMPTIED => (GENERIC, "del"),
             _ => (NEW, "new"),
         };
         publish_event(srv, ev.db, class, name, &ev.key);

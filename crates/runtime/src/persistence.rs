@@ -106,7 +106,6 @@ pub(crate) fn rdb_writer<W: std::io::Write + Send>(
     srv: &Server,
     out: W,
     aux: &[(&str, String)],
-    now_ms: u64,
 ) -> tern_persist::rdb::file::FileWriter<W> {
     tern_persist::rdb::file::FileWriter::new(
         out,
@@ -114,7 +113,14 @@ pub(crate) fn rdb_writer<W: std::io::Write + Send>(
         srv.config.get_bool("rdbchecksum"),
         aux,
         &crate::lua::libraries::library_codes(srv),
-        now_ms,
+        // Version 12 only when a hash has field times, so that other files stay loadable by
+        // Redis 7.0 and 7.2. (A time given after the cut, while the snapshot is written, lands
+        // in a file that says 10: tern reads it, Redis 7.x refuses it either way.)
+        if tern_engine::field_expire::any_indexed() {
+            tern_persist::rdb::RDB_VERSION_FIELD_TTLS
+        } else {
+            tern_persist::rdb::RDB_VERSION
+        },
     )
 }
 
@@ -167,12 +173,7 @@ fn rdb_save_abortable(
             // The replication history as of the cut: a restart from this file continues it.
             let mut aux = aux;
             aux.extend(crate::replication::rdb_repl_aux(srv));
-            let w = rdb_writer(
-                srv,
-                std::io::BufWriter::with_capacity(1 << 20, out),
-                &aux,
-                now,
-            );
+            let w = rdb_writer(srv, std::io::BufWriter::with_capacity(1 << 20, out), &aux);
             dirty_at_cut.store(srv.dirty_total(), Relaxed);
             crate::save_progress::Counted::new(&srv.save_progress, w)
         },

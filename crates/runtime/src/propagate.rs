@@ -305,6 +305,15 @@ static EXPIRE_SERVER: OnceLock<Arc<Server>> = OnceLock::new();
 pub fn install_expire_hook(srv: &Arc<Server>) {
     let _ = EXPIRE_SERVER.set(srv.clone());
     tern_engine::events::set_expire_hook(on_expired);
+    tern_engine::events::set_field_expire_hook(on_field_expired);
+}
+
+/// The engine's field-expiry hook: a hash field deleted because its time ran out reaches the
+/// log as `HDEL key field`, one command per field as Redis propagates it.
+fn on_field_expired(db: usize, key: &[u8], field: &[u8]) {
+    if let Some(srv) = EXPIRE_SERVER.get() {
+        propagate_server_write(srv, db, key, &[b"HDEL", key, field]);
+    }
 }
 
 /// The engine's expiry hook: a key deleted because its time ran out is propagated as DEL (or
@@ -323,17 +332,23 @@ fn on_expired(db: usize, key: &[u8]) {
 
 /// A key the server removed on its own (expired, evicted) reaches the log as DEL or UNLINK.
 pub fn propagate_delete(srv: &Server, db: usize, key: &[u8], unlink: bool) {
+    let cmd: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
+    propagate_server_write(srv, db, key, &[cmd, key]);
+}
+
+/// A change the server made on its own to `key` (not a client's command) reaches the log:
+/// inside the running unit if there is one, else as a unit of its own.
+fn propagate_server_write(srv: &Server, db: usize, key: &[u8], argv: &[&[u8]]) {
     let p = &srv.propagation;
     if !p.log.active() {
         return;
     }
-    let cmd: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
     if Store::in_atomic_unit() {
-        UNIT.with(|u| u.borrow_mut().push(db as i32, [cmd, key].into_iter()));
+        UNIT.with(|u| u.borrow_mut().push(db as i32, argv.iter().copied()));
         UNIT_KEYS.with(|u| u.borrow_mut().keys.push((db, key_hash(key))));
     } else {
         let mut ops = Ops::default();
-        ops.push(db as i32, [cmd, key].into_iter());
+        ops.push(db as i32, argv.iter().copied());
         let lsn = p.log.append(&ops);
         p.changed_slot(db, key_hash(key)).fetch_max(lsn, Relaxed);
     }

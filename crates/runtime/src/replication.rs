@@ -673,12 +673,7 @@ pub fn write_sync_rdb(
         offset.store(pos.offset, Relaxed);
         dirty_at_cut.store(srv.dirty_total(), Relaxed);
         let aux = sync_aux(&replid(srv), now, pos);
-        crate::persistence::rdb_writer(
-            srv,
-            std::io::BufWriter::with_capacity(1 << 20, file),
-            &aux,
-            now,
-        )
+        crate::persistence::rdb_writer(srv, std::io::BufWriter::with_capacity(1 << 20, file), &aux)
     });
     let Some(writer) = writer else {
         crate::sync_rdb::aborted(srv);

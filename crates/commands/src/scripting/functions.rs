@@ -305,9 +305,11 @@ fn help(ctx: &mut Ctx, _args: &Args) {
 // DUMP / RESTORE payloads (Redis's format)
 
 use tern_persist::rdb::{
-    OP_FUNCTION2 as OPCODE_FUNCTION2, OP_FUNCTION_PRE_GA as OPCODE_FUNCTION_PRE_GA,
-    RDB_MAX_VERSION as RDB_VERSION,
+    OP_FUNCTION2 as OPCODE_FUNCTION2, OP_FUNCTION_PRE_GA as OPCODE_FUNCTION_PRE_GA, RDB_MAX_VERSION,
 };
+
+/// The RDB version in a FUNCTION DUMP payload: Redis 7.2's, which it restores.
+const FUNCTION_DUMP_VERSION: u16 = 11;
 
 use tern_persist::crc64::crc64;
 use tern_persist::rdb::encode::put_len;
@@ -320,7 +322,7 @@ fn dump(ctx: &mut Ctx, _args: &Args) {
         put_len(&mut p, code.len() as u64);
         p.extend_from_slice(&code);
     }
-    p.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    p.extend_from_slice(&FUNCTION_DUMP_VERSION.to_le_bytes());
     let crc = crc64(&p);
     p.extend_from_slice(&crc.to_le_bytes());
     ctx.out.bulk(&p);
@@ -351,7 +353,7 @@ fn restore(ctx: &mut Ctx, args: &Args) {
     let ok = n >= 10 && {
         let ver = u16::from_le_bytes([data[n - 10], data[n - 9]]);
         let crc = u64::from_le_bytes(data[n - 8..].try_into().unwrap_or([0; 8]));
-        ver <= RDB_VERSION && crc64(&data[..n - 8]) == crc
+        ver <= RDB_MAX_VERSION && crc64(&data[..n - 8]) == crc
     };
     if !ok {
         return ctx.error("ERR DUMP payload version or checksum are wrong");

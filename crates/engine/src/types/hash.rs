@@ -12,6 +12,7 @@
 use crate::limits;
 use crate::listpack::{Listpack, LpEntry};
 use crate::thin::PackedBox;
+use crate::types::field_ttl::FieldTtls;
 
 /// Redis refuses to grow a listpack past 1 GiB (`lpSafeToAdd`); the hash converts instead.
 const LISTPACK_SAFETY_SIZE: usize = 1 << 30;
@@ -20,6 +21,16 @@ const LISTPACK_SAFETY_SIZE: usize = 1 << 30;
 pub enum HashValue {
     Listpack(Listpack),
     Table(PackedBox<HashTable>),
+    /// A hash some of whose fields have (or had) an expiry time: Redis 7.4's `listpackex`, or
+    /// its `hashtable` with field TTLs. Stays this way once there, as in Redis.
+    Expiring(PackedBox<ExpiringHash>),
+}
+
+/// The fields of an [`HashValue::Expiring`] hash (never itself `Expiring`) and their times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpiringHash {
+    pub fields: HashValue,
+    pub ttls: FieldTtls,
 }
 
 impl Default for HashValue {
@@ -46,6 +57,7 @@ impl HashValue {
         match self {
             HashValue::Listpack(lp) => lp.len() / 2,
             HashValue::Table(t) => t.len(),
+            HashValue::Expiring(x) => x.fields.len(),
         }
     }
 
@@ -58,6 +70,10 @@ impl HashValue {
         match self {
             HashValue::Listpack(_) => "listpack",
             HashValue::Table(_) => "hashtable",
+            HashValue::Expiring(x) => match x.fields {
+                HashValue::Listpack(_) => "listpackex",
+                _ => "hashtable",
+            },
         }
     }
 
@@ -65,6 +81,9 @@ impl HashValue {
         match self {
             HashValue::Listpack(lp) => lp.heap_size(),
             HashValue::Table(t) => std::mem::size_of::<HashTable>() + t.heap_size(),
+            HashValue::Expiring(x) => {
+                std::mem::size_of::<ExpiringHash>() + x.fields.heap_size() + x.ttls.heap_size()
+            }
         }
     }
 
@@ -76,6 +95,7 @@ impl HashValue {
                 Some(lp.get(lp.next(f)?))
             }
             HashValue::Table(t) => t.get(field).map(LpEntry::Str),
+            HashValue::Expiring(x) => x.fields.get(field),
         }
     }
 
@@ -83,6 +103,7 @@ impl HashValue {
         match self {
             HashValue::Listpack(lp) => lp.find(field, 1).is_some(),
             HashValue::Table(t) => t.contains(field),
+            HashValue::Expiring(x) => x.fields.contains(field),
         }
     }
 
@@ -99,6 +120,9 @@ impl HashValue {
         new_fields: usize,
         items: impl IntoIterator<Item = &'a [u8]>,
     ) {
+        if let HashValue::Expiring(x) = self {
+            return x.fields.prepare_for(new_fields, items);
+        }
         let HashValue::Listpack(lp) = self else {
             return;
         };
@@ -120,9 +144,21 @@ impl HashValue {
         }
     }
 
-    /// Set `field` to `value`; true when the field is new. Converts to a hash table when the
-    /// field or value is too long for the listpack or the hash grows past the entry limit.
+    /// Set `field` to `value`; true when the field is new. A time the field had goes (HSET
+    /// makes a new field). Converts to a hash table when the field or value is too long for
+    /// the listpack or the hash grows past the entry limit.
     pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let HashValue::Expiring(x) = self {
+            x.ttls.remove(field);
+        }
+        self.set_keep_ttl(field, value)
+    }
+
+    /// `set`, keeping the time the field has (HINCRBY, HINCRBYFLOAT).
+    pub fn set_keep_ttl(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let HashValue::Expiring(x) = self {
+            return x.fields.set_keep_ttl(field, value);
+        }
         if let HashValue::Listpack(lp) = self {
             let maxv = max_value();
             if field.len() > maxv
@@ -146,6 +182,7 @@ impl HashValue {
                 true
             }
             HashValue::Table(t) => t.set(field, value),
+            HashValue::Expiring(_) => unreachable!("handled above"),
         }
     }
 
@@ -160,11 +197,18 @@ impl HashValue {
                 None => false,
             },
             HashValue::Table(t) => t.remove(field),
+            HashValue::Expiring(x) => {
+                x.ttls.remove(field);
+                x.fields.remove(field)
+            }
         }
     }
 
     /// Switch to the hash-table encoding (no-op when already there), sized for `reserve` more.
     pub fn convert(&mut self, reserve: usize) {
+        if let HashValue::Expiring(x) = self {
+            return x.fields.convert(reserve);
+        }
         let HashValue::Listpack(lp) = self else {
             return;
         };
@@ -181,6 +225,7 @@ impl HashValue {
         match self {
             HashValue::Listpack(lp) => Pairs::Lp(lp.iter()),
             HashValue::Table(t) => Pairs::Table(t.pairs.iter()),
+            HashValue::Expiring(x) => x.fields.iter(),
         }
     }
 
@@ -197,6 +242,7 @@ impl HashValue {
                 Indexed::Lp(lp, offs)
             }
             HashValue::Table(t) => Indexed::Table(t),
+            HashValue::Expiring(x) => x.fields.indexed(),
         }
     }
 
@@ -215,6 +261,93 @@ impl HashValue {
             HashValue::Table(t) => t
                 .pair_at(i)
                 .map(|(f, v)| (LpEntry::Str(f), LpEntry::Str(v))),
+            HashValue::Expiring(x) => x.fields.random_pair(rng),
+        }
+    }
+
+    /// The fields as stored, whatever times they have: a listpack or a hash table.
+    pub fn fields(&self) -> &HashValue {
+        match self {
+            HashValue::Expiring(x) => &x.fields,
+            plain => plain,
+        }
+    }
+
+    /// The fields' times, if any field has or had one.
+    pub fn ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            HashValue::Expiring(x) => Some(&x.ttls),
+            _ => None,
+        }
+    }
+
+    /// The time of `field` (absolute Unix ms), if it has one.
+    pub fn field_ttl(&self, field: &[u8]) -> Option<u64> {
+        self.ttls().and_then(|t| t.get(field))
+    }
+
+    /// True when `field` has a time and it has passed (`at < now`, as Redis's lazy check).
+    pub fn field_expired(&self, field: &[u8], now_ms: u64) -> bool {
+        self.field_ttl(field).is_some_and(|at| at < now_ms)
+    }
+
+    /// The earliest time of any field.
+    pub fn min_field_ttl(&self) -> Option<u64> {
+        self.ttls().and_then(FieldTtls::min)
+    }
+
+    /// Give the existing `field` the time `at_ms`, switching to the expiring form if needed.
+    pub fn set_field_ttl(&mut self, field: &[u8], at_ms: u64) {
+        crate::field_expire::mark_in_use();
+        if !matches!(self, HashValue::Expiring(_)) {
+            let fields = std::mem::take(self);
+            *self = HashValue::Expiring(PackedBox::new(ExpiringHash {
+                fields,
+                ttls: FieldTtls::default(),
+            }));
+        }
+        if let HashValue::Expiring(x) = self {
+            x.ttls.set(field, at_ms);
+        }
+    }
+
+    /// Drop `field`'s time; true when it had one.
+    pub fn persist_field(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashValue::Expiring(x) => x.ttls.remove(field).is_some(),
+            _ => false,
+        }
+    }
+
+    /// The fields whose time is at or before `now_ms`, earliest first, at most `limit`.
+    pub fn due_fields(&self, now_ms: u64, limit: usize) -> Vec<Box<[u8]>> {
+        self.ttls().map_or_else(Vec::new, |t| t.due(now_ms, limit))
+    }
+
+    /// Field/value pairs whose time has not passed (HGETALL, HKEYS, HVALS skip the others).
+    pub fn iter_live(&self, now_ms: u64) -> impl Iterator<Item = (LpEntry<'_>, LpEntry<'_>)> {
+        let ttls = self.ttls().filter(|t| !t.is_empty());
+        self.iter().filter(move |(f, _)| match ttls {
+            None => true,
+            Some(t) => f.with_bytes(|fb| t.get(fb).is_none_or(|at| at >= now_ms)),
+        })
+    }
+
+    /// `get`, None for a field whose time has passed (not yet deleted: on a replica, say).
+    pub fn get_live(&self, field: &[u8], now_ms: u64) -> Option<LpEntry<'_>> {
+        if self.field_expired(field, now_ms) {
+            return None;
+        }
+        self.get(field)
+    }
+
+    /// How many fields `iter_live` yields.
+    pub fn live_len(&self, now_ms: u64) -> usize {
+        match self.ttls() {
+            Some(t) if !t.is_empty() => {
+                self.len() - t.iter().filter(|(_, at)| *at < now_ms).count()
+            }
+            _ => self.len(),
         }
     }
 }

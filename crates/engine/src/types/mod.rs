@@ -1,5 +1,6 @@
 //! The collection types, one module each, with their compact and full encodings.
 pub mod double;
+pub mod field_ttl;
 pub mod hash;
 pub mod intset;
 pub mod list;
@@ -8,7 +9,8 @@ pub mod stream;
 pub mod zset;
 pub mod zskiplist;
 
-pub use hash::HashValue;
+pub use field_ttl::FieldTtls;
+pub use hash::{ExpiringHash, HashValue};
 pub use list::ListValue;
 pub use set::SetValue;
 pub use stream::StreamValue;

@@ -137,6 +137,11 @@ pub fn key_commands(buf: &mut Vec<u8>, key: &[u8], value: &Value, expire_at: u64
         Value::Hash(h) => {
             let items = hash_items(h);
             chunked(buf, b"HSET", key, &items);
+            // Field times, absolute, as Redis 7.4's rewrite gives them: one HPEXPIREAT each.
+            for (f, at) in h.ttls().into_iter().flat_map(|t| t.iter()) {
+                let t = at.to_string();
+                cmd(buf, &[b"HPEXPIREAT", key, t.as_bytes(), b"FIELDS", b"1", f]);
+            }
         }
         Value::Stream(s) => stream(buf, key, s),
     }

@@ -400,6 +400,69 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
                 None => return corrupt("Duplicate hash fields detected"),
             }
         }
+        TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA => {
+            // Times relative to the earliest (+1), or absolute in the release candidates.
+            let min = if t == TYPE_HASH_METADATA {
+                r.millis()? as u64
+            } else {
+                1
+            };
+            let n = r.count()?;
+            if n == 0 {
+                return Err(RestoreError::EmptyKey);
+            }
+            let mut items = Vec::with_capacity(n * 2);
+            let mut times = Vec::with_capacity(n);
+            for _ in 0..n {
+                let rel = r.len()?;
+                let at = if rel == 0 {
+                    0
+                } else {
+                    rel.checked_add(min).map_or(u64::MAX, |x| x - 1)
+                };
+                if at > FIELD_TIME_MAX {
+                    return corrupt(&format!("invalid expireAt time: {at}"));
+                }
+                items.push(r.string()?);
+                items.push(r.string()?);
+                times.push(at);
+            }
+            match build_hash_with_times(items, times) {
+                Some(v) => v,
+                None => return corrupt("Hash with dup elements"),
+            }
+        }
+        TYPE_HASH_LISTPACK_EX | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+            if t == TYPE_HASH_LISTPACK_EX {
+                r.millis()?;
+            }
+            let why = "Hash listpack integrity check failed.";
+            let Some(triplets) = parse_listpack(r.string()?).filter(|v| v.len() % 3 == 0) else {
+                return corrupt(why);
+            };
+            if triplets.is_empty() {
+                return Err(RestoreError::EmptyKey);
+            }
+            let mut items = Vec::with_capacity(triplets.len() / 3 * 2);
+            let mut times = Vec::with_capacity(triplets.len() / 3);
+            let mut it = triplets.into_iter();
+            while let (Some(f), Some(v), Some(at)) = (it.next(), it.next(), it.next()) {
+                let at = std::str::from_utf8(&at)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .filter(|&at| at <= FIELD_TIME_MAX);
+                let Some(at) = at else {
+                    return corrupt(why);
+                };
+                items.push(f);
+                items.push(v);
+                times.push(at);
+            }
+            match build_hash_with_times(items, times) {
+                Some(v) => v,
+                None => return corrupt(why),
+            }
+        }
         TYPE_HASH_ZIPMAP => {
             let blob = r.string()?;
             let Some(items) = parse_zipmap(&blob) else {
@@ -502,6 +565,21 @@ fn build_hash(items: Vec<Vec<u8>>) -> Option<Value> {
     while let (Some(f), Some(v)) = (it.next(), it.next()) {
         if !h.set(f, v) {
             return None;
+        }
+    }
+    Some(Value::Hash(h))
+}
+
+/// A hash whose field `i` expires at `times[i]` (0: never). A hash whose every time was taken
+/// away still loads in the expiring form, as Redis keeps its `listpackex`.
+fn build_hash_with_times(items: Vec<Vec<u8>>, times: Vec<u64>) -> Option<Value> {
+    let fields: Vec<Vec<u8>> = items.iter().step_by(2).cloned().collect();
+    let Some(Value::Hash(mut h)) = build_hash(items) else {
+        return None;
+    };
+    for (f, at) in fields.iter().zip(times) {
+        if at != 0 {
+            h.set_field_ttl(f, at);
         }
     }
     Some(Value::Hash(h))

@@ -108,8 +108,14 @@ pub fn value_type(v: &Value) -> u8 {
         Value::Set(_) => TYPE_SET,
         Value::ZSet(ZSetValue::Listpack(_)) => TYPE_ZSET_LISTPACK,
         Value::ZSet(_) => TYPE_ZSET_2,
-        Value::Hash(HashValue::Listpack(_)) => TYPE_HASH_LISTPACK,
-        Value::Hash(_) => TYPE_HASH,
+        Value::Hash(h) if has_times(h) => match h.fields() {
+            HashValue::Listpack(_) => TYPE_HASH_LISTPACK_EX,
+            _ => TYPE_HASH_METADATA,
+        },
+        Value::Hash(h) => match h.fields() {
+            HashValue::Listpack(_) => TYPE_HASH_LISTPACK,
+            _ => TYPE_HASH,
+        },
         Value::Stream(_) => TYPE_STREAM_LISTPACKS_2,
     }
 }
@@ -175,8 +181,20 @@ fn write_zset(w: &mut Writer, z: &ZSetValue) {
     }
 }
 
+fn has_times(h: &HashValue) -> bool {
+    h.ttls().is_some_and(|t| !t.is_empty())
+}
+
+/// True when `v` is a hash with field times (written as Redis 7.4's types, in version 12).
+pub fn has_field_ttls(v: &Value) -> bool {
+    matches!(v, Value::Hash(h) if has_times(h))
+}
+
 fn write_hash(w: &mut Writer, h: &HashValue) {
-    match h {
+    if let Some(ttls) = h.ttls().filter(|t| !t.is_empty()) {
+        return write_hash_with_times(w, h, ttls);
+    }
+    match h.fields() {
         HashValue::Listpack(lp) => w.string(lp.as_bytes()),
         _ => {
             w.len(h.len() as u64);
@@ -185,6 +203,36 @@ fn write_hash(w: &mut Writer, h: &HashValue) {
                 v.with_bytes(|b| w.string(b));
             }
         }
+    }
+}
+
+/// Types 25 (a listpack of triplets, earliest time first, fields without a time last) and 24.
+fn write_hash_with_times(w: &mut Writer, h: &HashValue, ttls: &tern_engine::FieldTtls) {
+    let min = ttls.min().unwrap_or(0);
+    w.buf.extend_from_slice(&min.to_le_bytes());
+    if let HashValue::Listpack(_) = h.fields() {
+        let mut lp = Listpack::new();
+        for (f, at) in ttls.iter() {
+            if let Some(v) = h.get(f) {
+                v.with_bytes(|vb| lp.push_back_pair(f, vb));
+                lp.push_back_int(at as i64);
+            }
+        }
+        for (f, v) in h.iter() {
+            if f.with_bytes(|fb| ttls.get(fb).is_none()) {
+                f.with_bytes(|fb| v.with_bytes(|vb| lp.push_back_pair(fb, vb)));
+                lp.push_back_int(0);
+            }
+        }
+        return w.string(lp.as_bytes());
+    }
+    w.len(h.len() as u64);
+    for (f, v) in h.iter() {
+        f.with_bytes(|fb| {
+            w.len(ttls.get(fb).map_or(0, |at| at - min + 1));
+            w.string(fb);
+        });
+        v.with_bytes(|b| w.string(b));
     }
 }
 
@@ -291,7 +339,7 @@ pub fn dump_payload(value: &Value) -> Vec<u8> {
     let mut w = Writer::new(true);
     write_value(&mut w, value);
     let mut p = w.buf;
-    p.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    p.extend_from_slice(&super::version_for(value).to_le_bytes());
     let crc = crc64::crc64(&p);
     p.extend_from_slice(&crc.to_le_bytes());
     p

@@ -67,8 +67,8 @@ impl<W: Write + Send> FileWriter<W> {
         checksum: bool,
         aux: &[(&str, String)],
         functions: &[Vec<u8>],
-        // The snapshot's time; kept for callers, though expired keys are written as well.
-        _now_ms: u64,
+        // RDB_VERSION, or RDB_VERSION_FIELD_TTLS when some hash has field times.
+        version: u16,
     ) -> Self {
         let mut f = FileWriter {
             out,
@@ -83,7 +83,7 @@ impl<W: Write + Send> FileWriter<W> {
             encoder: Arc::new(KeyRecords { compress }),
         };
         f.w.buf
-            .extend_from_slice(format!("REDIS{:04}", RDB_VERSION).as_bytes());
+            .extend_from_slice(format!("REDIS{:04}", version).as_bytes());
         for (k, v) in aux {
             f.w.byte(OP_AUX);
             f.w.string(k.as_bytes());

@@ -10,8 +10,19 @@ pub use encode::{dump_payload, write_value, Writer};
 
 /// The version tern writes (Redis 7.0), which redis-server 7.0 and 7.2 load.
 pub const RDB_VERSION: u16 = 10;
-/// The newest version tern reads (Redis 7.2).
-pub const RDB_MAX_VERSION: u16 = 11;
+/// The version written when some hash has field times (Redis 7.4's hash types 24 and 25).
+pub const RDB_VERSION_FIELD_TTLS: u16 = 12;
+/// The newest version tern reads (Redis 7.4).
+pub const RDB_MAX_VERSION: u16 = 12;
+
+/// The version a file or payload holding `v` needs.
+pub fn version_for(v: &tern_engine::Value) -> u16 {
+    if encode::has_field_ttls(v) {
+        RDB_VERSION_FIELD_TTLS
+    } else {
+        RDB_VERSION
+    }
+}
 
 pub const TYPE_STRING: u8 = 0;
 pub const TYPE_LIST: u8 = 1;
@@ -34,6 +45,17 @@ pub const TYPE_LIST_QUICKLIST_2: u8 = 18;
 pub const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 pub const TYPE_SET_LISTPACK: u8 = 20;
 pub const TYPE_STREAM_LISTPACKS_3: u8 = 21;
+/// Redis 7.4 release candidates' hashes with field times (absolute times, no minimum first).
+pub const TYPE_HASH_METADATA_PRE_GA: u8 = 22;
+pub const TYPE_HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+/// Redis 7.4's hash with field times: earliest time, count, then (time, field, value) with
+/// each time relative to the earliest (+1; 0 for none).
+pub const TYPE_HASH_METADATA: u8 = 24;
+/// Redis 7.4's `listpackex`: earliest time, then a listpack of (field, value, time) triplets
+/// in time order (0 for none, last).
+pub const TYPE_HASH_LISTPACK_EX: u8 = 25;
+/// Redis's largest field time (48 bits).
+pub const FIELD_TIME_MAX: u64 = (1 << 48) - 1;
 
 pub const OP_FUNCTION2: u8 = 245;
 pub const OP_FUNCTION_PRE_GA: u8 = 246;
@@ -63,7 +85,7 @@ pub const STREAM_ITEM_SAMEFIELDS: i64 = 2;
 
 /// True for the type bytes that start a key/value pair.
 pub fn is_value_type(t: u8) -> bool {
-    t <= TYPE_STREAM_LISTPACKS_3 && t != 8
+    t <= TYPE_HASH_LISTPACK_EX && t != 8
 }
 
 #[cfg(test)]

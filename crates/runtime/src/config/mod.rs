@@ -604,6 +604,13 @@ impl Config {
                     if f & NOTIFY_KEY_MISS != 0 {
                         want |= tern_engine::events::KEYMISS;
                     }
+                    // Hash fields the engine expires: `hexpired`, and `del` for an emptied hash.
+                    if f & crate::notify::HASH != 0 {
+                        want |= tern_engine::events::HEXPIRED;
+                    }
+                    if f & crate::notify::GENERIC != 0 {
+                        want |= tern_engine::events::EMPTIED;
+                    }
                 }
                 tern_engine::events::set_wanted(want);
             }

@@ -711,11 +711,11 @@ fn info_counts_commands_keys_and_errors() {
     assert_eq!(info_value(&t, "keyspace_misses").as_deref(), Some("1"));
     assert_eq!(
         info_value(&t, "db0").as_deref(),
-        Some("keys=6,expires=1,avg_ttl=0")
+        Some("keys=6,expires=1,avg_ttl=0,subexpiry=0")
     );
     assert_eq!(
         info_value(&t, "db3").as_deref(),
-        Some("keys=1,expires=0,avg_ttl=0")
+        Some("keys=1,expires=0,avg_ttl=0,subexpiry=0")
     );
     let set = info_value(&t, "cmdstat_set").unwrap();
     assert!(set.starts_with("calls=7,usec="), "{set}");

@@ -161,7 +161,7 @@ fn replica_hides_without_deleting(master: &Server) {
     assert_eq!(info_u64(&mut t, "stats", "expired_keys"), 0);
     assert_eq!(
         info_field(&mut t, "keyspace", "db0"),
-        "keys=9,expires=8,avg_ttl=0"
+        "keys=9,expires=8,avg_ttl=0,subexpiry=0"
     );
     // The master's expiry DELs remove them.
     q(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);

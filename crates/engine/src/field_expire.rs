@@ -1,0 +1,196 @@
+//! Hash-field expiry at the shard: which hashes have field times (by their earliest, Redis's
+//! `db->hexpires`), and the deletion of fields whose time has passed, lazily on access or in
+//! the active cycle.
+//!
+//! The index is kept exact where the shard sees the change (a key inserted, replaced or
+//! unlinked) and re-synced by the hash commands after they change field times
+//! (`ShardData::hfe_sync`). A stale entry (a time that changed behind it) costs one lookup
+//! when the active cycle reaches it, which then files the hash under its true earliest time.
+
+use crate::shard::ShardData;
+use crate::value::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+
+// Process-wide: hashes with field times in every index, read without taking any shard lock
+// (a snapshot asks at its cut, with every shard already locked, which RDB version to write).
+static INDEXED: AtomicUsize = AtomicUsize::new(0);
+
+/// True when some hash of any database has field times.
+pub fn any_indexed() -> bool {
+    INDEXED.load(Relaxed) > 0
+}
+
+// Process-wide: set the first time any hash field gets a time (HEXPIRE, a load), so that hash
+// commands skip the lazy field-expiry step entirely on servers that never use it.
+static IN_USE: AtomicBool = AtomicBool::new(false);
+
+/// True once any hash field has had a time in this process.
+#[inline]
+pub fn in_use() -> bool {
+    IN_USE.load(Relaxed)
+}
+
+pub(crate) fn mark_in_use() {
+    if !IN_USE.load(Relaxed) {
+        IN_USE.store(true, Relaxed);
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct HfeIndex {
+    by_time: BTreeSet<(u64, Box<[u8]>)>,
+    by_key: HashMap<Box<[u8]>, u64>,
+}
+
+impl HfeIndex {
+    /// File `key` under `min` (None: it has no field times any more).
+    pub(crate) fn note(&mut self, key: &[u8], min: Option<u64>) {
+        match min {
+            Some(t) => {
+                match self.by_key.insert(key.into(), t) {
+                    Some(old) if old == t => return,
+                    Some(old) => {
+                        self.by_time.remove(&(old, Box::from(key)));
+                    }
+                    None => {
+                        INDEXED.fetch_add(1, Relaxed);
+                    }
+                }
+                self.by_time.insert((t, key.into()));
+            }
+            None => self.forget(key),
+        }
+    }
+
+    pub(crate) fn forget(&mut self, key: &[u8]) {
+        if let Some(old) = self.by_key.remove(key) {
+            self.by_time.remove(&(old, Box::from(key)));
+            INDEXED.fetch_sub(1, Relaxed);
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// The hash filed earliest, if its time is at or before `now_ms`.
+    fn first_due(&self, now_ms: u64) -> Option<Box<[u8]>> {
+        self.by_time
+            .first()
+            .filter(|(t, _)| *t <= now_ms)
+            .map(|(_, k)| k.clone())
+    }
+}
+
+impl Drop for HfeIndex {
+    fn drop(&mut self) {
+        INDEXED.fetch_sub(self.by_key.len(), Relaxed);
+    }
+}
+
+/// The earliest field time of a value, if it is a hash with any.
+pub(crate) fn min_of(v: &Value) -> Option<u64> {
+    match v {
+        Value::Hash(h) => h.min_field_ttl(),
+        _ => None,
+    }
+}
+
+/// What a lazy field-expiry pass did to one hash.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FieldsExpired {
+    pub fields: usize,
+    /// The hash lost its last field and is gone.
+    pub key_deleted: bool,
+}
+
+/// Fields past their time are deleted only where keys past theirs would be: on a master
+/// (a replica waits for the master's HDEL), not while a pause holds expiry or a load runs.
+fn may_delete(now_ms: u64) -> bool {
+    crate::expire::role() == crate::expire::Role::Master
+        && !crate::expire::paused(now_ms)
+        && !crate::expire::loading()
+}
+
+impl ShardData {
+    /// Delete `fields` of the hash at `key` (all of them when None) whose time is before
+    /// `now_ms` (Redis's lazy check), reporting each (HDEL to the write log, `hexpired`),
+    /// and the key once empty. Nothing is deleted where `may_delete` says no: the caller then
+    /// hides such fields itself (`HashValue::field_expired`).
+    pub fn expire_fields(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        fields: Option<&[&[u8]]>,
+        now_ms: u64,
+    ) -> FieldsExpired {
+        let due: Vec<Box<[u8]>> = match self.dict().get(hash, key).map(|e| &e.value) {
+            Some(Value::Hash(h)) if h.ttls().is_some_and(|t| !t.is_empty()) => match fields {
+                None => h.due_fields(now_ms.saturating_sub(1), usize::MAX),
+                Some(fs) => fs
+                    .iter()
+                    .filter(|f| h.field_expired(f, now_ms))
+                    .map(|f| Box::from(*f))
+                    .collect(),
+            },
+            _ => return FieldsExpired::default(),
+        };
+        if due.is_empty() || !may_delete(now_ms) {
+            return FieldsExpired::default();
+        }
+        self.delete_expired_fields(hash, key, &due)
+    }
+
+    /// One bounded step of the active cycle's field expiry: delete up to `max_fields` fields
+    /// whose time is at or before `now_ms`, earliest hashes first. Returns fields deleted.
+    pub fn expire_fields_step(&mut self, now_ms: u64, max_fields: usize) -> usize {
+        let mut done = 0;
+        while done < max_fields {
+            let Some(key) = self.hfe_index().and_then(|i| i.first_due(now_ms)) else {
+                break;
+            };
+            let hash = crate::hash::key_hash(&key);
+            let due = match self.dict().get(hash, &key).map(|e| &e.value) {
+                Some(Value::Hash(h)) => h.due_fields(now_ms, max_fields - done),
+                _ => Vec::new(),
+            };
+            if due.is_empty() {
+                // Filed under a time that is no longer its earliest (or gone): refile.
+                self.hfe_sync(hash, &key);
+                continue;
+            }
+            done += due.len();
+            self.delete_expired_fields(hash, &key, &due);
+        }
+        done
+    }
+
+    fn delete_expired_fields(&mut self, hash: u64, key: &[u8], due: &[Box<[u8]>]) -> FieldsExpired {
+        let db = self.db_index();
+        let Some(e) = self.entry_for_change(hash, key) else {
+            return FieldsExpired::default();
+        };
+        let Value::Hash(h) = &mut e.value else {
+            return FieldsExpired::default();
+        };
+        for f in due {
+            h.remove(f);
+            crate::events::field_expired(db, key, f);
+        }
+        let empty = h.is_empty();
+        self.expired_fields += due.len() as u64;
+        crate::events::record(crate::events::HEXPIRED, db, key);
+        if empty {
+            self.remove_expiring_key(hash, key);
+            crate::events::record(crate::events::EMPTIED, db, key);
+        } else {
+            self.hfe_sync(hash, key);
+            self.touch_expired(key);
+        }
+        FieldsExpired {
+            fields: due.len(),
+            key_deleted: empty,
+        }
+    }
+}
