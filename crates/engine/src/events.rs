@@ -132,8 +132,8 @@ pub(crate) fn expired(db: usize, key: &[u8]) {
     }
 }
 
-/// (database, key, field).
-pub type FieldExpireHook = fn(usize, &[u8], &[u8]);
+/// (database, key, fields, whether the deletions form one unit).
+pub type FieldExpireHook = fn(usize, &[u8], &[Box<[u8]>], bool);
 
 /// Called for every hash field the engine deletes because its time ran out, with the shard
 /// still locked: the write log turns it into an HDEL, as Redis propagates it.
@@ -145,11 +145,11 @@ pub fn set_field_expire_hook(f: FieldExpireHook) {
     let _ = FIELD_EXPIRE_HOOK.set(f);
 }
 
-/// `field` of the hash `key` in `db` was removed because its time ran out.
+/// `fields` of the hash `key` in `db` were removed because their time ran out.
 #[inline]
-pub(crate) fn field_expired(db: usize, key: &[u8], field: &[u8]) {
+pub(crate) fn fields_expired(db: usize, key: &[u8], fields: &[Box<[u8]>], one_unit: bool) {
     if let Some(h) = FIELD_EXPIRE_HOOK.get() {
-        h(db, key, field);
+        h(db, key, fields, one_unit);
     }
 }
 

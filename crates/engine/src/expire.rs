@@ -93,6 +93,8 @@ use std::time::{Duration, Instant};
 const BUCKETS_PER_STEP: usize = 64;
 /// Hash fields deleted per locked step of the active cycle (bounded like the key walk).
 const FIELDS_PER_STEP: usize = 200;
+/// Due hashes taken from each shard (and merged in time order) per round of the field cycle.
+const HASHES_PER_ROUND: usize = 64;
 
 pub struct ActiveExpire {
     next_shard: AtomicUsize,
@@ -119,7 +121,7 @@ impl ActiveExpire {
         }
         let start = Instant::now();
         let n = store.shard_count();
-        let mut expired = 0;
+        let mut expired = self.field_cycle(store, now_ms, budget / 2);
         let mut visited = 0;
         while visited < n && start.elapsed() < budget {
             let i = self.next_shard.fetch_add(1, Ordering::Relaxed) % n;
@@ -130,9 +132,6 @@ impl ActiveExpire {
                     // Promoted: these keys expire as every other now.
                     g.forget_replica_keys();
                 }
-                if g.subexpiry() != 0 {
-                    expired += g.expire_fields_step(now_ms, FIELDS_PER_STEP);
-                }
                 if g.volatile() == 0 {
                     break;
                 }
@@ -142,6 +141,56 @@ impl ActiveExpire {
                 // Keep working on a shard while a quarter or more of what we saw had expired.
                 if sampled == 0 || e * 4 < sampled || start.elapsed() >= budget {
                     break;
+                }
+            }
+        }
+        expired
+    }
+
+    /// Hash fields past their time, database by database: the due hashes of every shard of a
+    /// database in the order of their earliest field time (so HDELs reach the log in time
+    /// order, as from Redis's one index per database), each hash's due fields earliest first.
+    /// Runs for at most `budget`; returns the fields deleted.
+    fn field_cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
+        if !crate::field_expire::any_indexed() {
+            return 0;
+        }
+        let start = Instant::now();
+        let mut expired = 0;
+        for db in 0..store.databases() {
+            loop {
+                let mut due: Vec<(u64, usize, Box<[u8]>)> = Vec::new();
+                for s in 0..store.shards_per_db() {
+                    let g = store.lock_shard(db, s);
+                    if g.subexpiry() == 0 {
+                        continue;
+                    }
+                    due.extend(
+                        g.due_hashes(now_ms, HASHES_PER_ROUND)
+                            .into_iter()
+                            .map(|(t, k)| (t, s, k)),
+                    );
+                }
+                if due.is_empty() {
+                    break;
+                }
+                due.sort();
+                due.truncate(HASHES_PER_ROUND);
+                for (_, s, key) in due {
+                    loop {
+                        let n = store.lock_shard(db, s).expire_hash_fields(
+                            &key,
+                            now_ms,
+                            FIELDS_PER_STEP,
+                        );
+                        expired += n;
+                        if n < FIELDS_PER_STEP || start.elapsed() >= budget {
+                            break;
+                        }
+                    }
+                    if start.elapsed() >= budget {
+                        return expired;
+                    }
                 }
             }
         }

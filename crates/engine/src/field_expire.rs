@@ -74,12 +74,14 @@ impl HfeIndex {
         self.by_key.len()
     }
 
-    /// The hash filed earliest, if its time is at or before `now_ms`.
-    fn first_due(&self, now_ms: u64) -> Option<Box<[u8]>> {
+    /// Up to `limit` hashes filed at or before `now_ms`, earliest first.
+    fn due(&self, now_ms: u64, limit: usize) -> Vec<(u64, Box<[u8]>)> {
         self.by_time
-            .first()
-            .filter(|(t, _)| *t <= now_ms)
-            .map(|(_, k)| k.clone())
+            .iter()
+            .take_while(|(t, _)| *t <= now_ms)
+            .take(limit)
+            .cloned()
+            .collect()
     }
 }
 
@@ -139,34 +141,42 @@ impl ShardData {
         if due.is_empty() || !may_delete(now_ms) {
             return FieldsExpired::default();
         }
-        self.delete_expired_fields(hash, key, &due)
+        self.delete_expired_fields(hash, key, &due, true)
     }
 
-    /// One bounded step of the active cycle's field expiry: delete up to `max_fields` fields
-    /// whose time is at or before `now_ms`, earliest hashes first. Returns fields deleted.
-    pub fn expire_fields_step(&mut self, now_ms: u64, max_fields: usize) -> usize {
-        let mut done = 0;
-        while done < max_fields {
-            let Some(key) = self.hfe_index().and_then(|i| i.first_due(now_ms)) else {
-                break;
-            };
-            let hash = crate::hash::key_hash(&key);
-            let due = match self.dict().get(hash, &key).map(|e| &e.value) {
-                Some(Value::Hash(h)) => h.due_fields(now_ms, max_fields - done),
-                _ => Vec::new(),
-            };
-            if due.is_empty() {
-                // Filed under a time that is no longer its earliest (or gone): refile.
-                self.hfe_sync(hash, &key);
-                continue;
-            }
-            done += due.len();
-            self.delete_expired_fields(hash, &key, &due);
+    /// The active cycle's to-do list here: up to `limit` hashes whose earliest field time is
+    /// at or before `now_ms`, earliest first, with that time.
+    pub fn due_hashes(&self, now_ms: u64, limit: usize) -> Vec<(u64, Box<[u8]>)> {
+        self.hfe_index()
+            .map_or_else(Vec::new, |i| i.due(now_ms, limit))
+    }
+
+    /// The active cycle on one hash: delete up to `max_fields` of its fields whose time is at
+    /// or before `now_ms`, earliest first (each propagated as an HDEL of its own, as Redis's
+    /// cycle does). Returns the fields deleted.
+    pub fn expire_hash_fields(&mut self, key: &[u8], now_ms: u64, max_fields: usize) -> usize {
+        let hash = crate::hash::key_hash(key);
+        let due = match self.dict().get(hash, key).map(|e| &e.value) {
+            Some(Value::Hash(h)) => h.due_fields(now_ms, max_fields),
+            _ => Vec::new(),
+        };
+        if due.is_empty() {
+            // Filed under a time that is no longer its earliest (or gone): refile.
+            self.hfe_sync(hash, key);
+            return 0;
         }
-        done
+        self.delete_expired_fields(hash, key, &due, false).fields
     }
 
-    fn delete_expired_fields(&mut self, hash: u64, key: &[u8], due: &[Box<[u8]>]) -> FieldsExpired {
+    /// `one_unit`: the deletions are one command's (lazy expiry), logged together (in
+    /// MULTI/EXEC when several); else each is a unit of its own (the active cycle).
+    fn delete_expired_fields(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        due: &[Box<[u8]>],
+        one_unit: bool,
+    ) -> FieldsExpired {
         let db = self.db_index();
         let Some(e) = self.entry_for_change(hash, key) else {
             return FieldsExpired::default();
@@ -176,8 +186,8 @@ impl ShardData {
         };
         for f in due {
             h.remove(f);
-            crate::events::field_expired(db, key, f);
         }
+        crate::events::fields_expired(db, key, due, one_unit);
         let empty = h.is_empty();
         self.expired_fields += due.len() as u64;
         crate::events::record(crate::events::HEXPIRED, db, key);

@@ -309,10 +309,20 @@ pub fn install_expire_hook(srv: &Arc<Server>) {
 }
 
 /// The engine's field-expiry hook: a hash field deleted because its time ran out reaches the
-/// log as `HDEL key field`, one command per field as Redis propagates it.
-fn on_field_expired(db: usize, key: &[u8], field: &[u8]) {
-    if let Some(srv) = EXPIRE_SERVER.get() {
-        propagate_server_write(srv, db, key, &[b"HDEL", key, field]);
+/// log as `HDEL key field`, one command per field as Redis propagates it; the fields one
+/// command's lazy expiry deleted go together (MULTI/EXEC when several), the active cycle's
+/// one by one.
+fn on_field_expired(db: usize, key: &[u8], fields: &[Box<[u8]>], one_unit: bool) {
+    let Some(srv) = EXPIRE_SERVER.get() else {
+        return;
+    };
+    if one_unit {
+        let cmds: Vec<[&[u8]; 3]> = fields.iter().map(|f| [b"HDEL" as &[u8], key, f]).collect();
+        propagate_server_writes(srv, db, key, &cmds);
+    } else {
+        for f in fields {
+            propagate_server_writes(srv, db, key, &[[b"HDEL" as &[u8], key, f]]);
+        }
     }
 }
 
@@ -333,22 +343,34 @@ fn on_expired(db: usize, key: &[u8]) {
 /// A key the server removed on its own (expired, evicted) reaches the log as DEL or UNLINK.
 pub fn propagate_delete(srv: &Server, db: usize, key: &[u8], unlink: bool) {
     let cmd: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
-    propagate_server_write(srv, db, key, &[cmd, key]);
+    propagate_server_writes(srv, db, key, &[[cmd, key]]);
 }
 
-/// A change the server made on its own to `key` (not a client's command) reaches the log:
-/// inside the running unit if there is one, else as a unit of its own.
-fn propagate_server_write(srv: &Server, db: usize, key: &[u8], argv: &[&[u8]]) {
+/// Changes the server made on its own to `key` (not a client's command) reach the log:
+/// inside the running unit if there is one, else as a unit of their own.
+fn propagate_server_writes<const N: usize>(
+    srv: &Server,
+    db: usize,
+    key: &[u8],
+    cmds: &[[&[u8]; N]],
+) {
     let p = &srv.propagation;
-    if !p.log.active() {
+    if !p.log.active() || cmds.is_empty() {
         return;
     }
     if Store::in_atomic_unit() {
-        UNIT.with(|u| u.borrow_mut().push(db as i32, argv.iter().copied()));
+        UNIT.with(|u| {
+            let mut u = u.borrow_mut();
+            for argv in cmds {
+                u.push(db as i32, argv.iter().copied());
+            }
+        });
         UNIT_KEYS.with(|u| u.borrow_mut().keys.push((db, key_hash(key))));
     } else {
         let mut ops = Ops::default();
-        ops.push(db as i32, argv.iter().copied());
+        for argv in cmds {
+            ops.push(db as i32, argv.iter().copied());
+        }
         let lsn = p.log.append(&ops);
         p.changed_slot(db, key_hash(key)).fetch_max(lsn, Relaxed);
     }

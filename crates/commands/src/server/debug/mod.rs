@@ -52,6 +52,7 @@ fn debug(ctx: &mut Ctx, args: &Args) {
             ctx.out.ok();
         }
         ("object", 3) => debug_object(ctx, &args[2]),
+        ("listpack", 3) => debug_listpack(ctx, &args[2]),
         ("drop-cluster-packet-filter", 3) => {
             let Some(kind) = parse_i64(&args[2]) else {
                 return ctx.error(ERR_NOT_INT);
@@ -272,6 +273,40 @@ fn debug_object(ctx: &mut Ctx, key: &[u8]) {
     ctx.out.simple(line.as_bytes());
 }
 
+/// DEBUG LISTPACK: the listpack behind a compact hash or sorted set, entry by entry, on the
+/// server's standard output (as Redis's lpRepr); other encodings are refused.
+fn debug_listpack(ctx: &mut Ctx, key: &[u8]) {
+    let (hash, shard) = ctx.lock(key);
+    let Some(e) = shard.dict().get(hash, key) else {
+        drop(shard);
+        return ctx.error(ERR_NO_SUCH_KEY);
+    };
+    let lp = match &e.value {
+        Value::Hash(h) => match h.fields() {
+            tern_engine::HashValue::Listpack(lp) => Some(lp),
+            _ => None,
+        },
+        Value::ZSet(tern_engine::ZSetValue::Listpack(lp)) => Some(lp),
+        _ => None,
+    };
+    let Some(lp) = lp else {
+        drop(shard);
+        return ctx.error("ERR Not a listpack encoded object.");
+    };
+    let mut text = format!(
+        "{{total bytes {}}} {{num entries {}}}\n",
+        lp.bytes_len(),
+        lp.len()
+    );
+    for (i, item) in lp.iter().enumerate() {
+        let shown = item.with_bytes(|b| String::from_utf8_lossy(b).into_owned());
+        text.push_str(&format!("{{\n\t[{i}] {shown}\n}}\n"));
+    }
+    drop(shard);
+    print!("{text}");
+    ctx.out.simple(b"Listpack structure printed on stdout");
+}
+
 /// DEBUG DIGEST: every key of every database, logically expired ones included (as Redis,
 /// which walks its dictionaries without expiring).
 fn digest(ctx: &mut Ctx) {
@@ -488,6 +523,8 @@ const DEBUG_HELP: &[&str] = &[
     "    Output a hex signature of the values of all the specified keys.",
     "ERROR <string>",
     "    Reply with <string> as an error, to exercise client error handling.",
+    "LISTPACK <key>",
+    "    Show the listpack of a compact hash or sorted set on the server's standard output.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "OBJECT <key>",
