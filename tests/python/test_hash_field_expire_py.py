@@ -251,10 +251,14 @@ def test_replica_gets_absolute_times_and_hdels(tern_factory):
     m = tern_factory("--enable-debug-command", "yes")
     rep = tern_factory()
     mc, rc = m.client(), rep.client()
+    # Written before the replica connects: reaches it through the full sync's RDB.
+    mc.hset("pre", mapping={"a": "1", "b": "2"})
+    mc.execute_command("HPEXPIREAT", "pre", 2524600800123, "FIELDS", 1, "a")
     rc.replicaof("127.0.0.1", m.port)
     deadline = time.time() + 10
     while time.time() < deadline and rc.info("replication")["master_link_status"] != "up":
         time.sleep(0.05)
+    assert rc.execute_command("HPEXPIRETIME", "pre", "FIELDS", 2, "a", "b") == [2524600800123, -1]
     mc.hset("h", mapping={"a": "1", "b": "2", "c": "3"})
     mc.execute_command("HPEXPIRE", "h", 100000, "FIELDS", 1, "a")
     mc.execute_command("HPEXPIRE", "h", 300, "FIELDS", 1, "b")

@@ -93,8 +93,6 @@ use std::time::{Duration, Instant};
 const BUCKETS_PER_STEP: usize = 64;
 /// Hash fields deleted per locked step of the active cycle (bounded like the key walk).
 const FIELDS_PER_STEP: usize = 200;
-/// Due hashes taken from each shard (and merged in time order) per round of the field cycle.
-const HASHES_PER_ROUND: usize = 64;
 
 pub struct ActiveExpire {
     next_shard: AtomicUsize,
@@ -147,50 +145,42 @@ impl ActiveExpire {
         expired
     }
 
-    /// Hash fields past their time, database by database: the due hashes of every shard of a
-    /// database in the order of their earliest field time (so HDELs reach the log in time
-    /// order, as from Redis's one index per database), each hash's due fields earliest first.
-    /// Runs for at most `budget`; returns the fields deleted.
+    /// Hash fields past their time, database by database, in the order of the hashes'
+    /// earliest field times across all the database's shards (a merge of the shards' ordered
+    /// indexes, so HDELs reach the log in time order, as from Redis's one index per database),
+    /// each hash's due fields earliest first. Runs for at most `budget`; returns the fields
+    /// deleted.
     fn field_cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
         if !crate::field_expire::any_indexed() {
             return 0;
         }
         let start = Instant::now();
         let mut expired = 0;
+        let per_db = store.shards_per_db();
         for db in 0..store.databases() {
+            // Each shard's earliest due time, refreshed for the shard just worked on.
+            let mut heads: Vec<Option<u64>> = (0..per_db)
+                .map(|s| store.lock_shard(db, s).first_due_time(now_ms))
+                .collect();
             loop {
-                let mut due: Vec<(u64, usize, Box<[u8]>)> = Vec::new();
-                for s in 0..store.shards_per_db() {
-                    let g = store.lock_shard(db, s);
-                    if g.subexpiry() == 0 {
-                        continue;
-                    }
-                    due.extend(
-                        g.due_hashes(now_ms, HASHES_PER_ROUND)
-                            .into_iter()
-                            .map(|(t, k)| (t, s, k)),
-                    );
-                }
-                if due.is_empty() {
+                let mut order: Vec<(u64, usize)> = heads
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(s, h)| h.map(|t| (t, s)))
+                    .collect();
+                if order.is_empty() {
                     break;
                 }
-                due.sort();
-                due.truncate(HASHES_PER_ROUND);
-                for (_, s, key) in due {
-                    loop {
-                        let n = store.lock_shard(db, s).expire_hash_fields(
-                            &key,
-                            now_ms,
-                            FIELDS_PER_STEP,
-                        );
-                        expired += n;
-                        if n < FIELDS_PER_STEP || start.elapsed() >= budget {
-                            break;
-                        }
-                    }
-                    if start.elapsed() >= budget {
-                        return expired;
-                    }
+                order.sort_unstable();
+                let s = order[0].1;
+                // Work on this shard until its next hash comes after another shard's first.
+                let until = order.get(1).map_or(u64::MAX, |&(t, _)| t);
+                let mut g = store.lock_shard(db, s);
+                expired += g.expire_due_hashes(now_ms, until, FIELDS_PER_STEP);
+                heads[s] = g.first_due_time(now_ms);
+                drop(g);
+                if start.elapsed() >= budget {
+                    return expired;
                 }
             }
         }

@@ -74,14 +74,9 @@ impl HfeIndex {
         self.by_key.len()
     }
 
-    /// Up to `limit` hashes filed at or before `now_ms`, earliest first.
-    fn due(&self, now_ms: u64, limit: usize) -> Vec<(u64, Box<[u8]>)> {
-        self.by_time
-            .iter()
-            .take_while(|(t, _)| *t <= now_ms)
-            .take(limit)
-            .cloned()
-            .collect()
+    /// The earliest filing time and its hash.
+    fn first(&self) -> Option<&(u64, Box<[u8]>)> {
+        self.by_time.first()
     }
 }
 
@@ -144,17 +139,33 @@ impl ShardData {
         self.delete_expired_fields(hash, key, &due, true)
     }
 
-    /// The active cycle's to-do list here: up to `limit` hashes whose earliest field time is
-    /// at or before `now_ms`, earliest first, with that time.
-    pub fn due_hashes(&self, now_ms: u64, limit: usize) -> Vec<(u64, Box<[u8]>)> {
+    /// The earliest field time of any hash here, if it is at or before `now_ms`.
+    pub fn first_due_time(&self, now_ms: u64) -> Option<u64> {
         self.hfe_index()
-            .map_or_else(Vec::new, |i| i.due(now_ms, limit))
+            .and_then(|i| i.first())
+            .map(|(t, _)| *t)
+            .filter(|t| *t <= now_ms)
+    }
+
+    /// The active cycle here: hashes in the order of their earliest field time, while that is
+    /// at or before `until_ms` (and `now_ms`), deleting their fields due at `now_ms`, until
+    /// `max_fields` are gone. Returns the fields deleted.
+    pub fn expire_due_hashes(&mut self, now_ms: u64, until_ms: u64, max_fields: usize) -> usize {
+        let mut done = 0;
+        while done < max_fields {
+            let key = match self.hfe_index().and_then(|i| i.first()) {
+                Some((t, k)) if *t <= until_ms.min(now_ms) => k.clone(),
+                _ => break,
+            };
+            done += self.expire_hash_fields(&key, now_ms, max_fields - done);
+        }
+        done
     }
 
     /// The active cycle on one hash: delete up to `max_fields` of its fields whose time is at
     /// or before `now_ms`, earliest first (each propagated as an HDEL of its own, as Redis's
     /// cycle does). Returns the fields deleted.
-    pub fn expire_hash_fields(&mut self, key: &[u8], now_ms: u64, max_fields: usize) -> usize {
+    fn expire_hash_fields(&mut self, key: &[u8], now_ms: u64, max_fields: usize) -> usize {
         let hash = crate::hash::key_hash(key);
         let due = match self.dict().get(hash, key).map(|e| &e.value) {
             Some(Value::Hash(h)) => h.due_fields(now_ms, max_fields),
