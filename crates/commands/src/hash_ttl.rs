@@ -8,7 +8,7 @@
 //! field deleted because the time given is already past as HDEL, as Redis propagates them.
 
 use tern_engine::field_ttl::MAX_FIELD_TIME_MS;
-use tern_engine::HashValue;
+use tern_engine::{HashValue, ShardData};
 use tern_runtime::args::{eq_ic, parse_i64, Args};
 use tern_runtime::ctx::Ctx;
 use tern_runtime::keyspace_access::Typed;
@@ -240,13 +240,28 @@ fn hexpire(ctx: &mut Ctx, args: &Args) {
     ctx.propagate_as(&argv);
 }
 
-fn httl(ctx: &mut Ctx, args: &Args) {
-    let name = ctx.cmd.name;
-    let now = ctx.now_ms;
+/// HTTL & co. and HPERSIST: the hash at `key` (a write lookup for HPERSIST), the fields after
+/// `FIELDS n`, -2 for each when there is no key; else `each` answers per field under the lock,
+/// then `finish` runs with the shard, still locked. Replies; false when it replied otherwise.
+fn per_field(
+    ctx: &mut Ctx,
+    args: &Args,
+    write: bool,
+    mut each: impl FnMut(&mut HashValue, &[u8]) -> i64,
+    finish: impl FnOnce(&mut ShardData, u64),
+) -> bool {
     let key = &args[1];
     let (h, mut shard) = ctx.lock(key);
-    let hv = match ctx.lookup_read::<HashValue>(&mut shard, h, key) {
-        Typed::WrongType => return ctx.wrong_type(shard),
+    let found = if write {
+        ctx.lookup_write::<HashValue>(&mut shard, h, key)
+    } else {
+        ctx.lookup_read::<HashValue>(&mut shard, h, key)
+    };
+    let hv = match found {
+        Typed::WrongType => {
+            ctx.wrong_type(shard);
+            return false;
+        }
         Typed::Found(hv) => Some(hv),
         Typed::Missing => None,
     };
@@ -254,90 +269,71 @@ fn httl(ctx: &mut Ctx, args: &Args) {
         Ok(r) => r,
         Err(e) => {
             drop(shard);
-            return ctx.error(e);
+            ctx.error(e);
+            return false;
         }
     };
     let Some(hv) = hv else {
         drop(shard);
-        return reply_all(ctx, fields.len(), NO_FIELD);
+        reply_all(ctx, fields.len(), NO_FIELD);
+        return false;
     };
-    let replies: Vec<i64> = fields
-        .map(|i| {
-            let f = args.get(i);
-            if !hv.contains(f) {
-                return NO_FIELD;
-            }
-            match hv.field_ttl(f) {
-                None => NO_TTL,
-                Some(at) if at < now => NO_FIELD,
-                Some(at) => {
-                    let at = at as i64;
-                    let now = now as i64;
-                    match name {
-                        "httl" => (at + 999 - now) / 1000,
-                        "hpttl" => at - now,
-                        "hexpiretime" => (at + 999) / 1000,
-                        _ => at,
-                    }
-                }
-            }
-        })
-        .collect();
+    let replies: Vec<i64> = fields.map(|i| each(hv, args.get(i))).collect();
+    finish(&mut shard, h);
     drop(shard);
     ctx.out.array(replies.len());
     for r in replies {
         ctx.out.int(r);
     }
+    true
+}
+
+fn httl(ctx: &mut Ctx, args: &Args) {
+    let name = ctx.cmd.name;
+    let now = ctx.now_ms as i64;
+    let ttl = |hv: &mut HashValue, f: &[u8]| {
+        if !hv.contains(f) {
+            return NO_FIELD;
+        }
+        match hv.field_ttl(f).map(|at| at as i64) {
+            None => NO_TTL,
+            Some(at) if at < now => NO_FIELD,
+            Some(at) => match name {
+                "httl" => (at + 999 - now) / 1000,
+                "hpttl" => at - now,
+                "hexpiretime" => (at + 999) / 1000,
+                _ => at,
+            },
+        }
+    };
+    per_field(ctx, args, false, ttl, |_, _| {});
 }
 
 fn hpersist(ctx: &mut Ctx, args: &Args) {
     let now = ctx.now_ms;
     let key = &args[1];
-    let (h, mut shard) = ctx.lock(key);
-    let hv = match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
-        Typed::WrongType => return ctx.wrong_type(shard),
-        Typed::Found(hv) => Some(hv),
-        Typed::Missing => None,
-    };
-    let fields = match fields_at(args, 2, "ERR Number of fields must be a positive integer") {
-        Ok(r) => r,
-        Err(e) => {
-            drop(shard);
-            return ctx.error(e);
+    let changed = std::cell::Cell::new(false);
+    let persist = |hv: &mut HashValue, f: &[u8]| {
+        if !hv.contains(f) {
+            return NO_FIELD;
+        }
+        match hv.field_ttl(f) {
+            None => NO_TTL,
+            Some(at) if at < now => NO_FIELD,
+            Some(_) => {
+                hv.persist_field(f);
+                changed.set(true);
+                SET
+            }
         }
     };
-    let Some(hv) = hv else {
-        drop(shard);
-        return reply_all(ctx, fields.len(), NO_FIELD);
+    let finish = |shard: &mut ShardData, h: u64| {
+        if changed.get() {
+            shard.touch(key);
+            shard.hfe_sync(h, key);
+        }
     };
-    let mut changed = false;
-    let replies: Vec<i64> = fields
-        .map(|i| {
-            let f = args.get(i);
-            if !hv.contains(f) {
-                return NO_FIELD;
-            }
-            match hv.field_ttl(f) {
-                None => NO_TTL,
-                Some(at) if at < now => NO_FIELD,
-                Some(_) => {
-                    hv.persist_field(f);
-                    changed = true;
-                    SET
-                }
-            }
-        })
-        .collect();
-    if changed {
-        shard.touch(key);
-        shard.hfe_sync(h, key);
-    }
-    drop(shard);
-    ctx.out.array(replies.len());
-    for r in replies {
-        ctx.out.int(r);
-    }
-    if changed {
+    if per_field(ctx, args, true, persist, finish) && changed.get() {
         ctx.notify(notify::HASH, "hpersist", key);
         ctx.dirty(1);
     }

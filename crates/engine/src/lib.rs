@@ -17,6 +17,7 @@ pub mod thin;
 pub mod types;
 pub use types::field_ttl;
 pub mod value;
+mod varint;
 pub mod watch;
 
 pub use entry::{Entry, EntryBox};

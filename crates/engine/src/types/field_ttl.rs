@@ -37,17 +37,9 @@ impl Default for FieldTtls {
 /// One entry of the compact form: (time, field, bytes the entry takes).
 fn small_entry(b: &[u8]) -> (u64, &[u8], usize) {
     let at = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-    let (mut len, mut shift, mut i) = (0usize, 0, 8);
-    loop {
-        let c = b[i];
-        len |= ((c & 0x7f) as usize) << shift;
-        i += 1;
-        if c & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
-    (at, &b[i..i + len], i + len)
+    let (len, n) = crate::varint::get(&b[8..]);
+    let start = 8 + n;
+    (at, &b[start..start + len], start + len)
 }
 
 /// Iterator over the compact form's (field, time) in time order.
@@ -66,18 +58,9 @@ impl<'a> Iterator for SmallIter<'a> {
 }
 
 fn encode_small(field: &[u8], at: u64) -> Vec<u8> {
-    let mut e = Vec::with_capacity(8 + 3 + field.len());
+    let mut e = Vec::with_capacity(8 + crate::varint::len(field.len()) + field.len());
     e.extend_from_slice(&at.to_le_bytes());
-    let mut n = field.len();
-    loop {
-        let b = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            e.push(b);
-            break;
-        }
-        e.push(b | 0x80);
-    }
+    crate::varint::put(&mut e, field.len());
     e.extend_from_slice(field);
     e
 }

@@ -411,22 +411,8 @@ pub struct Pair(Box<[u8]>);
 
 impl Pair {
     fn new(field: &[u8], value: &[u8]) -> Pair {
-        let mut hdr = [0u8; 10];
-        let mut n = field.len();
-        let mut h = 0;
-        loop {
-            let b = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                hdr[h] = b;
-                h += 1;
-                break;
-            }
-            hdr[h] = b | 0x80;
-            h += 1;
-        }
-        let mut v = Vec::with_capacity(h + field.len() + value.len());
-        v.extend_from_slice(&hdr[..h]);
+        let mut v = Vec::with_capacity(crate::varint::len(field.len()) + field.len() + value.len());
+        crate::varint::put(&mut v, field.len());
         v.extend_from_slice(field);
         v.extend_from_slice(value);
         Pair(v.into_boxed_slice())
@@ -435,20 +421,8 @@ impl Pair {
     /// (field, value).
     #[inline]
     fn split(&self) -> (&[u8], &[u8]) {
-        let b = &self.0;
-        let mut len = 0usize;
-        let mut shift = 0;
-        let mut i = 0;
-        loop {
-            let c = b[i];
-            len |= ((c & 0x7f) as usize) << shift;
-            i += 1;
-            if c & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-        }
-        (&b[i..i + len], &b[i + len..])
+        let (len, i) = crate::varint::get(&self.0);
+        (&self.0[i..i + len], &self.0[i + len..])
     }
 
     #[inline]
