@@ -157,7 +157,7 @@ fn task_run() -> TaskRun {
 
 /// The ring flags for `mode` (the workers' rings and the start-up probe's). TASKRUN_FLAG with
 /// deferred work: the kernel marks the submission queue while work waits, which is how the
-/// worker knows it must enter again (see `Ring::work_waiting`).
+/// worker knows it must enter again (see `Ring::work_announced`).
 pub fn setup(mode: TaskRun) -> io_uring::Builder {
     let mut b = IoUring::builder();
     match mode {
@@ -584,17 +584,16 @@ impl Ring {
         }
     }
 
-    /// Is there a reason to enter the kernel: requests queued, or (deferred) completion work
-    /// waiting for the worker. The kernel sets the flag before it signals the eventfd, and
-    /// only the first work to arrive on an empty list signals it: work that arrived while
-    /// the eventfd was off (`enter_quietly`) is seen here. The fence orders the re-enabling
-    /// of the eventfd before this read (the kernel's flag update is a locked instruction,
-    /// a full barrier on x86-64): either the kernel saw the eventfd on and signals it, or
-    /// this read sees its flag.
-    fn work_waiting(&mut self) -> bool {
-        if !self.uring.submission().is_empty() {
-            return true;
-        }
+    /// Does the kernel announce deferred completion work waiting for this worker
+    /// (IORING_SQ_TASKRUN)? It sets the flag before it signals the eventfd, and only the
+    /// first work to arrive on an empty list signals it: work that arrived while the eventfd
+    /// was off (`enter_quietly`), or was left over by an enter's 20-item limit, is seen here.
+    /// The fence orders the re-enabling of the eventfd before this read (the kernel's flag
+    /// update is a locked instruction, a full barrier on x86-64): either the kernel saw the
+    /// eventfd on and signals it, or this read sees its flag. The flag is a hint, though: the
+    /// kernel may set it just after this worker ran the very work it announces, and then
+    /// only new work clears it (see `submit_batch`).
+    fn work_announced(&mut self) -> bool {
         if self.mode == TaskRun::Cooperative {
             return false;
         }
@@ -605,23 +604,12 @@ impl Ring {
     /// Submit with the eventfd off: what completes inside this enter is reaped by the caller,
     /// not by a wake-up of the runtime. With deferred work the enter asks for completions
     /// (GETEVENTS, waiting for none): the kernel runs the waiting work then (at most 20
-    /// items per enter on 6.x kernels: `work_waiting` says when to come back).
+    /// items per enter on 6.x kernels: `work_announced` says when to come back).
     fn enter_quietly(&mut self) -> io::Result<usize> {
         self.uring.completion().disable_eventfd();
         let entered = match self.mode {
             TaskRun::Cooperative => self.uring.submit(),
-            TaskRun::Deferred => {
-                let queued = self.uring.submission().len() as u32;
-                // SAFETY: no wait argument is passed; the entries queued are valid (see `push`).
-                unsafe {
-                    self.uring.submitter().enter::<libc::sigset_t>(
-                        queued,
-                        0,
-                        io_uring::EnterFlags::GETEVENTS.bits(),
-                        None,
-                    )
-                }
-            }
+            TaskRun::Deferred => self.enter_with_getevents(),
         };
         self.uring.completion().enable_eventfd();
         entered
@@ -637,12 +625,27 @@ impl Ring {
     /// eventfd.
     pub fn submit_batch(&mut self) {
         let mut handed_out = 0;
-        while self.work_waiting() {
+        let mut fruitless = false;
+        loop {
+            let queued = !self.uring.submission().is_empty();
+            if !queued && !self.work_announced() {
+                break;
+            }
             if handed_out >= buffers::COUNT as usize {
                 // The worker must not sleep with work waiting: the kernel signalled the
                 // eventfd for the first of it only (maybe while it was off), and the tasks
                 // woken so far may queue nothing. Signalled here, it wakes the reap task.
                 self.wake_self();
+                return;
+            }
+            if fruitless && !queued {
+                // The last enter was for the flag alone and brought no completion: the flag
+                // is taken as stale and not followed again (the worker would enter forever
+                // instead of sleeping: seen). One enter with the eventfd on instead: work
+                // that arrived during the quiet one (its signal swallowed) runs now, and any
+                // later work signals the eventfd.
+                let _ = self.enter_with_getevents();
+                self.reap();
                 return;
             }
             if let Err(e) = self.enter_quietly() {
@@ -653,9 +656,26 @@ impl Ring {
             }
             // After enabling: a completion that came in between is reaped now, any later one
             // signals the eventfd.
-            handed_out += self.reap();
+            let came = self.reap();
+            handed_out += came;
+            fruitless = !queued && came == 0;
         }
         self.reap();
+    }
+
+    /// Submit what is queued and run the deferred completion work waiting (GETEVENTS,
+    /// waiting for no completion).
+    fn enter_with_getevents(&mut self) -> io::Result<usize> {
+        let queued = self.uring.submission().len() as u32;
+        // SAFETY: no wait argument is passed; the entries queued are valid (see `push`).
+        unsafe {
+            self.uring.submitter().enter::<libc::sigset_t>(
+                queued,
+                0,
+                io_uring::EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        }
     }
 
     fn wake_self(&self) {
