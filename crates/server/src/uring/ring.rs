@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 const SQ_ENTRIES: u32 = 1024;
@@ -125,13 +126,50 @@ fn transient(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EAGAIN))
 }
 
-/// The ring flags every worker sets up with (and the start-up probe checks). Cooperative task
-/// running: a completion does not interrupt the worker with an inter-processor interrupt while
-/// it runs; its task work runs at the worker's next system call (the park's submit or wait), a
-/// sleeping worker is still woken.
-pub fn setup() -> io_uring::Builder {
+/// How the kernel runs a ring's completion work (the task work that turns data arriving on a
+/// socket into a completion), chosen once at start-up by the probe.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum TaskRun {
+    /// IORING_SETUP_DEFER_TASKRUN (Linux 6.1+, with SINGLE_ISSUER): the work waits on the ring
+    /// until the worker enters with GETEVENTS, and then runs in one batch; arriving work only
+    /// signals the eventfd (when the ring had none waiting). Every ring operation must come
+    /// from the thread that made the ring: the rings are thread-locals of their workers.
+    Deferred,
+    /// IORING_SETUP_COOP_TASKRUN (5.19+): the work runs at the worker's next system call,
+    /// whatever it is, without interrupting it while it runs; a sleeping worker is woken.
+    Cooperative,
+}
+
+/// The probe's choice, read by every worker's ring (true: `TaskRun::Deferred`).
+static DEFERRED: AtomicBool = AtomicBool::new(false);
+
+pub fn set_task_run(mode: TaskRun) {
+    DEFERRED.store(mode == TaskRun::Deferred, Ordering::Relaxed);
+}
+
+fn task_run() -> TaskRun {
+    if DEFERRED.load(Ordering::Relaxed) {
+        TaskRun::Deferred
+    } else {
+        TaskRun::Cooperative
+    }
+}
+
+/// The ring flags for `mode` (the workers' rings and the start-up probe's). TASKRUN_FLAG with
+/// deferred work: the kernel marks the submission queue while work waits, which is how the
+/// worker knows it must enter again (see `Ring::work_announced`).
+pub fn setup(mode: TaskRun) -> io_uring::Builder {
     let mut b = IoUring::builder();
-    b.setup_coop_taskrun();
+    match mode {
+        TaskRun::Deferred => {
+            b.setup_single_issuer()
+                .setup_defer_taskrun()
+                .setup_taskrun_flag();
+        }
+        TaskRun::Cooperative => {
+            b.setup_coop_taskrun();
+        }
+    }
     b
 }
 
@@ -145,6 +183,7 @@ fn store_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
 pub struct Ring {
     // Dropped first: the kernel instance goes before the buffer memory it used.
     uring: IoUring,
+    mode: TaskRun,
     pool: BufferPool,
     /// Never read: the runtime watches it (edge-triggered) to wake on completions.
     eventfd: OwnedFd,
@@ -158,8 +197,8 @@ pub struct Ring {
 
 impl Ring {
     pub fn new() -> io::Result<Ring> {
-        let mut b = setup();
-        let uring = b.setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES)?;
+        let mode = task_run();
+        let uring = setup(mode).setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES)?;
         let pool = BufferPool::register(&uring)?;
         // SAFETY: eventfd has no memory arguments; the result is checked.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -171,6 +210,7 @@ impl Ring {
         uring.submitter().register_eventfd(eventfd.as_raw_fd())?;
         Ok(Ring {
             uring,
+            mode,
             pool,
             eventfd,
             slots: Vec::new(),
@@ -413,8 +453,9 @@ impl Ring {
         }
     }
 
-    /// Handle every completion waiting in the queue.
-    pub fn reap(&mut self) {
+    /// Handle every completion waiting in the queue; returns how many there were.
+    pub fn reap(&mut self) -> usize {
+        let mut handled = 0;
         loop {
             {
                 let mut cq = self.uring.completion();
@@ -425,6 +466,7 @@ impl Ring {
                 break;
             }
             let mut batch = std::mem::take(&mut self.reaped);
+            handled += batch.len();
             for &(ud, res, flags) in &batch {
                 self.complete(ud, res, flags);
             }
@@ -432,9 +474,11 @@ impl Ring {
             self.reaped = batch;
         }
         if self.uring.submission().cq_overflow() {
-            // Completions the kernel kept aside come into the queue on the next enter.
+            // Completions the kernel kept aside come into the queue on the next enter (the
+            // crate adds GETEVENTS for them).
             let _ = self.uring.submit();
         }
+        handled
     }
 
     fn complete(&mut self, ud: u64, res: i32, flags: u32) {
@@ -520,32 +564,90 @@ impl Ring {
         }
     }
 
-    /// Take in now what clients already sent: an enter even with nothing to submit (the
-    /// kernel work that turns data already in the sockets into completions runs on the way
-    /// back from any system call), then what came is handed out.
+    /// Take in now what clients already sent: an enter even with nothing to submit (it runs
+    /// the kernel work that turns data already in the sockets into completions: deferred work
+    /// because the enter asks for completions, cooperative work on the way back from any
+    /// system call), then what came is handed out.
     pub fn take_in(&mut self) {
         let _ = self.enter_quietly();
         self.reap();
         self.submit_batch();
     }
 
-    /// Submit with the eventfd off: what completes inside this enter is reaped by the caller,
-    /// not by a wake-up of the runtime.
-    fn enter_quietly(&mut self) -> io::Result<usize> {
-        self.uring.completion().disable_eventfd();
-        let submitted = self.uring.submit();
-        self.uring.completion().enable_eventfd();
-        submitted
+    /// The eventfd woke the worker: completions, or (deferred) work to run first.
+    pub fn on_wake(&mut self) {
+        match self.mode {
+            TaskRun::Deferred => self.submit_batch(),
+            TaskRun::Cooperative => {
+                self.reap();
+            }
+        }
     }
 
-    /// The worker is about to sleep: submit everything queued in one enter, and handle what
-    /// completed meanwhile (sends usually complete inside the enter) so its tasks run before
-    /// sleeping. The eventfd is off during the enter: completions it delivers are reaped
-    /// here, not by a wake-up.
+    /// Does the kernel announce deferred completion work waiting for this worker
+    /// (IORING_SQ_TASKRUN)? It sets the flag before it signals the eventfd, and only the
+    /// first work to arrive on an empty list signals it: work that arrived while the eventfd
+    /// was off (`enter_quietly`), or was left over by an enter's 20-item limit, is seen here.
+    /// The fence orders the re-enabling of the eventfd before this read (the kernel's flag
+    /// update is a locked instruction, a full barrier on x86-64): either the kernel saw the
+    /// eventfd on and signals it, or this read sees its flag. The flag is a hint, though: the
+    /// kernel may set it just after this worker ran the very work it announces, and then
+    /// only new work clears it (see `submit_batch`).
+    fn work_announced(&mut self) -> bool {
+        if self.mode == TaskRun::Cooperative {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        self.uring.submission().taskrun()
+    }
+
+    /// Submit with the eventfd off: what completes inside this enter is reaped by the caller,
+    /// not by a wake-up of the runtime. With deferred work the enter asks for completions
+    /// (GETEVENTS, waiting for none): the kernel runs the waiting work then (at most 20
+    /// items per enter on 6.x kernels: `work_announced` says when to come back).
+    fn enter_quietly(&mut self) -> io::Result<usize> {
+        self.uring.completion().disable_eventfd();
+        let entered = match self.mode {
+            TaskRun::Cooperative => self.uring.submit(),
+            TaskRun::Deferred => self.enter_with_getevents(),
+        };
+        self.uring.completion().enable_eventfd();
+        entered
+    }
+
+    /// The worker is about to sleep (or the eventfd woke it): submit everything queued in one
+    /// enter, and handle what completed meanwhile (sends usually complete inside the enter;
+    /// deferred receive work runs in it) so its tasks run before sleeping. Completions
+    /// handled here may queue more (the rest of a short send, a cancel), and more deferred
+    /// work may be waiting (the kernel runs at most 20 items per enter): entered again for
+    /// those until none is left, or until a buffer ring's worth of completions was handed
+    /// out; then the tasks woken so far run first, and the worker comes back through its
+    /// eventfd.
     pub fn submit_batch(&mut self) {
-        // Completions handled here may queue more (the rest of a short send, a cancel): they
-        // go in before sleeping too.
-        while !self.uring.submission().is_empty() {
+        let mut handed_out = 0;
+        let mut fruitless = false;
+        loop {
+            let queued = !self.uring.submission().is_empty();
+            if !queued && !self.work_announced() {
+                break;
+            }
+            if handed_out >= buffers::COUNT as usize {
+                // The worker must not sleep with work waiting: the kernel signalled the
+                // eventfd for the first of it only (maybe while it was off), and the tasks
+                // woken so far may queue nothing. Signalled here, it wakes the reap task.
+                self.wake_self();
+                return;
+            }
+            if fruitless && !queued {
+                // The last enter was for the flag alone and brought no completion: the flag
+                // is taken as stale and not followed again (the worker would enter forever
+                // instead of sleeping: seen). One enter with the eventfd on instead: work
+                // that arrived during the quiet one (its signal swallowed) runs now, and any
+                // later work signals the eventfd.
+                let _ = self.enter_with_getevents();
+                self.reap();
+                return;
+            }
             if let Err(e) = self.enter_quietly() {
                 if !transient(&e) {
                     crate::warning!("io_uring submit failed: {e}");
@@ -554,12 +656,39 @@ impl Ring {
             }
             // After enabling: a completion that came in between is reaped now, any later one
             // signals the eventfd.
-            self.reap();
+            let came = self.reap();
+            handed_out += came;
+            fruitless = !queued && came == 0;
         }
         self.reap();
     }
+
+    /// Submit what is queued and run the deferred completion work waiting (GETEVENTS,
+    /// waiting for no completion).
+    fn enter_with_getevents(&mut self) -> io::Result<usize> {
+        let queued = self.uring.submission().len() as u32;
+        // SAFETY: no wait argument is passed; the entries queued are valid (see `push`).
+        unsafe {
+            self.uring.submitter().enter::<libc::sigset_t>(
+                queued,
+                0,
+                io_uring::EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        }
+    }
+
+    fn wake_self(&self) {
+        let one = 1u64;
+        // SAFETY: an 8-byte write from a local into our own eventfd.
+        unsafe { libc::write(self.eventfd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
 }
 
+// Per thread by nature: a ring is made on its worker thread (inside the worker's runtime) and
+// only ever reached through this thread-local, so every submission comes from the thread that
+// made it, as SINGLE_ISSUER requires (the drain pass's `take_in` runs as a task of that
+// worker's current-thread runtime; the start-up probe uses a ring of its own).
 thread_local! {
     /// This worker thread's ring (None on an epoll worker or any other thread).
     static RING: RefCell<Option<Ring>> = const { RefCell::new(None) };

@@ -10,11 +10,16 @@ use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
 const FORCE_FAIL: &str = "TERN_IO_URING_PROBE_FAIL";
+const FORCE_COOPERATIVE: &str = "TERN_IO_URING_NO_DEFER";
 
 fn uring(extra: &[&str]) -> Server {
+    uring_env(extra, &[])
+}
+
+fn uring_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let mut args = vec!["--io-backend", "io_uring"];
     args.extend_from_slice(extra);
-    let s = Server::tern(&args);
+    let s = Server::tern_env(&args, env);
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query(&mut s.conn())
@@ -72,6 +77,67 @@ fn many_connections_each_see_their_own_replies() {
         info_value(&clients, "connected_clients").as_deref(),
         Some("200")
     );
+}
+
+/// Clients that each wait for every reply before the next request (and then send bursts of
+/// 16) keep the worker going to sleep and being woken by their input: a wake-up lost between
+/// the ring and the runtime shows as a client waiting for its reply past the read timeout.
+fn clients_in_lockstep_are_all_answered(s: &Server) {
+    const CLIENTS: usize = 50;
+    const ROUNDS: usize = 400;
+    let port = s.port;
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut t = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                t.set_nodelay(true).unwrap();
+                let key = format!("lockstep:{c}");
+                let incr = format!("*2\r\n$4\r\nINCR\r\n${}\r\n{key}\r\n", key.len());
+                for depth in [1usize, 16] {
+                    for round in 0..ROUNDS {
+                        let before = if depth == 1 {
+                            round
+                        } else {
+                            ROUNDS + round * 16
+                        };
+                        t.write_all(incr.repeat(depth).as_bytes()).unwrap();
+                        let expect: String = (1..=depth)
+                            .map(|i| format!(":{}\r\n", before + i))
+                            .collect();
+                        let got = read_n(&mut t, expect.len());
+                        assert_eq!(
+                            String::from_utf8_lossy(&got),
+                            expect,
+                            "client {c}, depth {depth}, round {round}: reply missing or wrong"
+                        );
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn clients_in_lockstep_never_wait_for_a_lost_wake_up() {
+    clients_in_lockstep_are_all_answered(&uring(&[]));
+}
+
+#[test]
+fn without_deferred_task_running_completions_run_cooperatively() {
+    let s = uring_env(&[], &[(FORCE_COOPERATIVE, "1")]);
+    assert!(
+        s.log().contains(&format!(
+            "io_uring: no deferred task running (disabled by {FORCE_COOPERATIVE}): completions \
+             run at the workers' system calls (COOP_TASKRUN)"
+        )),
+        "{}",
+        s.log()
+    );
+    clients_in_lockstep_are_all_answered(&s);
 }
 
 #[test]
