@@ -606,8 +606,6 @@ fn hscan(ctx: &mut Ctx, args: &Args) {
             };
             let mut items: Vec<LpEntry> = Vec::new();
             // Fields past their time are skipped, not deleted (as Redis 7.4 does).
-            let ttls = hv.ttls().filter(|t| !t.is_empty());
-            let live = |f: &[u8]| ttls.is_none_or(|t| t.get(f).is_none_or(|at| at >= now));
             let next = match hv.fields() {
                 HashValue::Listpack(_) => {
                     for (f, v) in hv.iter_live(now) {
@@ -619,7 +617,7 @@ fn hscan(ctx: &mut Ctx, args: &Args) {
                     0
                 }
                 HashValue::Table(t) => t.scan(cursor, opts.count, |f, v| {
-                    if opts.matches(f) && live(f) {
+                    if opts.matches(f) && !hv.field_expired(f, now) {
                         items.push(LpEntry::Str(f));
                         items.push(LpEntry::Str(v));
                     }

@@ -108,45 +108,35 @@ fn refused(cond: Cond, prev: Option<u64>, at: u64) -> bool {
     }
 }
 
-fn hexpire(ctx: &mut Ctx, args: &Args) {
-    let name = ctx.cmd.name;
+/// HEXPIRE & co.'s arguments: the absolute time (ms), the condition, where FIELDS sits and
+/// the field arguments; or the error to reply (after WRONGTYPE, which Redis checks first).
+fn parse_expire_args(
+    args: &Args,
+    name: &str,
+    now: u64,
+) -> Result<(u64, Cond, usize, std::ops::Range<usize>), String> {
     let (millis, absolute) = match name {
         "hexpire" => (false, false),
         "hpexpire" => (true, false),
         "hexpireat" => (false, true),
         _ => (true, true),
     };
-    let key = &args[1];
-    let now = ctx.now_ms;
-    let (h, mut shard) = ctx.lock(key);
-    let hv = match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
-        Typed::WrongType => return ctx.wrong_type(shard),
-        Typed::Found(hv) => Some(hv),
-        Typed::Missing => None,
-    };
-    let Some(mut t) = parse_i64(&args[2]) else {
-        drop(shard);
-        return ctx.error("ERR value is not an integer or out of range");
-    };
-    let invalid = format!("ERR invalid expire time in '{name}' command");
+    let invalid = || format!("ERR invalid expire time in '{name}' command");
+    let mut t = parse_i64(&args[2]).ok_or("ERR value is not an integer or out of range")?;
     if t < 0 {
-        drop(shard);
-        return ctx.error("ERR invalid expire time, must be >= 0");
+        return Err("ERR invalid expire time, must be >= 0".into());
     }
     let max = MAX_FIELD_TIME_MS as i64;
     if !millis {
         if t > max / 1000 {
-            drop(shard);
-            return ctx.error(&invalid);
+            return Err(invalid());
         }
         t *= 1000;
     }
     let base = if absolute { 0 } else { now as i64 };
     if t > max - base {
-        drop(shard);
-        return ctx.error(&invalid);
+        return Err(invalid());
     }
-    let at = (t + base) as u64;
     let (cond, fields_pos) = match &args[3] {
         a if eq_ic(a, "nx") => (Cond::Nx, 4),
         a if eq_ic(a, "xx") => (Cond::Xx, 4),
@@ -154,15 +144,29 @@ fn hexpire(ctx: &mut Ctx, args: &Args) {
         a if eq_ic(a, "lt") => (Cond::Lt, 4),
         _ => (Cond::Always, 3),
     };
-    let fields = match fields_at(
+    let fields = fields_at(
         args,
         fields_pos,
         "ERR Parameter `numFields` should be greater than 0",
-    ) {
-        Ok(r) => r,
+    )?;
+    Ok(((t + base) as u64, cond, fields_pos, fields))
+}
+
+fn hexpire(ctx: &mut Ctx, args: &Args) {
+    let key = &args[1];
+    let now = ctx.now_ms;
+    let parsed = parse_expire_args(args, ctx.cmd.name, now);
+    let (h, mut shard) = ctx.lock(key);
+    let hv = match ctx.lookup_write::<HashValue>(&mut shard, h, key) {
+        Typed::WrongType => return ctx.wrong_type(shard),
+        Typed::Found(hv) => Some(hv),
+        Typed::Missing => None,
+    };
+    let (at, cond, fields_pos, fields) = match parsed {
+        Ok(p) => p,
         Err(e) => {
             drop(shard);
-            return ctx.error(e);
+            return ctx.error(&e);
         }
     };
     let Some(hv) = hv else {
@@ -170,9 +174,7 @@ fn hexpire(ctx: &mut Ctx, args: &Args) {
         return reply_all(ctx, fields.len(), NO_FIELD);
     };
     // A time already past deletes the field, on a master (a replica waits for the HDEL).
-    let deletes = at <= now
-        && tern_engine::expire::role() == tern_engine::expire::Role::Master
-        && !tern_engine::expire::loading();
+    let deletes = tern_engine::expire::already_expired(at as i64, now);
     let mut replies = Vec::with_capacity(fields.len());
     let mut updated: Vec<&[u8]> = Vec::new();
     let mut deleted: Vec<&[u8]> = Vec::new();

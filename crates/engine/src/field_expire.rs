@@ -94,14 +94,6 @@ pub(crate) fn min_of(v: &Value) -> Option<u64> {
     }
 }
 
-/// What a lazy field-expiry pass did to one hash.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct FieldsExpired {
-    pub fields: usize,
-    /// The hash lost its last field and is gone.
-    pub key_deleted: bool,
-}
-
 /// Fields past their time are deleted only where keys past theirs would be: on a master
 /// (a replica waits for the master's HDEL), not while a pause holds expiry or a load runs.
 fn may_delete(now_ms: u64) -> bool {
@@ -114,16 +106,16 @@ impl ShardData {
     /// Delete `fields` of the hash at `key` (all of them when None) whose time is before
     /// `now_ms` (Redis's lazy check), reporting each (HDEL to the write log, `hexpired`),
     /// and the key once empty. Nothing is deleted where `may_delete` says no: the caller then
-    /// hides such fields itself (`HashValue::field_expired`).
+    /// hides such fields itself (`HashValue::field_expired`). Returns the fields deleted.
     pub fn expire_fields(
         &mut self,
         hash: u64,
         key: &[u8],
         fields: Option<&[&[u8]]>,
         now_ms: u64,
-    ) -> FieldsExpired {
+    ) -> usize {
         let due: Vec<Box<[u8]>> = match self.dict().get(hash, key).map(|e| &e.value) {
-            Some(Value::Hash(h)) if h.ttls().is_some_and(|t| !t.is_empty()) => match fields {
+            Some(Value::Hash(h)) if h.ttls().is_some() => match fields {
                 None => h.due_fields(now_ms.saturating_sub(1), usize::MAX),
                 Some(fs) => fs
                     .iter()
@@ -131,10 +123,10 @@ impl ShardData {
                     .map(|f| Box::from(*f))
                     .collect(),
             },
-            _ => return FieldsExpired::default(),
+            _ => return 0,
         };
         if due.is_empty() || !may_delete(now_ms) {
-            return FieldsExpired::default();
+            return 0;
         }
         self.delete_expired_fields(hash, key, &due, true)
     }
@@ -176,24 +168,25 @@ impl ShardData {
             self.hfe_sync(hash, key);
             return 0;
         }
-        self.delete_expired_fields(hash, key, &due, false).fields
+        self.delete_expired_fields(hash, key, &due, false)
     }
 
     /// `one_unit`: the deletions are one command's (lazy expiry), logged together (in
-    /// MULTI/EXEC when several); else each is a unit of its own (the active cycle).
+    /// MULTI/EXEC when several); else each is a unit of its own (the active cycle). Returns
+    /// the fields deleted.
     fn delete_expired_fields(
         &mut self,
         hash: u64,
         key: &[u8],
         due: &[Box<[u8]>],
         one_unit: bool,
-    ) -> FieldsExpired {
+    ) -> usize {
         let db = self.db_index();
         let Some(e) = self.entry_for_change(hash, key) else {
-            return FieldsExpired::default();
+            return 0;
         };
         let Value::Hash(h) = &mut e.value else {
-            return FieldsExpired::default();
+            return 0;
         };
         for f in due {
             h.remove(f);
@@ -203,15 +196,13 @@ impl ShardData {
         self.expired_fields += due.len() as u64;
         crate::events::record(crate::events::HEXPIRED, db, key);
         if empty {
-            self.remove_expiring_key(hash, key);
+            self.remove_expiring(hash, key);
             crate::events::record(crate::events::EMPTIED, db, key);
         } else {
             self.hfe_sync(hash, key);
-            self.touch_expired(key);
+            // A change that time made: a WATCH touch, not the command's change.
+            self.touch_watchers(key);
         }
-        FieldsExpired {
-            fields: due.len(),
-            key_deleted: empty,
-        }
+        due.len()
     }
 }

@@ -21,7 +21,6 @@ mod varint;
 pub mod watch;
 
 pub use entry::{Entry, EntryBox};
-pub use field_expire::FieldsExpired;
 pub use hash::key_hash;
 pub use shard::ShardData;
 pub use store::{LockPlan, MultiGuard, ShardGuard, Store};

@@ -141,16 +141,6 @@ impl ShardData {
         Some(e)
     }
 
-    /// Remove a key the engine deleted on its own (its last hash field expired).
-    pub(crate) fn remove_expiring_key(&mut self, hash: u64, key: &[u8]) {
-        self.remove_expiring(hash, key);
-    }
-
-    /// A change that time made (a field expired): a WATCH touch, not the command's change.
-    pub(crate) fn touch_expired(&mut self, key: &[u8]) {
-        self.touch_watchers(key);
-    }
-
     /// The live entry for `key`, deleting it first if it has expired. Under a write command a
     /// found key counts as touched for WATCH (the caller may change it in place): the safe
     /// default for a handler that does not decide itself (see `get_quiet`).
@@ -384,7 +374,7 @@ impl ShardData {
 
     /// `remove` for a key whose time ran out: a WATCH touch, but not one of the running
     /// command's changes (tracking invalidates expired keys on their own, with no writer).
-    fn remove_expiring(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
+    pub(crate) fn remove_expiring(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         let e = self.unlink(hash, key)?;
         self.touch_watchers(key);
         Some(e)
@@ -658,7 +648,7 @@ impl ShardData {
     }
 
     #[inline]
-    fn touch_watchers(&mut self, key: &[u8]) {
+    pub(crate) fn touch_watchers(&mut self, key: &[u8]) {
         if self.watched.is_none() {
             return;
         }

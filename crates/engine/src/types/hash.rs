@@ -273,10 +273,10 @@ impl HashValue {
         }
     }
 
-    /// The fields' times, if any field has or had one.
+    /// The fields' times, when some field has one.
     pub fn ttls(&self) -> Option<&FieldTtls> {
         match self {
-            HashValue::Expiring(x) => Some(&x.ttls),
+            HashValue::Expiring(x) if !x.ttls.is_empty() => Some(&x.ttls),
             _ => None,
         }
     }
@@ -326,11 +326,8 @@ impl HashValue {
 
     /// Field/value pairs whose time has not passed (HGETALL, HKEYS, HVALS skip the others).
     pub fn iter_live(&self, now_ms: u64) -> impl Iterator<Item = (LpEntry<'_>, LpEntry<'_>)> {
-        let ttls = self.ttls().filter(|t| !t.is_empty());
-        self.iter().filter(move |(f, _)| match ttls {
-            None => true,
-            Some(t) => f.with_bytes(|fb| t.get(fb).is_none_or(|at| at >= now_ms)),
-        })
+        self.iter()
+            .filter(move |(f, _)| !f.with_bytes(|fb| self.field_expired(fb, now_ms)))
     }
 
     /// `get`, None for a field whose time has passed (not yet deleted: on a replica, say).
@@ -343,12 +340,10 @@ impl HashValue {
 
     /// How many fields `iter_live` yields.
     pub fn live_len(&self, now_ms: u64) -> usize {
-        match self.ttls() {
-            Some(t) if !t.is_empty() => {
-                self.len() - t.iter().filter(|(_, at)| *at < now_ms).count()
-            }
-            _ => self.len(),
-        }
+        let expired = self
+            .ttls()
+            .map_or(0, |t| t.iter().filter(|(_, at)| *at < now_ms).count());
+        self.len() - expired
     }
 }
 

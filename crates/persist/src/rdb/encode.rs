@@ -108,7 +108,7 @@ pub fn value_type(v: &Value) -> u8 {
         Value::Set(_) => TYPE_SET,
         Value::ZSet(ZSetValue::Listpack(_)) => TYPE_ZSET_LISTPACK,
         Value::ZSet(_) => TYPE_ZSET_2,
-        Value::Hash(h) if has_times(h) => match h.fields() {
+        Value::Hash(h) if h.ttls().is_some() => match h.fields() {
             HashValue::Listpack(_) => TYPE_HASH_LISTPACK_EX,
             _ => TYPE_HASH_METADATA,
         },
@@ -181,17 +181,13 @@ fn write_zset(w: &mut Writer, z: &ZSetValue) {
     }
 }
 
-fn has_times(h: &HashValue) -> bool {
-    h.ttls().is_some_and(|t| !t.is_empty())
-}
-
 /// True when `v` is a hash with field times (written as Redis 7.4's types, in version 12).
 pub fn has_field_ttls(v: &Value) -> bool {
-    matches!(v, Value::Hash(h) if has_times(h))
+    matches!(v, Value::Hash(h) if h.ttls().is_some())
 }
 
 fn write_hash(w: &mut Writer, h: &HashValue) {
-    if let Some(ttls) = h.ttls().filter(|t| !t.is_empty()) {
+    if let Some(ttls) = h.ttls() {
         return write_hash_with_times(w, h, ttls);
     }
     match h.fields() {
