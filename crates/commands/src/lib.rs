@@ -55,6 +55,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     generic::wait::COMMANDS,
     generic::dump::COMMANDS,
     generic::migrate::COMMANDS,
+    generic::member_ttl::COMMANDS,
     server::replication::COMMANDS,
     server::lolwut::COMMANDS,
 ];

@@ -353,7 +353,7 @@ fn spop_count(ctx: &mut Ctx, args: &Args) {
 /// Reply with every member of `s` as SUNION of `s` alone would (the union is built from an
 /// empty intset, so small listpacks of integers come out sorted, for instance).
 fn reply_union_of_one(out: &mut Reply, s: &SetValue) {
-    if let SetValue::Listpack(_) = s {
+    if let SetValue::Listpack(_) = s.members() {
         let mut u = SetValue::new_intset();
         for m in s.iter() {
             u.add_member(m);

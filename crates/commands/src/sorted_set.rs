@@ -1247,7 +1247,7 @@ fn zscan(ctx: &mut Ctx, args: &Args) {
     };
     let mut items: Vec<Vec<u8>> = Vec::new();
     // Redis returns a listpack's stored score text, but prints a skiplist's with %.17g.
-    let fmt = if matches!(z, ZSetValue::Listpack(_)) {
+    let fmt = if matches!(z.members(), ZSetValue::Listpack(_)) {
         tern_runtime::double::fmt_double
     } else {
         tern_runtime::double::fmt_g17

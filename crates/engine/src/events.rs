@@ -18,8 +18,13 @@ pub const NEW: u8 = 2;
 pub const KEYMISS: u8 = 4;
 /// Fields of a hash expired (Redis's `hexpired`).
 pub const HEXPIRED: u8 = 8;
-/// A hash was deleted because its last field expired (a `del` event).
+/// A hash, set or sorted set was deleted because its last field or member expired (a `del`
+/// event).
 pub const EMPTIED: u8 = 16;
+/// Members of a set expired (an `srem` event, as KeyDB's member expiry reports it).
+pub const SREMOVED: u8 = 32;
+/// Members of a sorted set expired (a `zrem` event).
+pub const ZREMOVED: u8 = 64;
 
 // Process-wide: read (one relaxed load) on every key added or expired, inside the shard and
 // entry code where no store is reachable; the config layer mirrors notify-keyspace-events here.
@@ -132,11 +137,13 @@ pub(crate) fn expired(db: usize, key: &[u8]) {
     }
 }
 
-/// (database, key, fields, whether the deletions form one unit).
-pub type FieldExpireHook = fn(usize, &[u8], &[Box<[u8]>], bool);
+/// (database, key, the command that removes them (HDEL, SREM or ZREM), fields or members,
+/// whether the deletions form one unit).
+pub type FieldExpireHook = fn(usize, &[u8], &[u8], &[Box<[u8]>], bool);
 
-/// Called for every hash field the engine deletes because its time ran out, with the shard
-/// still locked: the write log turns it into an HDEL, as Redis propagates it.
+/// Called for every hash field or set/sorted-set member the engine deletes because its time
+/// ran out, with the shard still locked: the write log turns it into an HDEL (as Redis
+/// propagates it), SREM or ZREM.
 // Process-wide, as EXPIRE_HOOK and for the same reason.
 static FIELD_EXPIRE_HOOK: std::sync::OnceLock<FieldExpireHook> = std::sync::OnceLock::new();
 
@@ -145,11 +152,17 @@ pub fn set_field_expire_hook(f: FieldExpireHook) {
     let _ = FIELD_EXPIRE_HOOK.set(f);
 }
 
-/// `fields` of the hash `key` in `db` were removed because their time ran out.
+/// `fields` of `key` in `db` were removed because their time ran out.
 #[inline]
-pub(crate) fn fields_expired(db: usize, key: &[u8], fields: &[Box<[u8]>], one_unit: bool) {
+pub(crate) fn fields_expired(
+    db: usize,
+    key: &[u8],
+    command: &[u8],
+    fields: &[Box<[u8]>],
+    one_unit: bool,
+) {
     if let Some(h) = FIELD_EXPIRE_HOOK.get() {
-        h(db, key, fields, one_unit);
+        h(db, key, command, fields, one_unit);
     }
 }
 

@@ -145,11 +145,11 @@ impl ActiveExpire {
         expired
     }
 
-    /// Hash fields past their time, database by database, in the order of the hashes'
-    /// earliest field times across all the database's shards (a merge of the shards' ordered
-    /// indexes, so HDELs reach the log in time order, as from Redis's one index per database),
-    /// each hash's due fields earliest first. Runs for at most `budget`; returns the fields
-    /// deleted.
+    /// Hash fields and set/sorted-set members past their time, database by database, in the
+    /// order of the keys' earliest times across all the database's shards (a merge of the
+    /// shards' ordered indexes, so HDELs reach the log in time order, as from Redis's one
+    /// index per database), each key's due fields earliest first. Runs for at most `budget`;
+    /// returns the fields deleted.
     fn field_cycle(&self, store: &Store, now_ms: u64, budget: Duration) -> usize {
         if !crate::field_expire::any_indexed() {
             return 0;

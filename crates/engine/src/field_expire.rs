@@ -1,22 +1,34 @@
-//! Hash-field expiry at the shard: which hashes have field times (by their earliest, Redis's
-//! `db->hexpires`), and the deletion of fields whose time has passed, lazily on access or in
-//! the active cycle.
+//! Subkey expiry at the shard: which hashes have field times and which sets and sorted sets
+//! have member times (by their earliest, Redis's `db->hexpires`), and the deletion of fields
+//! and members whose time has passed, lazily on access or in the active cycle.
+//!
+//! Hash fields follow Redis 7.4 (the hash commands expire the fields they touch); set and
+//! sorted-set members (KeyDB's EXPIREMEMBER) are all deleted when their key is looked up.
 //!
 //! The index is kept exact where the shard sees the change (a key inserted, replaced or
-//! unlinked) and re-synced by the hash commands after they change field times
+//! unlinked) and re-synced by the commands after they change times
 //! (`ShardData::hfe_sync`). A stale entry (a time that changed behind it) costs one lookup
 //! when the active cycle reaches it, which then files the hash under its true earliest time.
 
 use crate::shard::ShardData;
+use crate::types::field_ttl::FieldTtls;
 use crate::value::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
-// Process-wide: hashes with field times in every index, read without taking any shard lock
-// (a snapshot asks at its cut, with every shard already locked, which RDB version to write).
+// Process-wide: hashes with field times in every index (sets and sorted sets not counted),
+// read without taking any shard lock (a snapshot asks at its cut, with every shard already
+// locked, which RDB version to write).
+static INDEXED_HASHES: AtomicUsize = AtomicUsize::new(0);
+// Process-wide: every key in every index, for the active cycle's one-load early exit.
 static INDEXED: AtomicUsize = AtomicUsize::new(0);
 
 /// True when some hash of any database has field times.
+pub fn any_hash_indexed() -> bool {
+    INDEXED_HASHES.load(Relaxed) > 0
+}
+
+/// True when some hash, set or sorted set of any database has field or member times.
 pub fn any_indexed() -> bool {
     INDEXED.load(Relaxed) > 0
 }
@@ -37,25 +49,50 @@ pub(crate) fn mark_in_use() {
     }
 }
 
+// Process-wide: set the first time a set or sorted-set member gets a time, so that key
+// lookups skip the member-expiry step entirely on servers that never use it.
+static MEMBERS_IN_USE: AtomicBool = AtomicBool::new(false);
+
+/// True once any set or sorted-set member has had a time in this process.
+#[inline]
+pub fn members_in_use() -> bool {
+    MEMBERS_IN_USE.load(Relaxed)
+}
+
+pub(crate) fn mark_members_in_use() {
+    if !MEMBERS_IN_USE.load(Relaxed) {
+        MEMBERS_IN_USE.store(true, Relaxed);
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct HfeIndex {
     by_time: BTreeSet<(u64, Box<[u8]>)>,
-    by_key: HashMap<Box<[u8]>, u64>,
+    /// Filing time, and whether the value is a hash (counted in INDEXED).
+    by_key: HashMap<Box<[u8]>, (u64, bool)>,
 }
 
 impl HfeIndex {
-    /// File `key` under `min` (None: it has no field times any more).
-    pub(crate) fn note(&mut self, key: &[u8], min: Option<u64>) {
+    /// File `key` under `min` (None: it has no field or member times any more); `is_hash`:
+    /// the value is a hash.
+    pub(crate) fn note(&mut self, key: &[u8], min: Option<u64>, is_hash: bool) {
         match min {
             Some(t) => {
-                match self.by_key.insert(key.into(), t) {
-                    Some(old) if old == t => return,
-                    Some(old) => {
-                        self.by_time.remove(&(old, Box::from(key)));
+                let old = self.by_key.insert(key.into(), (t, is_hash));
+                if old.is_none() {
+                    INDEXED.fetch_add(1, Relaxed);
+                }
+                if is_hash && old.is_none_or(|(_, h)| !h) {
+                    INDEXED_HASHES.fetch_add(1, Relaxed);
+                } else if !is_hash && old.is_some_and(|(_, h)| h) {
+                    INDEXED_HASHES.fetch_sub(1, Relaxed);
+                }
+                match old {
+                    Some((ot, _)) if ot == t => return,
+                    Some((ot, _)) => {
+                        self.by_time.remove(&(ot, Box::from(key)));
                     }
-                    None => {
-                        INDEXED.fetch_add(1, Relaxed);
-                    }
+                    None => {}
                 }
                 self.by_time.insert((t, key.into()));
             }
@@ -64,9 +101,12 @@ impl HfeIndex {
     }
 
     pub(crate) fn forget(&mut self, key: &[u8]) {
-        if let Some(old) = self.by_key.remove(key) {
+        if let Some((old, is_hash)) = self.by_key.remove(key) {
             self.by_time.remove(&(old, Box::from(key)));
             INDEXED.fetch_sub(1, Relaxed);
+            if is_hash {
+                INDEXED_HASHES.fetch_sub(1, Relaxed);
+            }
         }
     }
 
@@ -82,16 +122,31 @@ impl HfeIndex {
 
 impl Drop for HfeIndex {
     fn drop(&mut self) {
+        let hashes = self.by_key.values().filter(|(_, h)| *h).count();
+        INDEXED_HASHES.fetch_sub(hashes, Relaxed);
         INDEXED.fetch_sub(self.by_key.len(), Relaxed);
     }
 }
 
-/// The earliest field time of a value, if it is a hash with any.
+/// The earliest field or member time of a value, if it has any.
 pub(crate) fn min_of(v: &Value) -> Option<u64> {
     match v {
         Value::Hash(h) => h.min_field_ttl(),
+        Value::Set(s) => s.ttls().and_then(FieldTtls::min),
+        Value::ZSet(z) => z.ttls().and_then(FieldTtls::min),
         _ => None,
     }
+}
+
+/// The fields or members of `v` whose time is at or before `now_ms`, earliest first.
+fn due_of(v: &Value, now_ms: u64, limit: usize) -> Vec<Box<[u8]>> {
+    let ttls = match v {
+        Value::Hash(h) => h.ttls(),
+        Value::Set(s) => s.ttls(),
+        Value::ZSet(z) => z.ttls(),
+        _ => None,
+    };
+    ttls.map_or_else(Vec::new, |t| t.due(now_ms, limit))
 }
 
 /// Fields past their time are deleted only where keys past theirs would be: on a master
@@ -131,6 +186,24 @@ impl ShardData {
         self.delete_expired_fields(hash, key, &due, true)
     }
 
+    /// Delete the members of the set or sorted set at `key` whose time is before `now_ms`
+    /// (a key lookup's lazy step), reporting them as one unit, and the key once empty.
+    /// Returns whether the key is gone.
+    #[cold]
+    pub(crate) fn expire_members(&mut self, hash: u64, key: &[u8], now_ms: u64) -> bool {
+        let due = match self.dict().get(hash, key).map(|e| &e.value) {
+            Some(v @ (Value::Set(_) | Value::ZSet(_))) => {
+                due_of(v, now_ms.saturating_sub(1), usize::MAX)
+            }
+            _ => return false,
+        };
+        if due.is_empty() || !may_delete(now_ms) {
+            return false;
+        }
+        self.delete_expired_fields(hash, key, &due, true);
+        self.dict().get(hash, key).is_none()
+    }
+
     /// The earliest field time of any hash here, if it is at or before `now_ms`.
     pub fn first_due_time(&self, now_ms: u64) -> Option<u64> {
         self.hfe_index()
@@ -149,19 +222,19 @@ impl ShardData {
                 Some((t, k)) if *t <= until_ms.min(now_ms) => k.clone(),
                 _ => break,
             };
-            done += self.expire_hash_fields(&key, now_ms, max_fields - done);
+            done += self.expire_subkeys(&key, now_ms, max_fields - done);
         }
         done
     }
 
-    /// The active cycle on one hash: delete up to `max_fields` of its fields whose time is at
-    /// or before `now_ms`, earliest first (each propagated as an HDEL of its own, as Redis's
-    /// cycle does). Returns the fields deleted.
-    fn expire_hash_fields(&mut self, key: &[u8], now_ms: u64, max_fields: usize) -> usize {
+    /// The active cycle on one key: delete up to `max_fields` of its fields or members whose
+    /// time is at or before `now_ms`, earliest first (each propagated as an HDEL, SREM or ZREM
+    /// of its own, as Redis's cycle does). Returns the fields deleted.
+    fn expire_subkeys(&mut self, key: &[u8], now_ms: u64, max_fields: usize) -> usize {
         let hash = crate::hash::key_hash(key);
-        let due = match self.dict().get(hash, key).map(|e| &e.value) {
-            Some(Value::Hash(h)) => h.due_fields(now_ms, max_fields),
-            _ => Vec::new(),
+        let due = match self.dict().get(hash, key) {
+            Some(e) => due_of(&e.value, now_ms, max_fields),
+            None => Vec::new(),
         };
         if due.is_empty() {
             // Filed under a time that is no longer its earliest (or gone): refile.
@@ -185,16 +258,30 @@ impl ShardData {
         let Some(e) = self.entry_for_change(hash, key) else {
             return 0;
         };
-        let Value::Hash(h) = &mut e.value else {
-            return 0;
+        let (command, event, empty) = match &mut e.value {
+            Value::Hash(h) => {
+                for f in due {
+                    h.remove(f);
+                }
+                (&b"HDEL"[..], crate::events::HEXPIRED, h.is_empty())
+            }
+            Value::Set(s) => {
+                for m in due {
+                    s.remove(m);
+                }
+                (&b"SREM"[..], crate::events::SREMOVED, s.is_empty())
+            }
+            Value::ZSet(z) => {
+                for m in due {
+                    z.remove(m);
+                }
+                (&b"ZREM"[..], crate::events::ZREMOVED, z.is_empty())
+            }
+            _ => return 0,
         };
-        for f in due {
-            h.remove(f);
-        }
-        crate::events::fields_expired(db, key, due, one_unit);
-        let empty = h.is_empty();
+        crate::events::fields_expired(db, key, command, due, one_unit);
         self.expired_fields += due.len() as u64;
-        crate::events::record(crate::events::HEXPIRED, db, key);
+        crate::events::record(event, db, key);
         if empty {
             self.remove_expiring(hash, key);
             crate::events::record(crate::events::EMPTIED, db, key);

@@ -123,13 +123,16 @@ impl ShardData {
         self.hfe.as_deref()
     }
 
-    /// File the hash at `key` under its earliest field time again (after field times changed),
-    /// or drop it from the index when it has none (or is gone).
+    /// File the value at `key` under its earliest field or member time again (after such
+    /// times changed), or drop it from the index when it has none (or is gone).
     pub fn hfe_sync(&mut self, hash: u64, key: &[u8]) {
-        let min = self.dict.get(hash, key).and_then(|e| min_of(&e.value));
+        let (min, is_hash) = match self.dict.get(hash, key) {
+            Some(e) => (min_of(&e.value), matches!(e.value, Value::Hash(_))),
+            None => (None, false),
+        };
         match (&mut self.hfe, min) {
             (None, None) => {}
-            (slot, min) => slot.get_or_insert_default().note(key, min),
+            (slot, min) => slot.get_or_insert_default().note(key, min, is_hash),
         }
     }
 
@@ -259,6 +262,12 @@ impl ShardData {
             crate::events::expired(self.db, key);
             return None;
         }
+        if crate::field_expire::members_in_use()
+            && self.hfe.is_some()
+            && self.expire_members(hash, key, now_ms)
+        {
+            return None;
+        }
         let e = self.dict.get_mut(hash, key)?;
         if save {
             save_owed(&self.snap, self.snap_parity, self.db, e);
@@ -344,7 +353,10 @@ impl ShardData {
     fn insert(&mut self, hash: u64, mut entry: EntryBox) {
         entry.set_snap_bit(self.snap_parity);
         if let Some(t) = min_of(&entry.value) {
-            self.hfe.get_or_insert_default().note(entry.key(), Some(t));
+            let is_hash = matches!(entry.value, Value::Hash(_));
+            self.hfe
+                .get_or_insert_default()
+                .note(entry.key(), Some(t), is_hash);
         }
         self.dict.insert_new(hash, entry);
     }

@@ -67,6 +67,8 @@ pub fn flush_engine_events(srv: &Server) {
             tern_engine::events::KEYMISS => (KEY_MISS, "keymiss"),
             tern_engine::events::HEXPIRED => (HASH, "hexpired"),
             tern_engine::events::EMPTIED => (GENERIC, "del"),
+            tern_engine::events::SREMOVED => (SET, "srem"),
+            tern_engine::events::ZREMOVED => (ZSET, "zrem"),
             _ => (NEW, "new"),
         };
         publish_event(srv, ev.db, class, name, &ev.key);

@@ -116,7 +116,7 @@ pub(crate) fn rdb_writer<W: std::io::Write + Send>(
         // Version 12 only when a hash has field times, so that other files stay loadable by
         // Redis 7.0 and 7.2. (A time given after the cut, while the snapshot is written, lands
         // in a file that says 10: tern reads it, Redis 7.x refuses it either way.)
-        if tern_engine::field_expire::any_indexed() {
+        if tern_engine::field_expire::any_hash_indexed() {
             tern_persist::rdb::RDB_VERSION_FIELD_TTLS
         } else {
             tern_persist::rdb::RDB_VERSION

@@ -308,20 +308,20 @@ pub fn install_expire_hook(srv: &Arc<Server>) {
     tern_engine::events::set_field_expire_hook(on_field_expired);
 }
 
-/// The engine's field-expiry hook: a hash field deleted because its time ran out reaches the
-/// log as `HDEL key field`, one command per field as Redis propagates it; the fields one
-/// command's lazy expiry deleted go together (MULTI/EXEC when several), the active cycle's
-/// one by one.
-fn on_field_expired(db: usize, key: &[u8], fields: &[Box<[u8]>], one_unit: bool) {
+/// The engine's field-expiry hook: a hash field (or set or sorted-set member) deleted because
+/// its time ran out reaches the log as `HDEL key field` (`SREM`, `ZREM`), one command per
+/// field as Redis propagates it; the fields one command's lazy expiry deleted go together
+/// (MULTI/EXEC when several), the active cycle's one by one.
+fn on_field_expired(db: usize, key: &[u8], command: &[u8], fields: &[Box<[u8]>], one_unit: bool) {
     let Some(srv) = EXPIRE_SERVER.get() else {
         return;
     };
     if one_unit {
-        let cmds: Vec<[&[u8]; 3]> = fields.iter().map(|f| [b"HDEL" as &[u8], key, f]).collect();
+        let cmds: Vec<[&[u8]; 3]> = fields.iter().map(|f| [command, key, f]).collect();
         propagate_server_writes(srv, db, key, &cmds);
     } else {
         for f in fields {
-            propagate_server_writes(srv, db, key, &[[b"HDEL" as &[u8], key, f]]);
+            propagate_server_writes(srv, db, key, &[[command, key, f]]);
         }
     }
 }

@@ -48,11 +48,11 @@ pub static COMMANDS: &[CommandSpec] = tern_runtime::table::commands! { group "ge
         "Sets the expiration time of a key to a Unix timestamp."),
     ("pexpireat", -3, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], pexpireat, "2.6.0",
         "Sets the expiration time of a key to a Unix milliseconds timestamp."),
-    ("persist", 2, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], persist, "2.2.0",
+    ("persist", -2, [WRITE FAST], [KEYSPACE], [key(1, RW UPDATE)], persist, "2.2.0",
         "Removes the expiration time of a key."),
-    ("ttl", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], ttl, "1.0.0",
+    ("ttl", -2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], ttl, "1.0.0",
         "Returns the expiration time in seconds of a key."),
-    ("pttl", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], pttl, "2.6.0",
+    ("pttl", -2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], pttl, "2.6.0",
         "Returns the expiration time in milliseconds of a key."),
     ("expiretime", 2, [READONLY FAST], [KEYSPACE], [key(1, RO ACCESS)], expiretime, "7.0.0",
         "Returns the expiration time of a key as a Unix timestamp."),
@@ -502,7 +502,28 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, base: i64, seconds: bool) {
     }
 }
 
+/// TTL, PTTL and PERSIST take a member as KeyDB's do: at most one argument after the key.
+fn member_form(ctx: &mut Ctx, args: &Args) -> Option<bool> {
+    match args.len() {
+        2 => Some(false),
+        3 => Some(true),
+        _ => {
+            let e = format!(
+                "ERR wrong number of arguments for '{}' command",
+                ctx.cmd.name
+            );
+            ctx.error(&e);
+            None
+        }
+    }
+}
+
 fn persist(ctx: &mut Ctx, args: &Args) {
+    match member_form(ctx, args) {
+        None => return,
+        Some(true) => return super::member_ttl::persist_member(ctx, args),
+        Some(false) => {}
+    }
     let key = &args[1];
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
@@ -550,11 +571,19 @@ fn ttl_generic(ctx: &mut Ctx, args: &Args, ms: bool, absolute: bool) {
 }
 
 fn ttl(ctx: &mut Ctx, args: &Args) {
-    ttl_generic(ctx, args, false, false);
+    match member_form(ctx, args) {
+        Some(true) => super::member_ttl::member_ttl(ctx, args, false),
+        Some(false) => ttl_generic(ctx, args, false, false),
+        None => {}
+    }
 }
 
 fn pttl(ctx: &mut Ctx, args: &Args) {
-    ttl_generic(ctx, args, true, false);
+    match member_form(ctx, args) {
+        Some(true) => super::member_ttl::member_ttl(ctx, args, true),
+        Some(false) => ttl_generic(ctx, args, true, false),
+        None => {}
+    }
 }
 
 fn expiretime(ctx: &mut Ctx, args: &Args) {

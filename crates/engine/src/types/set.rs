@@ -10,6 +10,7 @@
 //! Like Redis, a set never goes back to a smaller encoding on its own; only the STORE
 //! commands build their results compact.
 
+use super::field_ttl::FieldTtls;
 use super::intset::{InlineIntset, Intset, IntsetIter, IntsetRef};
 use crate::limits;
 use crate::listpack::{self, Listpack, LpEntry};
@@ -199,6 +200,16 @@ pub enum SetValue {
     Intset(Intset),
     Listpack(Listpack),
     Hashtable(PackedBox<HtSet>),
+    /// A set some of whose members have (or had) an expiry time (KeyDB's EXPIREMEMBER): the
+    /// members in one of the encodings above, and their times beside them.
+    Expiring(PackedBox<ExpiringSet>),
+}
+
+/// The members of an [`SetValue::Expiring`] set (never itself `Expiring`) and their times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpiringSet {
+    pub members: SetValue,
+    pub ttls: FieldTtls,
 }
 
 impl Default for SetValue {
@@ -253,6 +264,16 @@ fn new_ht(cap: usize) -> PackedBox<HtSet> {
 
 /// Pick `k` of `n` positions, each subset equally likely, in ascending order (Redis's
 /// lpNextRandom selection: one pass, keep each with probability wanted/left).
+impl ExpiringSet {
+    fn remove(&mut self, m: &[u8]) -> bool {
+        let removed = self.members.remove(m);
+        if removed {
+            self.ttls.remove(m);
+        }
+        removed
+    }
+}
+
 pub fn pick_ordered<R: Rng + ?Sized>(n: usize, k: usize, rng: &mut R) -> Vec<usize> {
     let mut out = Vec::with_capacity(k.min(n));
     let mut want = k.min(n);
@@ -298,6 +319,9 @@ impl SetValue {
     /// The intset, when that is the encoding.
     #[inline]
     pub fn ints(&self) -> Option<IntsetRef<'_>> {
+        if let SetValue::Expiring(x) = self {
+            return x.members.ints();
+        }
         match self {
             SetValue::IntsetInline(s) => Some(s.view()),
             SetValue::Intset(is) => Some(is.view()),
@@ -307,6 +331,9 @@ impl SetValue {
 
     #[inline]
     pub fn is_intset(&self) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.members.is_intset();
+        }
         matches!(self, SetValue::IntsetInline(_) | SetValue::Intset(_))
     }
 
@@ -333,6 +360,7 @@ impl SetValue {
             SetValue::Intset(is) => is.len(),
             SetValue::Listpack(lp) => lp.len(),
             SetValue::Hashtable(ht) => ht.len(),
+            SetValue::Expiring(x) => x.members.len(),
         }
     }
 
@@ -346,6 +374,7 @@ impl SetValue {
             SetValue::IntsetInline(_) | SetValue::Intset(_) => "intset",
             SetValue::Listpack(_) => "listpack",
             SetValue::Hashtable(_) => "hashtable",
+            SetValue::Expiring(x) => x.members.encoding(),
         }
     }
 
@@ -355,13 +384,20 @@ impl SetValue {
             SetValue::Intset(is) => is.heap_size(),
             SetValue::Listpack(lp) => lp.heap_size(),
             SetValue::Hashtable(ht) => std::mem::size_of::<HtSet>() + ht.heap_size(),
+            SetValue::Expiring(x) => {
+                std::mem::size_of::<ExpiringSet>() + x.members.heap_size() + x.ttls.heap_size()
+            }
         }
     }
 
     /// Before adding about `size_hint` members: go straight to a hash table when they could
     /// not fit the compact encoding anyway (Redis's setTypeMaybeConvert).
     pub fn maybe_convert(&mut self, size_hint: usize) {
+        if let SetValue::Expiring(x) = self {
+            return x.members.maybe_convert(size_hint);
+        }
         let too_big = match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::Listpack(_) => size_hint > listpack_max_entries(),
             SetValue::IntsetInline(_) | SetValue::Intset(_) => {
                 size_hint > limits::get_usize(&limits::SET_MAX_INTSET_ENTRIES)
@@ -375,6 +411,9 @@ impl SetValue {
 
     /// Re-encode as a hash table sized for `cap` members.
     pub fn convert_to_ht(&mut self, cap: usize) {
+        if let SetValue::Expiring(x) = self {
+            return x.members.convert_to_ht(cap);
+        }
         if matches!(self, SetValue::Hashtable(_)) {
             return;
         }
@@ -409,6 +448,9 @@ impl SetValue {
     /// Turn a set whose members are all integers into an intset when it is small enough
     /// (the STORE commands' final step). Returns false (and changes nothing) otherwise.
     pub fn maybe_convert_to_intset(&mut self) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.members.maybe_convert_to_intset();
+        }
         match self {
             SetValue::IntsetInline(_) | SetValue::Intset(_) => true,
             _ if self.len() > intset_max_entries() => false,
@@ -432,11 +474,15 @@ impl SetValue {
         match self {
             SetValue::IntsetInline(_) | SetValue::Intset(_) | SetValue::Listpack(_) => {}
             SetValue::Hashtable(ht) => ht.shrink_to_fit(),
+            SetValue::Expiring(x) => x.members.shrink_to_fit(),
         }
     }
 
     /// Add a member; false if it was already there. Converts as Redis's setTypeAdd does.
     pub fn add(&mut self, m: &[u8]) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.members.add(m);
+        }
         if let Some(is) = self.ints() {
             if let Some(v) = parse_canonical_i64(m) {
                 if is.contains(v) {
@@ -448,6 +494,7 @@ impl SetValue {
             }
         }
         match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::IntsetInline(_) | SetValue::Intset(_) => {
                 let is = self.ints().expect("an intset");
                 // A non-integer: a listpack if everything would fit one, else a hash table.
@@ -507,6 +554,9 @@ impl SetValue {
 
     /// Add a member given as an entry (integers go into an intset without formatting).
     pub fn add_member(&mut self, m: Member) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.members.add_member(m);
+        }
         match m {
             LpEntry::Int(v) if self.is_intset() => {
                 if self.ints().is_some_and(|is| is.contains(v)) {
@@ -522,7 +572,11 @@ impl SetValue {
 
     /// Remove a member; false if it was not there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.remove(m);
+        }
         match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::IntsetInline(_) | SetValue::Intset(_) => {
                 parse_canonical_i64(m).is_some_and(|v| self.remove_int(v))
             }
@@ -544,6 +598,9 @@ impl SetValue {
     }
 
     pub fn remove_member(&mut self, m: Member) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return m.with_bytes(|b| x.remove(b));
+        }
         match m {
             LpEntry::Int(v) if self.is_intset() => self.remove_int(v),
             m => m.with_bytes(|b| self.remove(b)),
@@ -567,7 +624,11 @@ impl SetValue {
     }
 
     pub fn contains(&self, m: &[u8]) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.members.contains(m);
+        }
         match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::IntsetInline(_) | SetValue::Intset(_) => {
                 parse_canonical_i64(m).is_some_and(|v| self.ints().is_some_and(|is| is.contains(v)))
             }
@@ -577,6 +638,9 @@ impl SetValue {
     }
 
     pub fn contains_member(&self, m: Member) -> bool {
+        if let SetValue::Expiring(x) = self {
+            return x.members.contains_member(m);
+        }
         match (self.ints(), m) {
             (Some(is), LpEntry::Int(v)) => is.contains(v),
             (_, m) => m.with_bytes(|b| self.contains(b)),
@@ -585,7 +649,11 @@ impl SetValue {
 
     /// Members in storage order (ascending for intsets, insertion order otherwise).
     pub fn iter(&self) -> SetIter<'_> {
+        if let SetValue::Expiring(x) = self {
+            return x.members.iter();
+        }
         match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::IntsetInline(s) => SetIter::Int(s.view().iter()),
             SetValue::Intset(is) => SetIter::Int(is.iter()),
             SetValue::Listpack(lp) => SetIter::Lp(lp.iter()),
@@ -595,7 +663,11 @@ impl SetValue {
 
     /// The member at position `i` of the storage order (a walk for listpacks).
     pub fn member_at(&self, i: usize) -> Member<'_> {
+        if let SetValue::Expiring(x) = self {
+            return x.members.member_at(i);
+        }
         match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::IntsetInline(s) => LpEntry::Int(s.view().get(i)),
             SetValue::Intset(is) => LpEntry::Int(is.get(i)),
             SetValue::Listpack(lp) => lp.get(lp.seek(i as i64).expect("index in range")),
@@ -611,8 +683,16 @@ impl SetValue {
 
     /// Remove and return a random member. The set must not be empty.
     pub fn pop_random<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Vec<u8> {
+        if let SetValue::Expiring(x) = self {
+            return {
+                let m = x.members.pop_random(rng);
+                x.ttls.remove(&m);
+                m
+            };
+        }
         let i = rng.gen_range(0..self.len());
         match self {
+            SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             SetValue::IntsetInline(_) | SetValue::Intset(_) => {
                 let v = self.intset_mut(|is| is.remove_at(i));
                 itoa::Buffer::new().format(v).as_bytes().to_vec()
@@ -639,6 +719,23 @@ impl SetValue {
         count: usize,
         rng: &mut R,
         mut emit: impl FnMut(Member),
+    ) {
+        if let SetValue::Expiring(x) = self {
+            let ExpiringSet { members, ttls } = &mut **x;
+            return members.pop_many_plain(count, rng, &mut |m| {
+                m.with_bytes(|b| ttls.remove(b));
+                emit(m)
+            });
+        }
+        self.pop_many_plain(count, rng, &mut emit)
+    }
+
+    /// `pop_many` on a set that is not the expiring form.
+    fn pop_many_plain<R: Rng + ?Sized>(
+        &mut self,
+        count: usize,
+        rng: &mut R,
+        emit: &mut dyn FnMut(Member),
     ) {
         let size = self.len();
         debug_assert!(count < size);
@@ -685,6 +782,7 @@ impl SetValue {
             for _ in 0..remaining {
                 let i = rng.gen_range(0..self.len());
                 match self {
+                    SetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
                     SetValue::IntsetInline(_) | SetValue::Intset(_) => {
                         let v = self.intset_mut(|is| is.remove_at(i));
                         newset.add_member(LpEntry::Int(v));
@@ -714,6 +812,9 @@ impl SetValue {
         rng: &mut R,
         mut emit: impl FnMut(Member) -> bool,
     ) {
+        if let SetValue::Expiring(x) = self {
+            return x.members.random_members(count, unique, rng, emit);
+        }
         let size = self.len();
         if count == 0 || size == 0 {
             return;
@@ -785,6 +886,9 @@ impl SetValue {
     /// are left below. Removal moves the last member into the hole, i.e. only ever downwards,
     /// so a member present for the whole scan is never carried past the cursor unvisited.
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Member)) -> u64 {
+        if let SetValue::Expiring(x) = self {
+            return x.members.scan(cursor, count, f);
+        }
         match self {
             SetValue::Hashtable(ht) => {
                 let len = ht.len();
@@ -813,6 +917,45 @@ impl SetValue {
     /// The intset's bytes exactly as Redis stores them, when that is the encoding (RDB).
     pub fn intset_bytes(&self) -> Option<&[u8]> {
         self.ints().map(|is| is.as_bytes())
+    }
+
+    /// The members (the set itself unless it is the expiring form).
+    pub fn members(&self) -> &SetValue {
+        match self {
+            SetValue::Expiring(x) => &x.members,
+            plain => plain,
+        }
+    }
+
+    /// The members' times, when some member has one.
+    pub fn ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            SetValue::Expiring(x) if !x.ttls.is_empty() => Some(&x.ttls),
+            _ => None,
+        }
+    }
+
+    /// Give the existing member `m` the time `at_ms`, switching to the expiring form if needed.
+    pub fn set_member_ttl(&mut self, m: &[u8], at_ms: u64) {
+        crate::field_expire::mark_members_in_use();
+        if !matches!(self, SetValue::Expiring(_)) {
+            let members = std::mem::take(self);
+            *self = SetValue::Expiring(PackedBox::new(ExpiringSet {
+                members,
+                ttls: FieldTtls::default(),
+            }));
+        }
+        if let SetValue::Expiring(x) = self {
+            x.ttls.set(m, at_ms);
+        }
+    }
+
+    /// Drop `m`'s time; true when it had one.
+    pub fn persist_member(&mut self, m: &[u8]) -> bool {
+        match self {
+            SetValue::Expiring(x) => x.ttls.remove(m).is_some(),
+            _ => false,
+        }
     }
 
     /// Does `m` fit a listpack-encoded set (length check)?
@@ -844,6 +987,48 @@ impl<'a> Iterator for SetIter<'a> {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn member_times_follow_their_members() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        for n in [3usize, 40, 600] {
+            let mut s = SetValue::default();
+            for i in 0..n {
+                s.add(format!("{i}").as_bytes());
+            }
+            let enc = s.encoding();
+            for i in 0..n {
+                s.set_member_ttl(format!("{i}").as_bytes(), 1000 + i as u64);
+            }
+            // The encoding is the members'; only the times are beside them.
+            assert_eq!(s.encoding(), enc);
+            assert_eq!(s.ttls().map(|t| t.len()), Some(n));
+            assert!(s.remove(b"0"));
+            assert!(s.ttls().and_then(|t| t.get(b"0")).is_none());
+            s.add(b"0");
+            assert!(s.ttls().and_then(|t| t.get(b"0")).is_none());
+            let popped = s.pop_random(&mut rng);
+            assert!(s.ttls().and_then(|t| t.get(&popped)).is_none());
+            let mut gone = Vec::new();
+            s.pop_many(n / 3, &mut rng, |m| gone.push(m.to_vec()));
+            for m in &gone {
+                assert!(s.ttls().and_then(|t| t.get(m)).is_none());
+            }
+            // Every time left belongs to a member.
+            for (m, _) in s.ttls().into_iter().flat_map(|t| t.iter()) {
+                assert!(s.contains(m));
+            }
+            let Some(first) = s
+                .ttls()
+                .and_then(|t| t.iter().next())
+                .map(|(m, _)| m.to_vec())
+            else {
+                continue;
+            };
+            assert!(s.persist_member(&first));
+            assert!(!s.persist_member(&first));
+        }
+    }
 
     fn members(s: &SetValue) -> Vec<Vec<u8>> {
         let mut v: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();

@@ -10,6 +10,7 @@
 //! every encoding implements the few primitives once. Public API used by other families
 //! (GEO, SORT): `score`, `insert`, `rank`, `score_span` + `range`, `for_each`.
 use super::double::{fmt_double, strtod};
+use super::field_ttl::FieldTtls;
 use super::zskiplist::SkipList;
 use crate::limits;
 use crate::listpack::{Listpack, LpEntry};
@@ -19,6 +20,16 @@ use crate::thin::PackedBox;
 pub enum ZSetValue {
     Listpack(Listpack),
     Skiplist(PackedBox<SkipList>),
+    /// A sorted set some of whose members have (or had) an expiry time (KeyDB's
+    /// EXPIREMEMBER): the pairs in one of the encodings above, and the times beside them.
+    Expiring(PackedBox<ExpiringZSet>),
+}
+
+/// The pairs of an [`ZSetValue::Expiring`] set (never itself `Expiring`) and their times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpiringZSet {
+    pub members: ZSetValue,
+    pub ttls: FieldTtls,
 }
 
 impl Default for ZSetValue {
@@ -216,6 +227,7 @@ impl ZSetValue {
         match self {
             ZSetValue::Listpack(lp) => lp.len() / 2,
             ZSetValue::Skiplist(sl) => sl.len(),
+            ZSetValue::Expiring(x) => x.members.len(),
         }
     }
 
@@ -228,6 +240,7 @@ impl ZSetValue {
         match self {
             ZSetValue::Listpack(_) => "listpack",
             ZSetValue::Skiplist(_) => "skiplist",
+            ZSetValue::Expiring(x) => x.members.encoding(),
         }
     }
 
@@ -235,11 +248,17 @@ impl ZSetValue {
         match self {
             ZSetValue::Listpack(lp) => lp.heap_size(),
             ZSetValue::Skiplist(sl) => sl.heap_size() + std::mem::size_of::<SkipList>(),
+            ZSetValue::Expiring(x) => {
+                std::mem::size_of::<ExpiringZSet>() + x.members.heap_size() + x.ttls.heap_size()
+            }
         }
     }
 
     /// Convert a listpack to a skiplist sized for `cap` members.
     pub fn convert_to_skiplist(&mut self, cap: usize) {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.convert_to_skiplist(cap);
+        }
         if let ZSetValue::Listpack(lp) = self {
             let mut sl = SkipList::with_capacity(cap.max(lp.len() / 2));
             let mut it = lp.iter();
@@ -252,6 +271,9 @@ impl ZSetValue {
 
     /// ZADD's up-front conversion when more pairs arrive than a listpack may hold.
     pub fn maybe_convert(&mut self, size_hint: usize) {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.maybe_convert(size_hint);
+        }
         if matches!(self, ZSetValue::Listpack(_)) && size_hint > max_entries() {
             let n = self.len() + size_hint;
             self.convert_to_skiplist(n);
@@ -285,7 +307,11 @@ impl ZSetValue {
 
     /// The score of `member`.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.score(member);
+        }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => Self::lp_find(lp, member).map(|x| x.1),
             ZSetValue::Skiplist(sl) => sl.score(member),
         }
@@ -293,6 +319,9 @@ impl ZSetValue {
 
     /// ZADD's per-member step (Redis's zsetAdd), converting the encoding when needed.
     pub fn add(&mut self, member: &[u8], score: f64, f: AddFlags) -> AddOutcome {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.add(member, score, f);
+        }
         if score.is_nan() {
             return AddOutcome::Nan;
         }
@@ -316,6 +345,7 @@ impl ZSetValue {
                     return AddOutcome::Same(score);
                 }
                 match self {
+                    ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
                     ZSetValue::Listpack(lp) => {
                         let (off, _) = Self::lp_find(lp, member).expect("present");
                         lp.delete(off, 2);
@@ -346,6 +376,7 @@ impl ZSetValue {
             }
         }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => Self::lp_insert(lp, member, score),
             ZSetValue::Skiplist(sl) => sl.insert(score, member),
         }
@@ -361,7 +392,17 @@ impl ZSetValue {
 
     /// Remove `member`; true if it was there.
     pub fn remove(&mut self, member: &[u8]) -> bool {
+        if let ZSetValue::Expiring(x) = self {
+            return {
+                let removed = x.members.remove(member);
+                if removed {
+                    x.ttls.remove(member);
+                }
+                removed
+            };
+        }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => match lp.find(member, 1) {
                 Some(off) => {
                     lp.delete(off, 2);
@@ -375,8 +416,12 @@ impl ZSetValue {
 
     /// 0-based rank (descending order when `rev`) and score of `member`.
     pub fn rank(&self, member: &[u8], rev: bool) -> Option<(usize, f64)> {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.rank(member, rev);
+        }
         let len = self.len();
         let (r, s) = match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => {
                 let mut i = 0;
                 let mut it = lp.iter();
@@ -398,7 +443,11 @@ impl ZSetValue {
 
     /// The member and score at ascending index `idx`.
     pub fn element_at(&self, idx: usize) -> Option<(Vec<u8>, f64)> {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.element_at(idx);
+        }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => {
                 let off = lp.seek(2 * idx as i64)?;
                 let so = lp.next(off)?;
@@ -422,10 +471,14 @@ impl ZSetValue {
 
     /// Like `range`, calling `f` on each pair instead of collecting.
     pub fn range_each(&self, start: usize, count: usize, rev: bool, mut f: impl FnMut(&[u8], f64)) {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.range_each(start, count, rev, f);
+        }
         if count == 0 || start >= self.len() {
             return;
         }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => {
                 let Some(mut off) = lp.seek(2 * start as i64) else {
                     return;
@@ -485,7 +538,11 @@ impl ZSetValue {
         upto_max: impl Fn(f64, &[u8]) -> bool,
         from_top: bool,
     ) -> Option<(usize, usize)> {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.span_by(below_min, upto_max, from_top);
+        }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => {
                 let n = lp.len() / 2;
                 if n == 0 {
@@ -562,11 +619,23 @@ impl ZSetValue {
 
     /// Remove the members at ascending indexes `[start, start + count)`.
     pub fn remove_span(&mut self, start: usize, count: usize) -> usize {
+        if let ZSetValue::Expiring(x) = self {
+            return {
+                if !x.ttls.is_empty() {
+                    let ExpiringZSet { members, ttls } = &mut **x;
+                    members.range_each(start, count, false, |m, _| {
+                        ttls.remove(m);
+                    });
+                }
+                x.members.remove_span(start, count)
+            };
+        }
         let count = count.min(self.len().saturating_sub(start));
         if count == 0 {
             return 0;
         }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(lp) => {
                 lp.delete_range(2 * start as i64, 2 * count);
             }
@@ -606,10 +675,53 @@ impl ZSetValue {
         }
     }
 
+    /// The pairs (the set itself unless it is the expiring form).
+    pub fn members(&self) -> &ZSetValue {
+        match self {
+            ZSetValue::Expiring(x) => &x.members,
+            plain => plain,
+        }
+    }
+
+    /// The members' times, when some member has one.
+    pub fn ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            ZSetValue::Expiring(x) if !x.ttls.is_empty() => Some(&x.ttls),
+            _ => None,
+        }
+    }
+
+    /// Give the existing member `m` the time `at_ms`, switching to the expiring form if needed.
+    pub fn set_member_ttl(&mut self, m: &[u8], at_ms: u64) {
+        crate::field_expire::mark_members_in_use();
+        if !matches!(self, ZSetValue::Expiring(_)) {
+            let members = std::mem::take(self);
+            *self = ZSetValue::Expiring(PackedBox::new(ExpiringZSet {
+                members,
+                ttls: FieldTtls::default(),
+            }));
+        }
+        if let ZSetValue::Expiring(x) = self {
+            x.ttls.set(m, at_ms);
+        }
+    }
+
+    /// Drop `m`'s time; true when it had one.
+    pub fn persist_member(&mut self, m: &[u8]) -> bool {
+        match self {
+            ZSetValue::Expiring(x) => x.ttls.remove(m).is_some(),
+            _ => false,
+        }
+    }
+
     /// One ZSCAN step. A listpack is returned whole (cursor 0); a skiplist walks its member
     /// index bucket by bucket until `count` members were seen.
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        if let ZSetValue::Expiring(x) = self {
+            return x.members.scan(cursor, count, f);
+        }
         match self {
+            ZSetValue::Expiring(_) => unreachable!("the expiring form delegates first"),
             ZSetValue::Listpack(_) => {
                 self.for_each(f);
                 0
@@ -636,6 +748,35 @@ impl ZSetValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_times_follow_their_members() {
+        for n in [5usize, 300] {
+            let mut z = ZSetValue::default();
+            for i in 0..n {
+                z.insert(format!("m{i}").as_bytes(), i as f64);
+            }
+            let enc = z.encoding();
+            for i in 0..n {
+                z.set_member_ttl(format!("m{i}").as_bytes(), 1000 + i as u64);
+            }
+            assert_eq!(z.encoding(), enc);
+            // A new score keeps the time; removal in any form drops it.
+            z.insert(b"m1", 99.0);
+            assert_eq!(z.ttls().and_then(|t| t.get(b"m1")), Some(1001));
+            assert!(z.remove(b"m2"));
+            assert!(z.ttls().and_then(|t| t.get(b"m2")).is_none());
+            let popped = z.pop(false, 2);
+            for (m, _) in &popped {
+                assert!(z.ttls().and_then(|t| t.get(m)).is_none());
+            }
+            z.remove_span(0, 2);
+            assert_eq!(z.ttls().map_or(0, |t| t.len()), z.len());
+            for (m, _) in z.ttls().into_iter().flat_map(|t| t.iter()) {
+                assert!(z.score(m).is_some());
+            }
+        }
+    }
 
     #[test]
     fn listpack_and_skiplist_agree() {

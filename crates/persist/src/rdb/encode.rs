@@ -106,7 +106,7 @@ pub fn value_type(v: &Value) -> u8 {
         Value::List(_) => TYPE_LIST_QUICKLIST_2,
         Value::Set(s) if s.intset_bytes().is_some() => TYPE_SET_INTSET,
         Value::Set(_) => TYPE_SET,
-        Value::ZSet(ZSetValue::Listpack(_)) => TYPE_ZSET_LISTPACK,
+        Value::ZSet(z) if matches!(z.members(), ZSetValue::Listpack(_)) => TYPE_ZSET_LISTPACK,
         Value::ZSet(_) => TYPE_ZSET_2,
         Value::Hash(h) if h.ttls().is_some() => match h.fields() {
             HashValue::Listpack(_) => TYPE_HASH_LISTPACK_EX,
@@ -166,7 +166,7 @@ fn write_set(w: &mut Writer, s: &SetValue) {
 }
 
 fn write_zset(w: &mut Writer, z: &ZSetValue) {
-    match z {
+    match z.members() {
         ZSetValue::Listpack(lp) => w.string(lp.as_bytes()),
         _ => {
             // Highest score first, as Redis writes it (the loader then inserts at the head).

@@ -30,6 +30,11 @@ pub struct FileWriter<W: Write + Send> {
 /// An RDB key record: expiry opcode if any, type, key, value. Keys already expired at the
 /// snapshot's time are written too, as Redis does (the loader drops them and counts them in
 /// `rdb_last_load_keys_expired`; a replica keeps them until its master's DEL).
+///
+/// Set and sorted-set member times follow the key as KeyDB writes them: an AUX pair
+/// `keydb-subexpire-key` (the member) and `keydb-subexpire-when` (Unix ms in decimal) per
+/// member. Redis skips AUX fields it does not know, so such a file still loads there (the
+/// members without their times), and KeyDB loads it whole.
 pub struct KeyRecords {
     compress: bool,
 }
@@ -43,6 +48,34 @@ impl KeyRecords {
         w.byte(super::encode::value_type(value));
         w.string(key);
         write_value_body(w, value);
+        let member_ttls = match value {
+            Value::Set(s) => s.ttls(),
+            Value::ZSet(z) => z.ttls(),
+            _ => None,
+        };
+        for (member, at) in member_ttls.into_iter().flat_map(|t| t.iter()) {
+            w.byte(OP_AUX);
+            w.string(AUX_SUBEXPIRE_KEY);
+            w.string(member);
+            w.byte(OP_AUX);
+            w.string(AUX_SUBEXPIRE_WHEN);
+            w.string(itoa::Buffer::new().format(at).as_bytes());
+        }
+    }
+}
+
+/// KeyDB's AUX names for a member time of the key just before them.
+const AUX_SUBEXPIRE_KEY: &[u8] = b"keydb-subexpire-key";
+const AUX_SUBEXPIRE_WHEN: &[u8] = b"keydb-subexpire-when";
+
+/// Give `member` of `value` the time `at_ms`, when it is there (a KeyDB member time; KeyDB
+/// also writes hash fields' this way).
+fn apply_member_ttl(value: &mut Value, member: &[u8], at_ms: u64) {
+    match value {
+        Value::Set(s) if s.contains(member) => s.set_member_ttl(member, at_ms),
+        Value::ZSet(z) if z.score(member).is_some() => z.set_member_ttl(member, at_ms),
+        Value::Hash(h) if h.contains(member) => h.set_field_ttl(member, at_ms),
+        _ => {}
     }
 }
 
@@ -506,6 +539,11 @@ struct Parse {
     freq: Option<u8>,
     /// The last record was a key (loaded or expired).
     key_done: bool,
+    /// The last key loaded, held back until the record after it: member-time AUX fields may
+    /// follow it.
+    held: Option<LoadedKey>,
+    /// The member named by a `keydb-subexpire-key` AUX field, awaiting its time.
+    subkey: Option<Vec<u8>>,
 }
 
 impl Parse {
@@ -523,6 +561,8 @@ impl Parse {
             idle: None,
             freq: None,
             key_done: false,
+            held: None,
+            subkey: None,
         }
     }
 
@@ -536,6 +576,33 @@ impl Parse {
         self.key_done = false;
         let at = r.pos;
         let t = r.byte()?;
+        if t == OP_AUX {
+            let k = r.string()?;
+            let v = r.string()?;
+            if k == AUX_SUBEXPIRE_KEY {
+                self.subkey = Some(v);
+                return Ok(false);
+            }
+            if k == AUX_SUBEXPIRE_WHEN {
+                let at_ms = std::str::from_utf8(&v)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok());
+                if let (Some(held), Some(m), Some(at_ms)) =
+                    (self.held.as_mut(), self.subkey.take(), at_ms)
+                {
+                    apply_member_ttl(&mut held.value, &m, at_ms);
+                }
+                return Ok(false);
+            }
+            if let Some(k) = self.held.take() {
+                on_key(k);
+            }
+            self.out.aux.push((k, v));
+            return Ok(false);
+        }
+        if let Some(k) = self.held.take() {
+            on_key(k);
+        }
         match t {
             OP_EXPIRETIME => {
                 self.expire_at = r.u32_le()? as u64 * 1000;
@@ -562,12 +629,6 @@ impl Parse {
                 let keys = r.len()?;
                 r.len()?;
                 on_resize(self.db, keys);
-                return Ok(false);
-            }
-            OP_AUX => {
-                let k = r.string()?;
-                let v = r.string()?;
-                self.out.aux.push((k, v));
                 return Ok(false);
             }
             OP_MODULE_AUX => return Err(RestoreError::Module),
@@ -612,7 +673,7 @@ impl Parse {
         } else {
             self.out.keys += 1;
             self.key_done = true;
-            on_key(LoadedKey {
+            self.held = Some(LoadedKey {
                 db: self.db,
                 key,
                 value,

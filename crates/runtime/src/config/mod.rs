@@ -611,6 +611,13 @@ impl Config {
                     if f & crate::notify::GENERIC != 0 {
                         want |= tern_engine::events::EMPTIED;
                     }
+                    // Set and sorted-set members the engine expires: `srem`, `zrem`.
+                    if f & crate::notify::SET != 0 {
+                        want |= tern_engine::events::SREMOVED;
+                    }
+                    if f & crate::notify::ZSET != 0 {
+                        want |= tern_engine::events::ZREMOVED;
+                    }
                 }
                 tern_engine::events::set_wanted(want);
             }

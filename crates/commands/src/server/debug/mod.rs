@@ -286,7 +286,10 @@ fn debug_listpack(ctx: &mut Ctx, key: &[u8]) {
             tern_engine::HashValue::Listpack(lp) => Some(lp),
             _ => None,
         },
-        Value::ZSet(tern_engine::ZSetValue::Listpack(lp)) => Some(lp),
+        Value::ZSet(z) => match z.members() {
+            tern_engine::ZSetValue::Listpack(lp) => Some(lp),
+            _ => None,
+        },
         _ => None,
     };
     let Some(lp) = lp else {
