@@ -6,6 +6,7 @@
 #   make bench-atomic     MULTI/EXEC of 5 INCRs, EVALSHA, PUBLISH fan-out (tern-bench load generator)
 #   make bench-durable    appendfsync always, 1:1 SET/GET, -P1 and -P20, fsyncs 2 ms slower (BENCH_FSYNC_DELAY_US); checks the AOFs grew
 #   make bench-field-expiry  hash-field TTLs vs Redis 7.4.1: bytes per field with a time, GET/SET while 1M fields expire
+#   make bench-member-expiry the same for set members (KeyDB's EXPIREMEMBER; tern alone)
 #   make bench-snapshot   BGSAVE under writes: peak RSS/PSS incl. fork child, save/load time (BENCH_SNAP_KEYS=5000000)
 #   make bench-two-cores  tern --threads 2 vs Redis 7.2.6 io-threads 2 on both cores: where each core's time goes
 #   make bench-replication  full sync of 5M keys to a fresh replica, resume after a 5 s link drop (BENCH_REPL_KEYS=500000: quick run)
@@ -20,7 +21,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 
-.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-field-expiry bench-snapshot bench-replication bench-two-cores bench-cluster-mode bench-reshard run fuzz clean
+.PHONY: test setup fmt clippy cargo-test build pytest bench bench-memory bench-isolation bench-atomic bench-durable bench-field-expiry bench-member-expiry bench-snapshot bench-replication bench-two-cores bench-cluster-mode bench-reshard run fuzz clean
 
 test: setup fmt clippy cargo-test pytest
 	@echo "make test: all suites passed"
@@ -56,6 +57,9 @@ bench-isolation:
 
 bench-field-expiry:
 	BENCH_SCRIPT=bench_field_expiry.py bash scripts/bench.sh $(ARGS)
+
+bench-member-expiry:
+	BENCH_FE_KIND=set BENCH_SCRIPT=bench_field_expiry.py bash scripts/bench.sh $(ARGS)
 
 bench-atomic:
 	cargo build --release -p tern-bench

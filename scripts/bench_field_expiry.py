@@ -22,6 +22,10 @@ Each server is started fresh for each part, pinned to core 0 (`taskset -c 0`; te
    (INFO expired_subkeys) and how long after the last field's time the last hash went.
 
 H = 100,000 x BENCH_FE_SCALE (default 1.0: 1M fields).
+
+BENCH_FE_KIND=set or zset measures KeyDB's member expiry instead (tern alone: Redis has none):
+H sets `s:<i>` of 10 members (SADD; or sorted sets, ZADD with scores 0..9), each member given
+its time with PEXPIREMEMBERAT. `make bench-member-expiry` runs it for sets.
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ LEAD = float(os.environ.get("BENCH_FE_LEAD", "20"))
 SPREAD = 60.0
 REQUESTS = int(os.environ.get("BENCH_FE_REQUESTS", "200000"))
 FIELD_NAMES = [b"f%d" % i for i in range(FIELDS)]
+KIND = os.environ.get("BENCH_FE_KIND", "hash")
+PLURAL = {"hash": "hashes", "set": "sets", "zset": "sorted sets"}
+if KIND not in PLURAL:
+    sys.exit("BENCH_FE_KIND: hash, set or zset")
 
 
 def pipeline(srv: Server, cmds: list[bytes], lines_per_reply: int, batch: int = 2000) -> None:
@@ -64,25 +72,42 @@ def pipeline(srv: Server, cmds: list[bytes], lines_per_reply: int, batch: int = 
 def load_hashes(srv: Server) -> None:
     cmds = []
     for i in range(HASHES):
-        args = [b"HSET", b"h:%d" % i]
-        for f in FIELD_NAMES:
-            args += [f, b"v%07d" % i]
+        if KIND == "hash":
+            args = [b"HSET", b"h:%d" % i]
+            for f in FIELD_NAMES:
+                args += [f, b"v%07d" % i]
+        elif KIND == "set":
+            args = [b"SADD", b"h:%d" % i, *FIELD_NAMES]
+        else:
+            args = [b"ZADD", b"h:%d" % i]
+            for j, f in enumerate(FIELD_NAMES):
+                args += [b"%d" % j, f]
         cmds.append(resp(*args))
     pipeline(srv, cmds, 1)
 
 
 def set_times(srv: Server, at_ms) -> None:
-    """HPEXPIREAT every field: `at_ms(i, j)` for field j of hash i."""
+    """A time on every field (member): `at_ms(i, j)` for field j of key i."""
+    if KIND == "hash":
+        cmds = [
+            resp(b"HPEXPIREAT", b"h:%d" % i, b"%d" % at_ms(i, j), b"FIELDS", b"1", FIELD_NAMES[j])
+            for i in range(HASHES)
+            for j in range(FIELDS)
+        ]
+        pipeline(srv, cmds, 2)
+        return
     cmds = [
-        resp(b"HPEXPIREAT", b"h:%d" % i, b"%d" % at_ms(i, j), b"FIELDS", b"1", FIELD_NAMES[j])
+        resp(b"PEXPIREMEMBERAT", b"h:%d" % i, FIELD_NAMES[j], b"%d" % at_ms(i, j))
         for i in range(HASHES)
         for j in range(FIELDS)
     ]
-    pipeline(srv, cmds, 2)
+    pipeline(srv, cmds, 1)
 
 
 def servers() -> list[tuple[str, list[str]]]:
     out = [("tern --threads 1", [TERN, "--threads", "1", "--save", ""])]
+    if KIND != "hash":
+        return out
     if os.access(REDIS_741, os.X_OK):
         out.insert(0, ("redis-server 7.4.1", [REDIS_741, "--save", "", "--appendonly", "no"]))
     else:
@@ -166,11 +191,14 @@ def main() -> None:
         rows.append((label, used, rss, c))
         print(label, used, rss, c, file=sys.stderr)
     n = HASHES * FIELDS
+    what = {"hash": "Hash-field expiration", "set": "Set-member expiry (EXPIREMEMBER)",
+            "zset": "Sorted-set-member expiry (EXPIREMEMBER)"}[KIND]
     lines = [
-        f"Hash-field expiration, {HASHES:,} hashes x {FIELDS} fields ({n:,} fields); server on core 0, "
+        f"{what}, {HASHES:,} {PLURAL[KIND]} x {FIELDS} {'fields' if KIND == 'hash' else 'members'} "
+        f"({n:,}); server on core 0, "
         f"load on core 1; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         "",
-        "| server | B/field with a time (used_memory) | B/field (RSS) | GET/SET ops/s before | during 60 s of expiry | p99 ms before | during | fields expired | last hash gone after last time (s) |",
+        "| server | B/field with a time (used_memory) | B/field (RSS) | GET/SET ops/s before | during 60 s of expiry | p99 ms before | during | fields expired | last key gone after last time (s) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, used, rss, c in rows:
@@ -180,7 +208,7 @@ def main() -> None:
             f"{c['expired']:,} | {c['lag']:.1f} |"
         )
     lines += ["", "(n) = redis-benchmark rounds of that phase; medians.", "", f"`{invocation()}`"]
-    save_table("\n".join(lines), "field-expiry")
+    save_table("\n".join(lines), "field-expiry" if KIND == "hash" else f"member-expiry-{KIND}")
 
 
 if __name__ == "__main__":

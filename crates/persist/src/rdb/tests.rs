@@ -523,3 +523,86 @@ fn streamed_load_refuses_truncated_and_corrupt_files() {
         .to_string()
         .contains("unknown RDB type 200"));
 }
+
+/// KeyDB's layout for member times: AUX `keydb-subexpire-key` / `keydb-subexpire-when` after
+/// the key they belong to, applied to it whether the file arrives whole or in pieces.
+#[test]
+fn keydb_member_time_aux_fields_apply_to_the_key_before_them() {
+    let mut w = Writer::new(false);
+    w.buf.extend_from_slice(b"REDIS0009");
+    w.byte(OP_SELECTDB);
+    w.len(0);
+    let mut s = SetValue::default();
+    for m in ["a", "b", "c"] {
+        s.add(m.as_bytes());
+    }
+    write_value_with_key(&mut w, b"s", &Value::Set(s));
+    for (m, at) in [("a", "2524600800123"), ("zz", "5"), ("c", "not-a-time")] {
+        w.byte(OP_AUX);
+        w.string(b"keydb-subexpire-key");
+        w.string(m.as_bytes());
+        w.byte(OP_AUX);
+        w.string(b"keydb-subexpire-when");
+        w.string(at.as_bytes());
+    }
+    let mut z = ZSetValue::default();
+    z.insert(b"x", 1.0);
+    write_value_with_key(&mut w, b"z", &Value::ZSet(z));
+    w.byte(OP_AUX);
+    w.string(b"keydb-subexpire-key");
+    w.string(b"x");
+    w.byte(OP_AUX);
+    w.string(b"keydb-subexpire-when");
+    w.string(b"2524600800456");
+    w.byte(OP_EOF);
+    let crc = crate::crc64::crc64(&w.buf);
+    w.buf.extend_from_slice(&crc.to_le_bytes());
+    let data = w.buf;
+
+    type Times = Vec<(Vec<u8>, Vec<(Vec<u8>, u64)>)>;
+    let times_of = |k: file::LoadedKey| {
+        let ttls = match &k.value {
+            Value::Set(s) => s.ttls(),
+            Value::ZSet(z) => z.ttls(),
+            _ => None,
+        };
+        let t: Vec<(Vec<u8>, u64)> = ttls
+            .into_iter()
+            .flat_map(|t| t.iter())
+            .map(|(m, at)| (m.to_vec(), at))
+            .collect();
+        (k.key, t)
+    };
+    let expected: Times = vec![
+        (b"s".to_vec(), vec![(b"a".to_vec(), 2524600800123)]),
+        (b"z".to_vec(), vec![(b"x".to_vec(), 2524600800456)]),
+    ];
+    let mut got: Times = Vec::new();
+    let loaded = file::load(
+        &data[..],
+        0,
+        true,
+        Default::default(),
+        |k| got.push(times_of(k)),
+        |_, _| {},
+        |_| {},
+    )
+    .expect("KeyDB-layout file loads");
+    assert_eq!(got, expected);
+    assert!(loaded.aux.is_empty(), "member times are not file AUX fields");
+    for step in [1, 7, 4096] {
+        let mut got: Times = Vec::new();
+        let mut src = Trickle { data: &data, step };
+        file::load_from(
+            &mut src,
+            0,
+            true,
+            Default::default(),
+            |k| got.push(times_of(k)),
+            |_, _| {},
+            |_| {},
+        )
+        .expect("streamed");
+        assert_eq!(got, expected, "step {step}");
+    }
+}
