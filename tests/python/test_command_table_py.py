@@ -5,7 +5,7 @@ redis-server 7.2.6, built at ~/redis-7.2.6 (or $REDIS_726_SERVER); skipped when 
 Commands past Redis 7.2 (BEYOND_726: Redis 7.4's hash-field expiration) are compared with Redis
 7.4.1 instead, built at ~/redis-7.4.1 (or $REDIS_741_SERVER), when it is there.
 
-KeyDB's member expiry goes past both: EXPIREMEMBER, EXPIREMEMBERAT and PEXPIREMEMBERAT (not
+KeyDB's commands go past both: EXPIREMEMBER, EXPIREMEMBERAT, PEXPIREMEMBERAT and KEYDB.CRON (not
 in Redis: checked present, not compared), and TTL, PTTL and PERSIST taking an optional member
 (arity -2 where Redis says 2; everything else about them is compared).
 
@@ -31,7 +31,7 @@ BEYOND_726 = {
     "hexpire", "hpexpire", "hexpireat", "hpexpireat", "httl", "hpttl", "hexpiretime",
     "hpexpiretime", "hpersist",
 }
-KEYDB_COMMANDS = {"expiremember", "expirememberat", "pexpirememberat"}
+KEYDB_COMMANDS = {"expiremember", "expirememberat", "pexpirememberat", "keydb.cron"}
 KEYDB_MEMBER_ARG = {"ttl", "pttl", "persist"}
 
 # Commands whose COMMAND tips differ from Redis 7.2.6 (everything else about them matches).

@@ -39,6 +39,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     server::shutdown::COMMANDS,
     scripting::functions::COMMANDS,
     scripting::eval::COMMANDS,
+    scripting::cron::COMMANDS,
     server::memory::COMMANDS,
     hash::COMMANDS,
     hash_ttl::COMMANDS,

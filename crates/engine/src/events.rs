@@ -166,6 +166,25 @@ pub(crate) fn fields_expired(
     }
 }
 
+/// (database, key, the job): a KEYDB.CRON job whose time came, to run once the shard is
+/// unlocked.
+pub type CronHook = fn(usize, &[u8], crate::types::CronJob);
+
+// Process-wide, as EXPIRE_HOOK and for the same reason.
+static CRON_HOOK: std::sync::OnceLock<CronHook> = std::sync::OnceLock::new();
+
+/// Install the hook that runs due KEYDB.CRON jobs (first call wins).
+pub fn set_cron_hook(f: CronHook) {
+    let _ = CRON_HOOK.set(f);
+}
+
+/// The job at `key` in `db` is due (the shard is locked by the caller: the hook only queues).
+pub(crate) fn cron_due(db: usize, key: &[u8], job: crate::types::CronJob) {
+    if let Some(h) = CRON_HOOK.get() {
+        h(db, key, job);
+    }
+}
+
 /// The events recorded on this thread since the last call, oldest first.
 pub fn take() -> Vec<KeyEvent> {
     PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))

@@ -4,6 +4,8 @@
 //!
 //! Hash fields follow Redis 7.4 (the hash commands expire the fields they touch); set and
 //! sorted-set members (KeyDB's EXPIREMEMBER) are all deleted when their key is looked up.
+//! KEYDB.CRON jobs are filed here too, under their next run: the active cycle hands a due job
+//! to the runtime (`events::cron_due`), as KeyDB runs its jobs off its expiry.
 //!
 //! The index is kept exact where the shard sees the change (a key inserted, replaced or
 //! unlinked) and re-synced by the commands after they change times
@@ -13,7 +15,7 @@
 use crate::shard::ShardData;
 use crate::types::field_ttl::FieldTtls;
 use crate::value::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 // Process-wide: hashes with field times in every index (sets and sorted sets not counted),
@@ -70,12 +72,17 @@ pub(crate) struct HfeIndex {
     by_time: BTreeSet<(u64, Box<[u8]>)>,
     /// Filing time, and whether the value is a hash (counted in INDEXED).
     by_key: HashMap<Box<[u8]>, (u64, bool)>,
+    /// KEYDB.CRON jobs among them (not subkey expiry: left out of `subexpiry`).
+    crons: HashSet<Box<[u8]>>,
 }
 
 impl HfeIndex {
     /// File `key` under `min` (None: it has no field or member times any more); `is_hash`:
     /// the value is a hash.
     pub(crate) fn note(&mut self, key: &[u8], min: Option<u64>, is_hash: bool) {
+        if !self.crons.is_empty() {
+            self.crons.remove(key);
+        }
         match min {
             Some(t) => {
                 let old = self.by_key.insert(key.into(), (t, is_hash));
@@ -100,7 +107,16 @@ impl HfeIndex {
         }
     }
 
+    /// `note` for a KEYDB.CRON job.
+    pub(crate) fn note_cron(&mut self, key: &[u8], next: Option<u64>) {
+        self.note(key, next, false);
+        if next.is_some() {
+            self.crons.insert(key.into());
+        }
+    }
+
     pub(crate) fn forget(&mut self, key: &[u8]) {
+        self.crons.remove(key);
         if let Some((old, is_hash)) = self.by_key.remove(key) {
             self.by_time.remove(&(old, Box::from(key)));
             INDEXED.fetch_sub(1, Relaxed);
@@ -110,8 +126,9 @@ impl HfeIndex {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.by_key.len()
+    /// Keys with field or member times (INFO keyspace `subexpiry=`).
+    pub(crate) fn subkey_len(&self) -> usize {
+        self.by_key.len() - self.crons.len()
     }
 
     /// The earliest filing time and its hash.
@@ -134,6 +151,7 @@ pub(crate) fn min_of(v: &Value) -> Option<u64> {
         Value::Hash(h) => h.min_field_ttl(),
         Value::Set(s) => s.ttls().and_then(FieldTtls::min),
         Value::ZSet(z) => z.ttls().and_then(FieldTtls::min),
+        Value::Cron(j) => Some(j.next_run()),
         _ => None,
     }
 }
@@ -233,6 +251,9 @@ impl ShardData {
     fn expire_subkeys(&mut self, key: &[u8], now_ms: u64, max_fields: usize) -> usize {
         let hash = crate::hash::key_hash(key);
         let due = match self.dict().get(hash, key) {
+            Some(e) if matches!(e.value, Value::Cron(_)) => {
+                return self.fire_cron(hash, key, now_ms)
+            }
             Some(e) => due_of(&e.value, now_ms, max_fields),
             None => Vec::new(),
         };
@@ -242,6 +263,33 @@ impl ShardData {
             return 0;
         }
         self.delete_expired_fields(hash, key, &due, false)
+    }
+
+    /// A KEYDB.CRON job whose time came: handed to the runtime to run; a SINGLE job's key
+    /// goes now (propagated as a DEL, as an expired key's), a REPEAT job is filed under its
+    /// next run. Returns 1 when it fired.
+    fn fire_cron(&mut self, hash: u64, key: &[u8], now_ms: u64) -> usize {
+        let db = self.db_index();
+        let Some(e) = self.entry_for_change(hash, key) else {
+            return 0;
+        };
+        let Value::Cron(j) = &mut e.value else {
+            return 0;
+        };
+        if j.next_run() > now_ms {
+            self.hfe_sync(hash, key);
+            return 0;
+        }
+        let job = (**j).clone();
+        if job.single {
+            self.remove_expiring(hash, key);
+            crate::events::expired(db, key);
+        } else {
+            j.advance(now_ms);
+            self.hfe_sync(hash, key);
+        }
+        crate::events::cron_due(db, key, job);
+        1
     }
 
     /// `one_unit`: the deletions are one command's (lazy expiry), logged together (in

@@ -25,5 +25,7 @@ pub use hash::key_hash;
 pub use shard::ShardData;
 pub use store::{LockPlan, MultiGuard, ShardGuard, Store};
 pub use thin::{PackedBox, PackedI64};
-pub use types::{ExpiringHash, FieldTtls, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+pub use types::{
+    CronJob, ExpiringHash, FieldTtls, HashValue, ListValue, SetValue, StreamValue, ZSetValue,
+};
 pub use value::{RString, Value};

@@ -116,7 +116,7 @@ impl ShardData {
 
     /// Hashes with field times in this shard (INFO keyspace `subexpiry=`).
     pub fn subexpiry(&self) -> usize {
-        self.hfe.as_ref().map_or(0, |i| i.len())
+        self.hfe.as_ref().map_or(0, |i| i.subkey_len())
     }
 
     pub(crate) fn hfe_index(&self) -> Option<&HfeIndex> {
@@ -126,12 +126,17 @@ impl ShardData {
     /// File the value at `key` under its earliest field or member time again (after such
     /// times changed), or drop it from the index when it has none (or is gone).
     pub fn hfe_sync(&mut self, hash: u64, key: &[u8]) {
-        let (min, is_hash) = match self.dict.get(hash, key) {
-            Some(e) => (min_of(&e.value), matches!(e.value, Value::Hash(_))),
-            None => (None, false),
+        let (min, is_hash, is_cron) = match self.dict.get(hash, key) {
+            Some(e) => (
+                min_of(&e.value),
+                matches!(e.value, Value::Hash(_)),
+                matches!(e.value, Value::Cron(_)),
+            ),
+            None => (None, false, false),
         };
         match (&mut self.hfe, min) {
             (None, None) => {}
+            (slot, min) if is_cron => slot.get_or_insert_default().note_cron(key, min),
             (slot, min) => slot.get_or_insert_default().note(key, min, is_hash),
         }
     }
@@ -313,6 +318,7 @@ impl ShardData {
         now_ms: u64,
     ) -> Option<Value> {
         self.touch(key);
+        let new_timed = min_of(&value).is_some();
         if let Some(e) = self.lookup(hash, key, now_ms, true) {
             let old = std::mem::replace(&mut e.value, value);
             // A new object under LRU; under LFU the counter carries over, as in Redis.
@@ -323,7 +329,7 @@ impl ShardData {
                 e.try_set_expire_at(0);
                 self.volatile -= 1;
             }
-            if self.hfe.is_some() || min_of(&old).is_some() {
+            if self.hfe.is_some() || new_timed {
                 self.hfe_sync(hash, key);
             }
             return Some(old);
@@ -353,10 +359,12 @@ impl ShardData {
     fn insert(&mut self, hash: u64, mut entry: EntryBox) {
         entry.set_snap_bit(self.snap_parity);
         if let Some(t) = min_of(&entry.value) {
-            let is_hash = matches!(entry.value, Value::Hash(_));
-            self.hfe
-                .get_or_insert_default()
-                .note(entry.key(), Some(t), is_hash);
+            let index = self.hfe.get_or_insert_default();
+            match entry.value {
+                Value::Cron(_) => index.note_cron(entry.key(), Some(t)),
+                Value::Hash(_) => index.note(entry.key(), Some(t), true),
+                _ => index.note(entry.key(), Some(t), false),
+            }
         }
         self.dict.insert_new(hash, entry);
     }

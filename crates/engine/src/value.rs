@@ -2,7 +2,7 @@
 //! and reports Redis's encoding names.
 
 use crate::thin::{ExactBytes, PackedBox, PackedI64, SmallBytes, ThinBuf};
-use crate::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+use crate::types::{CronJob, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 
 /// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_LIMIT: usize = 44;
@@ -63,6 +63,8 @@ pub enum Value {
     Set(SetValue),
     ZSet(ZSetValue),
     Stream(PackedBox<StreamValue>),
+    /// A KEYDB.CRON job.
+    Cron(PackedBox<CronJob>),
 }
 
 /// Parse a canonical integer the way Redis's `string2ll` does: no leading zeros, no '+',
@@ -245,6 +247,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::Stream(_) => "stream",
+            Value::Cron(_) => "cron",
         }
     }
 
@@ -257,6 +260,7 @@ impl Value {
             Value::Set(v) => v.encoding(),
             Value::ZSet(v) => v.encoding(),
             Value::Stream(v) => v.encoding(),
+            Value::Cron(_) => "raw",
         }
     }
 
@@ -264,7 +268,7 @@ impl Value {
     /// decides whether it is freed in the background. O(1): no walk over the value.
     pub fn free_effort(&self) -> usize {
         match self {
-            Value::Str(_) => 1,
+            Value::Str(_) | Value::Cron(_) => 1,
             // Compact encodings are one allocation however many elements they hold.
             v if matches!(v.encoding(), "listpack" | "intset") => 1,
             Value::List(v) => v.node_count(),
@@ -288,6 +292,7 @@ impl Value {
             Value::Set(v) => v.heap_size(),
             Value::ZSet(v) => v.heap_size(),
             Value::Stream(v) => v.heap_size(),
+            Value::Cron(j) => std::mem::size_of::<CronJob>() + j.heap_size(),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod clients;
 pub mod clients_cron;
 pub mod cluster;
 pub mod config;
+pub mod cron_jobs;
 pub mod ctx;
 pub mod diskless_load;
 pub mod diskless_sync;

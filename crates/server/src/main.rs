@@ -54,6 +54,8 @@ fn main() {
     log::set_server(&srv);
     // Keys the engine expires reach the write log as DEL (while an AOF is on).
     tern_runtime::propagate::install_expire_hook(&srv);
+    // KEYDB.CRON jobs the active cycle finds due run on a thread of their own.
+    tern_runtime::cron_jobs::install(&srv);
     // A replica leaves expiry to its master.
     tern_runtime::replica_expiry::install(&srv);
     log_startup(&srv, has_config_file, threads);

@@ -1,4 +1,5 @@
 //! The collection types, one module each, with their compact and full encodings.
+pub mod cron;
 pub mod double;
 pub mod field_ttl;
 pub mod hash;
@@ -9,6 +10,7 @@ pub mod stream;
 pub mod zset;
 pub mod zskiplist;
 
+pub use cron::CronJob;
 pub use field_ttl::FieldTtls;
 pub use hash::{ExpiringHash, HashValue};
 pub use list::ListValue;

@@ -5,7 +5,7 @@ use crate::crc64;
 use tern_engine::listpack::{Listpack, LpEntry};
 use tern_engine::types::intset::Intset;
 use tern_engine::types::stream::{Consumer, ConsumerGroup, Nack, StreamId};
-use tern_engine::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+use tern_engine::types::{CronJob, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 use tern_engine::value::{RString, Value};
 
 /// Why a payload or file could not be read.
@@ -210,6 +210,31 @@ impl<'a> Reader<'a> {
             u64::from_be_bytes(b[8..].try_into().expect("8")),
         ))
     }
+}
+
+/// A KEYDB.CRON job in KeyDB's layout (always a repeating one: KeyDB keeps SINGLE in memory
+/// only; tern's files say it in an AUX field after the key).
+fn read_cron(r: &mut Reader) -> R<Value> {
+    let script = r.string()?.into_boxed_slice();
+    let start_ms = r.millis()? as u64;
+    let interval_ms = r.millis()? as u64;
+    if interval_ms == 0 || interval_ms > i64::MAX as u64 {
+        return r.bad("cron job with a bad interval");
+    }
+    let strings = |r: &mut Reader| -> R<Vec<Box<[u8]>>> {
+        let n = r.count()?;
+        (0..n).map(|_| Ok(r.string()?.into_boxed_slice())).collect()
+    };
+    let keys = strings(r)?;
+    let args = strings(r)?;
+    Ok(Value::Cron(tern_engine::PackedBox::new(CronJob {
+        script,
+        start_ms,
+        interval_ms,
+        keys,
+        args,
+        single: false,
+    })))
 }
 
 /// Read a value of RDB type `t` (the type byte already consumed).
@@ -511,6 +536,7 @@ pub fn read_value(r: &mut Reader, t: u8) -> R<Value> {
             read_stream(r, t)?
         }
         TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => return Err(RestoreError::Module),
+        TYPE_CRON => read_cron(r)?,
         _ => return r.bad("unknown value type"),
     };
     Ok(v)

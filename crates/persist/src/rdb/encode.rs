@@ -3,7 +3,7 @@
 use super::*;
 use crate::crc64;
 use tern_engine::listpack::Listpack;
-use tern_engine::types::{HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+use tern_engine::types::{CronJob, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 use tern_engine::value::{parse_canonical_i64, RString, Value};
 
 /// An output buffer with RDB's primitive encodings.
@@ -117,6 +117,7 @@ pub fn value_type(v: &Value) -> u8 {
             _ => TYPE_HASH,
         },
         Value::Stream(_) => TYPE_STREAM_LISTPACKS_2,
+        Value::Cron(_) => TYPE_CRON,
     }
 }
 
@@ -135,6 +136,19 @@ pub fn write_value_body(w: &mut Writer, v: &Value) {
         Value::ZSet(z) => write_zset(w, z),
         Value::Hash(h) => write_hash(w, h),
         Value::Stream(s) => write_stream(w, s),
+        Value::Cron(j) => write_cron(w, j),
+    }
+}
+
+fn write_cron(w: &mut Writer, j: &CronJob) {
+    w.string(&j.script);
+    w.millis(j.start_ms as i64);
+    w.millis(j.interval_ms as i64);
+    for list in [&j.keys, &j.args] {
+        w.len(list.len() as u64);
+        for s in list.iter() {
+            w.string(s);
+        }
     }
 }
 

@@ -53,6 +53,11 @@ impl KeyRecords {
             Value::ZSet(z) => z.ttls(),
             _ => None,
         };
+        if matches!(value, Value::Cron(j) if j.single) {
+            w.byte(OP_AUX);
+            w.string(AUX_CRON_SINGLE);
+            w.string(b"1");
+        }
         for (member, at) in member_ttls.into_iter().flat_map(|t| t.iter()) {
             w.byte(OP_AUX);
             w.string(AUX_SUBEXPIRE_KEY);
@@ -67,6 +72,8 @@ impl KeyRecords {
 /// KeyDB's AUX names for a member time of the key just before them.
 const AUX_SUBEXPIRE_KEY: &[u8] = b"keydb-subexpire-key";
 const AUX_SUBEXPIRE_WHEN: &[u8] = b"keydb-subexpire-when";
+/// tern's AUX field after a KEYDB.CRON key that runs once (KeyDB's layout has no place for it).
+const AUX_CRON_SINGLE: &[u8] = b"tern-cron-single";
 
 /// Give `member` of `value` the time `at_ms`, when it is there (a KeyDB member time; KeyDB
 /// also writes hash fields' this way).
@@ -581,6 +588,16 @@ impl Parse {
             let v = r.string()?;
             if k == AUX_SUBEXPIRE_KEY {
                 self.subkey = Some(v);
+                return Ok(false);
+            }
+            if k == AUX_CRON_SINGLE {
+                if let Some(LoadedKey {
+                    value: Value::Cron(j),
+                    ..
+                }) = self.held.as_mut()
+                {
+                    j.single = true;
+                }
                 return Ok(false);
             }
             if k == AUX_SUBEXPIRE_WHEN {

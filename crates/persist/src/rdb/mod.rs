@@ -54,6 +54,8 @@ pub const TYPE_HASH_METADATA: u8 = 24;
 /// Redis 7.4's `listpackex`: earliest time, then a listpack of (field, value, time) triplets
 /// in time order (0 for none, last).
 pub const TYPE_HASH_LISTPACK_EX: u8 = 25;
+/// KeyDB's KEYDB.CRON job: script, start and interval (8-byte LE ms), keys, arguments.
+pub const TYPE_CRON: u8 = 64;
 /// Redis's largest field time (48 bits).
 pub const FIELD_TIME_MAX: u64 = (1 << 48) - 1;
 
@@ -85,7 +87,7 @@ pub const STREAM_ITEM_SAMEFIELDS: i64 = 2;
 
 /// True for the type bytes that start a key/value pair.
 pub fn is_value_type(t: u8) -> bool {
-    t <= TYPE_HASH_LISTPACK_EX && t != 8
+    (t <= TYPE_HASH_LISTPACK_EX && t != 8) || t == TYPE_CRON
 }
 
 #[cfg(test)]

@@ -589,7 +589,10 @@ fn keydb_member_time_aux_fields_apply_to_the_key_before_them() {
     )
     .expect("KeyDB-layout file loads");
     assert_eq!(got, expected);
-    assert!(loaded.aux.is_empty(), "member times are not file AUX fields");
+    assert!(
+        loaded.aux.is_empty(),
+        "member times are not file AUX fields"
+    );
     for step in [1, 7, 4096] {
         let mut got: Times = Vec::new();
         let mut src = Trickle { data: &data, step };

@@ -37,7 +37,8 @@ pub fn mix_in(d: &mut Digest, data: &[u8]) {
     *d = sha1(d);
 }
 
-/// Redis's type numbers (string 0, list 1, set 2, zset 3, hash 4, stream 6).
+/// Redis's type numbers (string 0, list 1, set 2, zset 3, hash 4, stream 6; a KEYDB.CRON job
+/// its RDB type, 64).
 fn type_number(v: &Value) -> u32 {
     match v {
         Value::Str(_) => 0,
@@ -46,6 +47,7 @@ fn type_number(v: &Value) -> u32 {
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
         Value::Stream(_) => 6,
+        Value::Cron(_) => 64,
     }
 }
 
@@ -82,6 +84,15 @@ pub fn value_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
                 for item in entry.items() {
                     mix_in(d, item);
                 }
+            }
+        }
+        // What the job is, not where its schedule stands: a master moves a repeating job's
+        // origin at each run without telling its replicas.
+        Value::Cron(j) => {
+            mix_in(d, &j.script);
+            mix_in(d, format!("{} {}", j.interval_ms, j.single).as_bytes());
+            for s in j.keys.iter().chain(j.args.iter()) {
+                mix_in(d, s);
             }
         }
     }
