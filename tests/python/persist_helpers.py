@@ -49,3 +49,19 @@ def snapshot(c: redis.Redis) -> dict:
             )
         out[k] = (t, v, c.pttl(k) > 0)
     return out
+
+
+def stop(factory, s) -> None:
+    """A deliberate stop (SIGTERM), not a crash the factory should report."""
+    factory.servers.remove(s)
+    s.stop()
+
+
+def wait_for(pred, timeout: float = 5.0) -> bool:
+    """Poll `pred` until it holds or `timeout` seconds pass; its last answer."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()

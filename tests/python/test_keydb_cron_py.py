@@ -9,24 +9,11 @@ import time
 import pytest
 import redis
 
-from persist_helpers import wait_loaded
+from persist_helpers import stop, wait_for, wait_loaded
 
 INCR = "redis.call('incr', KEYS[1])"
 
 
-def stop(factory, s):
-    """A deliberate stop (SIGTERM), not a crash the factory should report."""
-    factory.servers.remove(s)
-    s.stop()
-
-
-def wait_for(pred, timeout=5.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
 
 
 def count(c, key="n"):

@@ -13,7 +13,6 @@
 //!   commands through the normal command path on a pseudo-client.
 
 use crate::args::OwnedArgs;
-use crate::clients::ClientHandle;
 use crate::ctx::{Conn, Ctx};
 use crate::server::Server;
 use parking_lot::Mutex;
@@ -1424,14 +1423,7 @@ fn replay(
     done_before: u64,
 ) -> Result<Loaded, String> {
     let truncated_ok = srv.config.get_bool("aof-load-truncated");
-    let handle = Arc::new(ClientHandle::new(
-        CLIENT_ID,
-        String::new(),
-        String::new(),
-        -1,
-    ));
-    let mut conn = Conn::new(handle, false, srv.stats.local());
-    conn.deny_blocking = true;
+    let mut conn = Conn::internal(srv, CLIENT_ID);
     let mut out = tern_resp::Reply::new();
     let mut reader = CommandReader::new(data, pos);
     let mut valid_up_to = pos;

@@ -7,7 +7,6 @@
 //! queued just before a demotion is dropped here).
 
 use crate::args::OwnedArgs;
-use crate::clients::ClientHandle;
 use crate::ctx::Conn;
 use crate::server::Server;
 use std::sync::mpsc::{channel, Sender};
@@ -32,14 +31,7 @@ pub fn install(srv: &Arc<Server>) {
     let spawned = std::thread::Builder::new()
         .name("cron-jobs".into())
         .spawn(move || {
-            let handle = Arc::new(ClientHandle::new(
-                CLIENT_ID,
-                String::new(),
-                String::new(),
-                -1,
-            ));
-            let mut conn = Conn::new(handle, false, srv.stats.local());
-            conn.deny_blocking = true;
+            let mut conn = Conn::internal(&srv, CLIENT_ID);
             for (db, key, job) in rx {
                 run(&srv, &mut conn, db, &key, &job);
             }

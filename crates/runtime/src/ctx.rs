@@ -171,6 +171,15 @@ impl Conn {
     }
 
     /// Start of a read batch: take the clocks once for the commands that follow.
+    /// A connection with no socket for the server's own commands (AOF loading, KEYDB.CRON
+    /// jobs): client `id`, no ACL user (it may run anything), never blocking.
+    pub fn internal(srv: &crate::server::Server, id: u64) -> Conn {
+        let handle = Arc::new(ClientHandle::new(id, String::new(), String::new(), -1));
+        let mut conn = Conn::new(handle, false, srv.stats.local());
+        conn.deny_blocking = true;
+        conn
+    }
+
     pub fn start_batch(&mut self) {
         self.now_ms = tern_engine::clock::now_ms();
         self.mark = std::time::Instant::now();
