@@ -319,3 +319,27 @@ def test_replica_gets_times_and_removals(tern_factory):
     # Until the master looks the key up.
     assert mc.sismember("s", "c") == 0
     assert wait_for(lambda: rc.sismember("s", "c") == 0)
+
+
+def test_lazy_removals_inside_multi_and_scripts_reach_the_replica(tern_factory):
+    m = tern_factory("--enable-debug-command", "yes")
+    rep = tern_factory("--enable-debug-command", "yes")
+    mc, rc = m.client(), rep.client()
+    rc.replicaof("127.0.0.1", m.port)
+    assert wait_for(lambda: rc.info("replication")["master_link_status"] == "up", 10)
+    mc.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    mc.sadd("s", "a", "b", "c")
+    mc.zadd("z", {"x": 1, "y": 2})
+    mc.execute_command("EXPIREMEMBER", "s", "a", 20, "ms")
+    mc.execute_command("EXPIREMEMBER", "z", "x", 20, "ms")
+    time.sleep(0.1)
+    # The lookups inside MULTI and inside a script remove the members and log the removals.
+    with mc.pipeline(transaction=True) as p:
+        p.scard("s")
+        p.sadd("s", "d")
+        assert p.execute() == [2, 1]
+    assert mc.eval("return redis.call('zcard', KEYS[1])", 1, "z") == 1
+    mc.execute_command("WAIT", 1, 2000)
+    assert sorted(rc.smembers("s")) == ["b", "c", "d"]
+    assert rc.zrange("z", 0, -1) == ["y"]
+    assert rc.execute_command("DEBUG", "DIGEST") == mc.execute_command("DEBUG", "DIGEST")
