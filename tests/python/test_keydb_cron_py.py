@@ -52,6 +52,7 @@ def test_single_runs_once_and_its_key_goes(r):
 def test_repeat_runs_until_deleted(r):
     r.execute_command("KEYDB.CRON", "job", "REPEAT", 100, INCR, 1, "n")
     assert wait_for(lambda: count(r) >= 3)
+    assert int(r.info("stats")["cron_jobs_executed"]) >= 3
     assert r.delete("job") == 1
     time.sleep(0.3)
     settled = count(r)

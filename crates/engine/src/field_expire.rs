@@ -156,6 +156,18 @@ pub(crate) fn min_of(v: &Value) -> Option<u64> {
     }
 }
 
+/// Whether `v` is a set or sorted set with a member whose time is before `now_ms` (what a
+/// key lookup's lazy step deletes).
+#[inline]
+pub(crate) fn members_due(v: &Value, now_ms: u64) -> bool {
+    let ttls = match v {
+        Value::Set(s) => s.ttls(),
+        Value::ZSet(z) => z.ttls(),
+        _ => return false,
+    };
+    ttls.and_then(FieldTtls::min).is_some_and(|t| t < now_ms)
+}
+
 /// The fields or members of `v` whose time is at or before `now_ms`, earliest first.
 fn due_of(v: &Value, now_ms: u64, limit: usize) -> Vec<Box<[u8]>> {
     let ttls = match v {

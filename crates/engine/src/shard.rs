@@ -255,7 +255,11 @@ impl ShardData {
     /// running snapshot that still owes it gets it first.
     #[inline]
     fn lookup(&mut self, hash: u64, key: &[u8], now_ms: u64, save: bool) -> Option<&mut Entry> {
-        let expired = self.dict.get(hash, key)?.is_expired(now_ms);
+        let e = self.dict.get(hash, key)?;
+        let expired = e.is_expired(now_ms);
+        let members_due = !expired
+            && crate::field_expire::members_in_use()
+            && crate::field_expire::members_due(&e.value, now_ms);
         if expired {
             // A pause holds expiry, and so does a replica: a read sees the key absent, nobody
             // deletes it.
@@ -267,10 +271,7 @@ impl ShardData {
             crate::events::expired(self.db, key);
             return None;
         }
-        if crate::field_expire::members_in_use()
-            && self.hfe.is_some()
-            && self.expire_members(hash, key, now_ms)
-        {
+        if members_due && self.expire_members(hash, key, now_ms) {
             return None;
         }
         let e = self.dict.get_mut(hash, key)?;

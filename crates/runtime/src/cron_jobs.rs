@@ -9,6 +9,7 @@
 use crate::args::OwnedArgs;
 use crate::ctx::Conn;
 use crate::server::Server;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use tern_engine::CronJob;
@@ -17,6 +18,18 @@ use tern_engine::CronJob;
 pub const CLIENT_ID: u64 = u64::MAX - 1;
 
 type Due = (usize, Box<[u8]>, CronJob);
+
+// Process-wide: one runner thread for the process, read by INFO.
+static EXECUTED: AtomicU64 = AtomicU64::new(0);
+
+/// Jobs run since start or CONFIG RESETSTAT (INFO stats `cron_jobs_executed`).
+pub fn executed() -> u64 {
+    EXECUTED.load(Relaxed)
+}
+
+pub fn reset_stats() {
+    EXECUTED.store(0, Relaxed);
+}
 
 // Process-wide: the engine's hook is a plain fn with no server at hand, set once at start.
 static QUEUE: OnceLock<Mutex<Sender<Due>>> = OnceLock::new();
@@ -63,6 +76,7 @@ fn run(srv: &Arc<Server>, conn: &mut Conn, db: usize, key: &[u8], job: &CronJob)
     conn.start_batch();
     let mut out = tern_resp::Reply::new();
     crate::dispatch::execute(srv, conn, &mut out, &owned.args());
+    EXECUTED.fetch_add(1, Relaxed);
     if out.buf.first() == Some(&b'-') {
         let line = out.buf.split(|&b| b == b'\r').next().unwrap_or_default();
         crate::log::warning(&format!(

@@ -614,6 +614,7 @@ fn rates(srv: &Server, cmds: u64, input: u64, output: u64) -> (u64, f64, f64) {
 fn stats_section(srv: &Server, out: &mut String) {
     let st = &srv.stats;
     let cmds = st.sum(|t| t.commands_processed.get());
+    let cron_runs = crate::cron_jobs::executed();
     let evicted_clients = srv.clients.evicted_clients.load(Relaxed);
     let rb_shrinks = srv.clients.reply_buffers.shrinks.load(Relaxed);
     let rb_expands = srv.clients.reply_buffers.expands.load(Relaxed);
@@ -645,6 +646,7 @@ fn stats_section(srv: &Server, out: &mut String) {
          sync_partial_ok:{sync_partial_ok}\r\n\
          sync_partial_err:{sync_partial_err}\r\n\
          expired_subkeys:{}\r\n\
+         cron_jobs_executed:{cron_runs}\r\n\
          expired_keys:{}\r\n\
          expired_stale_perc:0.00\r\n\
          expired_time_cap_reached_count:{}\r\n\

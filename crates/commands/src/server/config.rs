@@ -155,6 +155,7 @@ fn resetstat(ctx: &mut Ctx, _args: &Args) {
         .latest_fork_usec
         .store(0, std::sync::atomic::Ordering::Relaxed);
     tern_runtime::replication::reset_stats(srv);
+    tern_runtime::cron_jobs::reset_stats();
     ctx.out.ok();
 }
 
