@@ -353,3 +353,35 @@ impl ShardData {
         due.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The counters are process-wide and other tests file hashes too: compare differences
+    // within one index's lifetime, on keys of this test's own.
+    #[test]
+    fn hash_count_follows_a_key_that_changes_kind() {
+        let mut i = HfeIndex::default();
+        let hashes = || INDEXED_HASHES.load(Relaxed);
+        let (h0, all0) = (hashes(), INDEXED.load(Relaxed));
+        i.note(b"hfe-test-k", Some(10), true);
+        assert_eq!(hashes(), h0 + 1);
+        // The same key now a set with member times: no longer a hash.
+        i.note(b"hfe-test-k", Some(20), false);
+        assert_eq!(hashes(), h0);
+        assert_eq!(INDEXED.load(Relaxed), all0 + 1);
+        // Then a cron job: filed, not subkey expiry.
+        i.note_cron(b"hfe-test-k", Some(30));
+        assert_eq!(i.subkey_len(), 0);
+        i.note(b"hfe-test-k", Some(40), true);
+        assert_eq!((hashes(), i.subkey_len()), (h0 + 1, 1));
+        assert_eq!(i.first().map(|(t, _)| *t), Some(40));
+        i.forget(b"hfe-test-k");
+        assert_eq!((hashes(), INDEXED.load(Relaxed)), (h0, all0));
+        i.note(b"hfe-test-a", Some(5), true);
+        i.note_cron(b"hfe-test-b", Some(6));
+        drop(i);
+        assert_eq!((hashes(), INDEXED.load(Relaxed)), (h0, all0));
+    }
+}
