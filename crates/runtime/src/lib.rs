@@ -15,6 +15,7 @@ pub mod clients_cron;
 pub mod cluster;
 pub mod config;
 pub mod ctx;
+pub mod db_policy;
 pub mod diskless_load;
 pub mod diskless_sync;
 pub mod dispatch;
