@@ -186,10 +186,12 @@ impl Entry {
         unsafe { (self as *const Entry as *const u8).add(HEADER) }
     }
 
-    /// Estimated bytes this entry holds (its allocation and its value's heap): what a
-    /// database's used memory counts for it.
+    /// Estimated bytes this entry holds (its allocation, its bucket slot and its value's
+    /// heap, as MEMORY USAGE counts a key): what a database's used memory counts for it.
     pub fn accounted_size(&self) -> usize {
-        alloc_size(self.key().len(), self.has_slot()) + self.value.accounted_size()
+        alloc_size(self.key().len(), self.has_slot())
+            + std::mem::size_of::<Option<EntryBox>>()
+            + self.value.accounted_size()
     }
 
     #[inline]
