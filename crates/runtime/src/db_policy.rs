@@ -6,12 +6,15 @@
 //! `maxmemory-policy` and `appendfsync`; the global `maxmemory` still limits the whole server.
 
 use crate::config::{db_pairs, Config, MAXMEMORY_POLICIES};
+use crate::server::Server;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use tern_engine::snapshot::{KeyEncoder, SnapshotSink};
 
 /// No override: the global setting applies.
 const INHERIT: u32 = u32::MAX;
+/// `noeviction`'s number in `MAXMEMORY_POLICIES`.
+const NOEVICTION: u32 = 7;
 
 /// `db-appendfsync` values (0: no override).
 const FSYNC_INHERIT: u8 = 0;
@@ -80,9 +83,13 @@ impl DbPolicies {
         p
     }
 
-    /// Register the CONFIG SET hooks that keep these atomics in step with the config.
+    /// Register the CONFIG SET hooks that keep these atomics in step with the config
+    /// (`db-persistence`'s, which also acts on the AOF, is `watch_persistence`).
     pub fn watch_config(self: &Arc<Self>, config: &Config) {
         for name in crate::config::DB_OVERRIDE_PARAMS {
+            if *name == "db-persistence" {
+                continue;
+            }
             let me = self.clone();
             config.set_apply_hook(
                 name,
@@ -165,6 +172,13 @@ impl DbPolicies {
         }
     }
 
+    /// `db` has `noeviction` of its own: the global `maxmemory` does not evict its keys either.
+    pub fn never_evicted(&self, db: usize) -> bool {
+        self.dbs
+            .get(db)
+            .is_some_and(|d| d.eviction.load(Relaxed) == NOEVICTION)
+    }
+
     /// `db`'s writes go to RDB files and the AOF.
     #[inline]
     pub fn persisted(&self, db: usize) -> bool {
@@ -208,6 +222,32 @@ impl DbPolicies {
             ReplyWait::Written
         }
     }
+}
+
+/// CONFIG SET db-persistence: when the set of persisted databases changes with the AOF on,
+/// its files no longer describe them (a database taken in has keys the AOF never got, one left
+/// out still has its old ones there), so a rewrite is scheduled; the cron starts it.
+pub fn watch_persistence(srv: &Arc<Server>) {
+    let s = Arc::downgrade(srv);
+    srv.config.set_apply_hook(
+        "db-persistence",
+        Box::new(move |v| {
+            let srv = s.upgrade().ok_or("shutting down")?;
+            let policies = &srv.db_policies;
+            let persisted = || -> Vec<bool> {
+                (0..policies.databases())
+                    .map(|db| policies.persisted(db))
+                    .collect()
+            };
+            let before = persisted();
+            policies.apply("db-persistence", v);
+            if before != persisted() && crate::aof::enabled(&srv) {
+                crate::log::notice("db-persistence changed: scheduling an AOF rewrite");
+                srv.aof.rewrite_scheduled.store(true, Relaxed);
+            }
+            Ok(())
+        }),
+    );
 }
 
 /// A snapshot sink for persistence (RDB files, AOF rewrites): leaves out the databases

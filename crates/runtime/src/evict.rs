@@ -270,7 +270,8 @@ pub fn cron(srv: &Server, budget: std::time::Duration) {
     }
 }
 
-/// The shards (global indices) that hold keys the policy may evict, in database `only` or all.
+/// The shards (global indices) that hold keys the policy may evict, in database `only` or, for
+/// the global limit, in every database but those given `noeviction` of their own.
 fn candidate_shards(srv: &Server, policy: Policy, only: Option<usize>) -> Vec<usize> {
     let store = &srv.store;
     let per_db = store.shards_per_db();
@@ -279,6 +280,7 @@ fn candidate_shards(srv: &Server, policy: Policy, only: Option<usize>) -> Vec<us
         None => 0..store.databases() * per_db,
     };
     range
+        .filter(|&gi| only.is_some() || !srv.db_policies.never_evicted(gi / per_db))
         .filter(|&gi| {
             let shard = store.lock_shard(gi / per_db, gi % per_db);
             !shard.is_empty() && (!policy.volatile_only() || shard.volatile() > 0)

@@ -511,3 +511,79 @@ fn info_shows_per_db_memory() {
     assert_eq!(c.q("FLUSHDB"), "OK");
     assert!(info_value(&c.info_text("keyspace"), "db3").is_none());
 }
+
+/// Turning a database's persistence off (or on) at run time with the AOF on rewrites it, so
+/// its files describe the databases as they are now persisted.
+#[test]
+fn config_set_db_persistence_rewrites_the_aof() {
+    let dir = fresh_dir("set-persistence");
+    let d = dir.to_str().unwrap();
+    let s = Server::tern(&["--dir", d, "--appendonly", "yes"]);
+    let mut c = ready(&s);
+    for i in 0..50 {
+        assert_eq!(c.q("SELECT 0"), "OK");
+        assert_eq!(c.q(&format!("SET d:{i} {i}")), "OK");
+        assert_eq!(c.q("SELECT 1"), "OK");
+        assert_eq!(c.q(&format!("SET c:{i} {i}")), "OK");
+    }
+    assert!(contains(&aof_bytes(&dir).0, b"c:49"));
+    let rewrites = info_u64(&mut c, "persistence", "aof_rewrites");
+    assert_eq!(set(&mut c, "db-persistence", "1 no"), "OK");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_u64(&mut c, "persistence", "aof_rewrites") == rewrites
+        || info_u64(&mut c, "persistence", "aof_rewrite_in_progress") == 1
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no rewrite after CONFIG SET db-persistence"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.q("SET c:after x"), "OK");
+    let (bytes, names) = aof_bytes(&dir);
+    assert!(!contains(&bytes, b"c:"), "db 1 keys left in {names:?}");
+    assert!(contains(&bytes, b"d:49"));
+    drop(c);
+    drop(s);
+    let s = Server::tern(&[
+        "--dir",
+        d,
+        "--appendonly",
+        "yes",
+        "--db-persistence",
+        "1 no",
+    ]);
+    let mut c = ready(&s);
+    assert_eq!(dbsize(&mut c, 0), 50);
+    assert_eq!(dbsize(&mut c, 1), 0);
+}
+
+/// Under the global `maxmemory` (allkeys-lru), a database given `noeviction` of its own keeps
+/// every key while the others are evicted.
+#[test]
+fn the_global_limit_spares_a_database_with_its_own_noeviction() {
+    let s = Server::tern(&[
+        "--maxmemory-policy",
+        "allkeys-lru",
+        "--db-maxmemory-policy",
+        "2 noeviction",
+    ]);
+    let mut c = R::new(s.port);
+    let value = "v".repeat(1000);
+    assert_eq!(c.q("SELECT 2"), "OK");
+    for i in 0..500 {
+        assert_eq!(c.q(&format!("SET durable:{i} {value}")), "OK");
+    }
+    let used = info_u64(&mut c, "memory", "used_memory");
+    assert_eq!(
+        c.q(&format!("CONFIG SET maxmemory {}", used + (2 << 20))),
+        "OK"
+    );
+    assert_eq!(c.q("SELECT 1"), "OK");
+    for i in 0..6000 {
+        assert_eq!(c.q(&format!("SET cache:{i} {value}")), "OK");
+    }
+    assert!(info_u64(&mut c, "stats", "evicted_keys") > 1000);
+    assert_eq!(dbsize(&mut c, 2), 500);
+    assert!(dbsize(&mut c, 1) < 6000);
+}
