@@ -74,6 +74,22 @@ impl Dict {
         None
     }
 
+    /// The entry stored at address `addr` under `hash` (an entry's identity while the shard
+    /// stays locked: entries are boxed, so a table resize does not move them).
+    pub fn find_addr(&self, hash: u64, addr: usize) -> Option<&Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut cur = self.buckets[(hash & self.mask()) as usize].as_deref();
+        while let Some(node) = cur {
+            if node as *const Entry as usize == addr {
+                return Some(node);
+            }
+            cur = node.next.as_deref();
+        }
+        None
+    }
+
     /// Grow the table at once to hold `n` entries without resizing (never shrinks it).
     pub fn reserve(&mut self, n: usize) {
         let want = n.next_power_of_two().max(MIN_BUCKETS);

@@ -186,6 +186,14 @@ impl Entry {
         unsafe { (self as *const Entry as *const u8).add(HEADER) }
     }
 
+    /// Estimated bytes this entry holds (its allocation, its bucket slot and its value's
+    /// heap, as MEMORY USAGE counts a key): what a database's used memory counts for it.
+    pub fn accounted_size(&self) -> usize {
+        alloc_size(self.key().len(), self.has_slot())
+            + std::mem::size_of::<Option<EntryBox>>()
+            + self.value.accounted_size()
+    }
+
     #[inline]
     pub fn key(&self) -> &[u8] {
         // SAFETY: the key bytes follow the header and slot (after a u64 length for long keys),

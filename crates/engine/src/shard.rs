@@ -8,6 +8,7 @@ use crate::snapshot::SnapShared;
 use crate::value::Value;
 use crate::watch::{self, WatchFlag, WatchTable, Watcher};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -39,6 +40,25 @@ pub struct ShardData {
     hfe: Option<Box<HfeIndex>>,
     /// Hash fields removed because their time ran out (INFO stats `expired_subkeys`).
     pub expired_fields: u64,
+    /// Estimated bytes of this shard's entries (its database's used memory), shared with the
+    /// store so readers sum it without locking the shard.
+    mem: Arc<ShardMemory>,
+    /// Entries handed out to a write since the lock was taken, which it may have grown or
+    /// shrunk in place: (key hash, entry address, size counted for it). Settled on unlock.
+    resizing: Vec<(u64, usize, usize)>,
+}
+
+/// One shard's estimated used bytes. Aligned to its own cache line: every write to the shard
+/// updates it, and neighbouring shards are written by other threads.
+#[derive(Default)]
+#[repr(align(64))]
+pub struct ShardMemory(AtomicI64);
+
+impl ShardMemory {
+    /// The bytes counted (never negative).
+    pub fn bytes(&self) -> u64 {
+        self.0.load(Relaxed).max(0) as u64
+    }
 }
 
 /// The keys a writable replica expires itself, in one shard.
@@ -87,6 +107,56 @@ impl ShardData {
             db,
             ..Default::default()
         }
+    }
+
+    /// An empty shard of database `db` counting its bytes into `mem`.
+    pub(crate) fn with_memory(db: usize, mem: Arc<ShardMemory>) -> ShardData {
+        ShardData {
+            db,
+            mem,
+            ..Default::default()
+        }
+    }
+
+    /// Estimated bytes of this shard's entries.
+    pub fn used_memory(&self) -> u64 {
+        self.mem.bytes()
+    }
+
+    #[inline]
+    fn count_bytes(&self, delta: i64) {
+        self.mem.0.fetch_add(delta, Relaxed);
+    }
+
+    /// A write may change `e` in place: remember what it was counted at (once per lock).
+    #[inline]
+    fn note_resizing(resizing: &mut Vec<(u64, usize, usize)>, hash: u64, e: &Entry) {
+        let addr = e as *const Entry as usize;
+        if !resizing.iter().any(|r| r.1 == addr) {
+            resizing.push((hash, addr, e.accounted_size()));
+        }
+    }
+
+    /// Count what the entries handed out to writes grew or shrank by.
+    fn settle_resizing(&mut self) {
+        let mut delta = 0i64;
+        for (hash, addr, before) in self.resizing.drain(..) {
+            if let Some(e) = self.dict.find_addr(hash, addr) {
+                delta += e.accounted_size() as i64 - before as i64;
+            }
+        }
+        if delta != 0 {
+            self.count_bytes(delta);
+        }
+    }
+
+    /// When the shard's lock is released: settle the byte count, run the WATCH checker.
+    #[inline]
+    pub(crate) fn on_unlock(&mut self) {
+        if !self.resizing.is_empty() {
+            self.settle_resizing();
+        }
+        self.verify_quiet();
     }
 
     pub fn len(&self) -> usize {
@@ -145,6 +215,7 @@ impl ShardData {
     /// snapshot that still owes it gets it first.
     pub(crate) fn entry_for_change(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
         let e = self.dict.get_mut(hash, key)?;
+        Self::note_resizing(&mut self.resizing, hash, e);
         save_owed(&self.snap, self.snap_parity, self.db, e);
         Some(e)
     }
@@ -278,6 +349,9 @@ impl ShardData {
         if save {
             save_owed(&self.snap, self.snap_parity, self.db, e);
         }
+        if save || watch::writing() {
+            Self::note_resizing(&mut self.resizing, hash, e);
+        }
         Some(e)
     }
 
@@ -367,6 +441,7 @@ impl ShardData {
                 _ => index.note(entry.key(), Some(t), false),
             }
         }
+        self.count_bytes(entry.accounted_size() as i64);
         self.dict.insert_new(hash, entry);
     }
 
@@ -403,6 +478,13 @@ impl ShardData {
 
     fn unlink(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         let mut e = self.dict.remove(hash, key)?;
+        // Counted as it was when handed out, if a write had it (its change is not settled).
+        let addr = &*e as *const Entry as usize;
+        let counted = match self.resizing.iter().position(|r| r.1 == addr) {
+            Some(i) => self.resizing.swap_remove(i).2,
+            None => e.accounted_size(),
+        };
+        self.count_bytes(-(counted as i64));
         save_owed(&self.snap, self.snap_parity, self.db, &mut e);
         if e.expire_at() != 0 {
             self.volatile -= 1;
@@ -423,7 +505,9 @@ impl ShardData {
         let was = e.expire_at() != 0;
         if !e.try_set_expire_at(at_ms) {
             // No slot yet: rebuild the entry with one (same value, access clock and bucket).
+            self.settle_resizing();
             let old = self.dict.remove(hash, key).expect("entry just found");
+            self.count_bytes(-(old.accounted_size() as i64));
             let (value, access, _) = old.into_parts();
             self.insert(hash, EntryBox::new_expiring(key, value, access, at_ms));
         }
@@ -513,6 +597,8 @@ impl ShardData {
         self.replica_keys = None;
         self.hfe = None;
         self.expire_cursor = 0;
+        self.resizing.clear();
+        self.mem.0.store(0, Relaxed);
         let old = self.dict.take();
         if let Some(snap) = self.snap.take() {
             // A running snapshot still owes entries of this table: it takes the table over,
@@ -530,6 +616,11 @@ impl ShardData {
         other.save_all_owed();
         self.touch_all(Some(other));
         other.touch_all(Some(self));
+        self.settle_resizing();
+        other.settle_resizing();
+        let (mine, theirs) = (self.mem.0.load(Relaxed), other.mem.0.load(Relaxed));
+        self.mem.0.store(theirs, Relaxed);
+        other.mem.0.store(mine, Relaxed);
         std::mem::swap(&mut self.dict, &mut other.dict);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.hfe, &mut other.hfe);
@@ -587,10 +678,11 @@ impl ShardData {
         let parity = self.snap_parity;
         let (mut seen, mut keys) = (0usize, 0u64);
         loop {
+            let skip = snap.skips(self.db);
             cursor = self.dict.scan_mut(cursor, |e| {
                 seen += 1;
                 if e.snap_bit() != parity {
-                    if snap.encode(out, e) {
+                    if !skip && snap.encode(out, e) {
                         keys += 1;
                         crate::save_delay::key_written();
                     }

@@ -42,7 +42,14 @@ pub trait KeyEncoder: Send + Sync {
 pub trait SnapshotSink: Send {
     /// The encoder for this snapshot's keys.
     fn encoder(&self) -> Arc<dyn KeyEncoder>;
-    /// Per database: (keys, keys with an expiry) at the cut, before any record arrives.
+    /// Whether database `db`'s keys go into this snapshot (a database excluded from
+    /// persistence is left out of RDB files and AOF rewrites; its shards are still walked,
+    /// without encoding anything).
+    fn wants_db(&self, _db: usize) -> bool {
+        true
+    }
+    /// Per database: (keys, keys with an expiry) at the cut, before any record arrives
+    /// (zero for a database the sink does not want).
     fn db_sizes(&mut self, _sizes: &[(u64, u64)]) {}
     /// Records of `keys` keys of database `db`, as the encoder made them. Records of one
     /// database may arrive in several pieces, interleaved with other databases'.
@@ -52,6 +59,8 @@ pub trait SnapshotSink: Send {
 /// What a shard's hook points at while a snapshot has not finished walking it.
 pub(crate) struct SnapShared {
     encoder: Arc<dyn KeyEncoder>,
+    /// Per database: left out of this snapshot (`SnapshotSink::wants_db`).
+    skipped: Box<[bool]>,
     /// Keys written out by the threads that changed them, per database, in arrival order.
     side: Mutex<Vec<SidePiece>>,
     /// Whole tables taken out of the keyspace (FLUSHDB, FLUSHALL) while they still held owed
@@ -78,6 +87,9 @@ impl SnapShared {
     /// Write one entry out (its state at the cut) into the side buffer.
     #[cold]
     pub(crate) fn save(&self, db: usize, e: &Entry) {
+        if self.skips(db) {
+            return;
+        }
         SCRATCH.with(|s| {
             let mut s = s.borrow_mut();
             s.clear();
@@ -104,6 +116,12 @@ impl SnapShared {
         });
     }
 
+    /// Database `db` is left out of this snapshot.
+    #[inline]
+    pub(crate) fn skips(&self, db: usize) -> bool {
+        self.skipped.get(db).copied().unwrap_or(false)
+    }
+
     /// Encode one entry with this snapshot's encoder (the walk).
     pub(crate) fn encode(&self, out: &mut Vec<u8>, e: &Entry) -> bool {
         self.encoder.encode(out, e)
@@ -128,6 +146,10 @@ impl SnapShared {
         }
         let tables = std::mem::take(&mut *self.detached.lock());
         for (db, parity, table) in tables {
+            if self.skips(db) {
+                drop(table);
+                continue;
+            }
             // Out of the keyspace: only read, then freed here (off the clients' threads).
             let mut keys = 0;
             for e in table.iter().filter(|e| e.snap_bit() != parity) {
@@ -207,17 +229,21 @@ impl Store {
         let (mut sink, shared) = {
             let mut guards = self.lock_all_or_none(&all);
             let mut sink = make_at_cut();
+            let skipped: Box<[bool]> = (0..self.databases()).map(|db| !sink.wants_db(db)).collect();
             let shared = Arc::new(SnapShared {
                 encoder: sink.encoder(),
+                skipped,
                 side: Mutex::new(Vec::new()),
                 detached: Mutex::new(Vec::new()),
                 cow_bytes: snap.cow_bytes.clone(),
             });
             let mut sizes = vec![(0u64, 0u64); self.databases()];
             for (i, g) in guards.iter_mut() {
-                let s = &mut sizes[self.db_of(*i)];
-                s.0 += g.len() as u64;
-                s.1 += g.volatile() as u64;
+                let db = self.db_of(*i);
+                if !shared.skips(db) {
+                    sizes[db].0 += g.len() as u64;
+                    sizes[db].1 += g.volatile() as u64;
+                }
                 g.begin_snapshot(shared.clone());
             }
             sink.db_sizes(&sizes);

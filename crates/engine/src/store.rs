@@ -11,14 +11,17 @@
 //! waits while holding shards.
 
 use crate::hash::key_hash;
-use crate::shard::ShardData;
+use crate::shard::{ShardData, ShardMemory};
 use parking_lot::{Mutex, MutexGuard};
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 pub struct Store {
     shards: Box<[Mutex<ShardData>]>,
+    /// Each shard's estimated used bytes, readable without its lock (per-database memory).
+    memory: Box<[Arc<ShardMemory>]>,
     databases: usize,
     shard_bits: u32,
     /// Per shard: how many long-running atomic units (scripts moved to a script thread) hold
@@ -64,7 +67,7 @@ impl DerefMut for ShardGuard<'_> {
 impl Drop for ShardGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.deref_mut().verify_quiet();
+        self.deref_mut().on_unlock();
     }
 }
 
@@ -205,10 +208,12 @@ impl<'a> MultiGuard<'a> {
 impl Store {
     pub fn new(databases: usize, shard_bits: u32) -> Store {
         let n = databases << shard_bits;
+        let memory: Box<[Arc<ShardMemory>]> = (0..n).map(|_| Arc::default()).collect();
         Store {
             shards: (0..n)
-                .map(|i| Mutex::new(ShardData::new(i >> shard_bits)))
+                .map(|i| Mutex::new(ShardData::with_memory(i >> shard_bits, memory[i].clone())))
                 .collect(),
+            memory,
             databases,
             shard_bits,
             long_held: (0..n).map(|_| AtomicU32::new(0)).collect(),
@@ -246,6 +251,16 @@ impl Store {
 
     pub fn shards_per_db(&self) -> usize {
         1 << self.shard_bits
+    }
+
+    /// Estimated bytes of database `db`'s keys and values: the sum of its shards' counts,
+    /// read without locking (a write in flight is counted when its shard is unlocked).
+    pub fn db_used_memory(&self, db: usize) -> u64 {
+        let per_db = self.shards_per_db();
+        self.memory[db * per_db..(db + 1) * per_db]
+            .iter()
+            .map(|m| m.bytes())
+            .sum()
     }
 
     #[inline]

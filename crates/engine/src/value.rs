@@ -284,6 +284,15 @@ impl Value {
         }
     }
 
+    /// `heap_size`, but cheap enough to run on every write: a stream's is estimated from its
+    /// newest node instead of walking every entry.
+    pub fn accounted_size(&self) -> usize {
+        match self {
+            Value::Stream(v) => v.heap_size_estimate(),
+            other => other.heap_size(),
+        }
+    }
+
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),

@@ -83,6 +83,16 @@ impl Ops {
         self.ops.push((db, self.buf.len(), true));
     }
 
+    /// Send the commands of the databases `excluded` picks to replicas only (a database left
+    /// out of persistence is still replicated).
+    pub fn keep_from_aof(&mut self, excluded: impl Fn(usize) -> bool) {
+        for op in &mut self.ops {
+            if op.0 >= 0 && excluded(op.0 as usize) {
+                op.2 = true;
+            }
+        }
+    }
+
     /// The commands as (db, encoded bytes, replicas only).
     pub fn iter(&self) -> impl Iterator<Item = (i32, &[u8], bool)> {
         let mut start = 0;

@@ -53,8 +53,13 @@ pub struct AofState {
     /// aof_rewrite_base_size: the AOF's size when the last rewrite ended (or the base's at
     /// start-up), the reference of auto-aof-rewrite-percentage.
     pub base_size: AtomicU64,
+    /// The global `appendfsync` (the writer fsyncs every batch also when only some database
+    /// has `db-appendfsync always`: see `writer_fsync`).
     pub fsync: AtomicU8,
     pub delayed_fsync: AtomicU64,
+    /// LSN up to which the log is written to the AOF file (fsynced or not): what replies in a
+    /// database that does not need the fsync wait for.
+    written: AtomicU64,
     /// The manifest as last persisted (plus where the files live).
     files: Mutex<Option<Files>>,
     /// The incremental file the writer switches to at the next cut.
@@ -110,6 +115,7 @@ impl Default for AofState {
             base_size: AtomicU64::new(0),
             fsync: AtomicU8::new(FSYNC_EVERYSEC),
             delayed_fsync: AtomicU64::new(0),
+            written: AtomicU64::new(0),
             files: Mutex::new(None),
             next_incr: Mutex::new(None),
             writer: Mutex::new(None),
@@ -152,6 +158,29 @@ fn fsync_policy(v: &str) -> u8 {
         "no" => FSYNC_NO,
         _ => FSYNC_EVERYSEC,
     }
+}
+
+/// How the writer fsyncs: every batch when the global `appendfsync` or some database's
+/// `db-appendfsync` is `always`, else per the global setting.
+fn writer_fsync(srv: &Server) -> u8 {
+    let global = srv.aof.fsync.load(Relaxed);
+    if srv.db_policies.any_always() {
+        FSYNC_ALWAYS
+    } else {
+        global
+    }
+}
+
+/// True when the global `appendfsync` is `always`.
+pub fn global_always(srv: &Server) -> bool {
+    srv.aof.fsync.load(Relaxed) == FSYNC_ALWAYS
+}
+
+/// Replies that waited for `durable` (fsynced under `always`) and for `written` positions of
+/// the log may go.
+#[inline]
+pub fn reached(srv: &Server, durable: u64, written: u64) -> bool {
+    srv.propagation.log.durable() >= durable && srv.aof.written.load(Relaxed) >= written
 }
 
 /// AOF is on.
@@ -231,15 +260,16 @@ fn notify_durable(aof: &AofState) {
     }
 }
 
-/// Wait until the log is durable up to `lsn` (or `appendfsync always` no longer holds).
-pub async fn wait_durable(srv: &Server, lsn: u64) {
+/// Wait until the log is durable up to `lsn` and written up to `written` (or the AOF no
+/// longer holds replies back).
+pub async fn wait_durable(srv: &Server, lsn: u64, written: u64) {
     let Some(relay) = RELAY.with(|l| l.get()) else {
         // Not on a worker: wait on the writer's own news.
         loop {
             let n = srv.aof.durable.notified();
             tokio::pin!(n);
             n.as_mut().enable();
-            if srv.propagation.log.durable() >= lsn || !must_wait(srv) {
+            if reached(srv, lsn, written) || !must_wait(srv) {
                 return;
             }
             srv.propagation.log.wake_consumer();
@@ -260,7 +290,7 @@ pub async fn wait_durable(srv: &Server, lsn: u64) {
         let n = relay.durable.notified();
         tokio::pin!(n);
         n.as_mut().enable();
-        if srv.propagation.log.durable() >= lsn || !must_wait(srv) {
+        if reached(srv, lsn, written) || !must_wait(srv) {
             return;
         }
         n.await;
@@ -414,7 +444,7 @@ fn write_all_retry(srv: &Server, mut file: &File, bytes: &[u8]) -> std::io::Resu
 fn write_failed(srv: &Server, e: std::io::Error) {
     srv.aof.last_write_ok.store(false, Relaxed);
     crate::log::warning(&format!("Error writing to the AOF file: {e}"));
-    if srv.aof.fsync.load(Relaxed) == FSYNC_ALWAYS {
+    if writer_fsync(srv) == FSYNC_ALWAYS {
         crate::log::warning(
             "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
         );
@@ -473,7 +503,7 @@ fn writer_loop(srv: Arc<Server>, file: Option<File>) {
         }
     };
     loop {
-        let policy = srv.aof.fsync.load(Relaxed);
+        let policy = writer_fsync(&srv);
         let timeout = if policy == FSYNC_EVERYSEC && unsynced {
             Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
         } else {
@@ -503,7 +533,13 @@ fn writer_loop(srv: Arc<Server>, file: Option<File>) {
             off = at;
         }
         write(&file, &batch.bytes[off..], &mut unsynced);
-        let policy = srv.aof.fsync.load(Relaxed);
+        srv.aof.written.fetch_max(batch.end(), Relaxed);
+        let policy = writer_fsync(&srv);
+        if policy == FSYNC_ALWAYS && srv.db_policies.any_reply_override() && !batch.bytes.is_empty()
+        {
+            // Replies of databases that need only the write go now, not after the fsync.
+            notify_durable(&srv.aof);
+        }
         if policy == FSYNC_ALWAYS && file.is_some() {
             if unsynced {
                 fsyncs.written(batch.end());
@@ -737,10 +773,13 @@ fn write_base(
         snapshot_into_abortable(srv, at_cut, abort, || {
             crate::save_progress::Counted::new(
                 &srv.save_progress,
-                crate::persistence::rdb_writer(srv, out, &aux),
+                crate::db_policy::Persisted::new(
+                    &srv.db_policies,
+                    crate::persistence::rdb_writer(srv, out, &aux),
+                ),
             )
         })
-        .map(|w| w.inner.finish())
+        .map(|w| w.inner.inner.finish())
     } else {
         let mut out = out;
         if srv.config.hot.aof_timestamp_enabled.load(Relaxed) {
@@ -750,14 +789,17 @@ fn write_base(
         snapshot_into_abortable(srv, at_cut, abort, || {
             crate::save_progress::Counted::new(
                 &srv.save_progress,
-                tern_persist::aof::rewrite::CommandWriter::new(
-                    out,
-                    &crate::lua::libraries::library_codes(srv),
-                    now,
+                crate::db_policy::Persisted::new(
+                    &srv.db_policies,
+                    tern_persist::aof::rewrite::CommandWriter::new(
+                        out,
+                        &crate::lua::libraries::library_codes(srv),
+                        now,
+                    ),
                 ),
             )
         })
-        .map(|w| w.inner.finish())
+        .map(|w| w.inner.inner.finish())
     };
     let res = match res {
         Some(r) => r.and_then(|bw| {

@@ -92,6 +92,9 @@ pub struct Conn {
     /// `appendfsync always`: the log position the replies of the current batch reveal (what
     /// the client wrote or read); they go out once the log is durable up to it.
     pub obs: u64,
+    /// The same for commands in databases whose replies need the AOF written, not fsynced
+    /// (`db-appendfsync` other than `always` under a global `always`, and the reverse).
+    pub obs_written: u64,
     /// The open transaction (after MULTI, until EXEC or DISCARD).
     pub multi: Option<crate::txn::MultiState>,
     /// Cluster mode: ASKING was sent; the next command (or transaction) may use a slot this
@@ -153,6 +156,7 @@ impl Conn {
             drain_first: false,
             pending_drain: false,
             obs: 0,
+            obs_written: 0,
             multi: None,
             asking: false,
             spare_multi: None,
@@ -205,13 +209,34 @@ impl Conn {
     #[inline]
     pub fn observe_all(&mut self, srv: &Server) {
         if crate::aof::must_wait(srv) {
-            self.obs = self.obs.max(srv.propagation.log.appended());
+            self.observe_lsn(srv, srv.propagation.log.appended());
         }
     }
 
-    /// Take the log position the replies written so far wait for (see `obs`).
-    pub fn take_observed(&mut self) -> u64 {
-        std::mem::take(&mut self.obs)
+    /// The batch's replies reveal the log up to `lsn`: what they wait for depends on the
+    /// database the command ran in (`db-persistence`, `db-appendfsync`).
+    #[inline]
+    pub fn observe_lsn(&mut self, srv: &Server, lsn: u64) {
+        let policies = &srv.db_policies;
+        if !policies.any_reply_override() {
+            self.obs = self.obs.max(lsn);
+            return;
+        }
+        use crate::db_policy::ReplyWait;
+        match policies.reply_wait(self.db, crate::aof::global_always(srv)) {
+            ReplyWait::Nothing => {}
+            ReplyWait::Written => self.obs_written = self.obs_written.max(lsn),
+            ReplyWait::Fsynced => self.obs = self.obs.max(lsn),
+        }
+    }
+
+    /// Take the log positions the replies written so far wait for: durable up to the first
+    /// (see `obs`), written up to the second (see `obs_written`).
+    pub fn take_observed(&mut self) -> (u64, u64) {
+        (
+            std::mem::take(&mut self.obs),
+            std::mem::take(&mut self.obs_written),
+        )
     }
 
     pub fn is_monitor(&self) -> bool {

@@ -29,7 +29,7 @@ pub fn execute(srv: &Arc<Server>, conn: &mut Conn, out: &mut Reply, args: &Args)
     // DEBUG SLEEP elsewhere: nothing runs until it ends.
     srv.world.wait_while_stopped();
     // Over maxmemory: evict first (unless a script is busy), as Redis does for every command.
-    let oom = srv.config.hot.maxmemory.load(Relaxed) > 0
+    let oom = (srv.config.hot.maxmemory.load(Relaxed) > 0 || srv.db_policies.any_quota())
         && crate::lua::busy_error(srv).is_none()
         && crate::evict::before_command(srv, conn);
     if srv.tracking.active() {
@@ -307,7 +307,7 @@ pub fn execute_for_script(
     // Over maxmemory when the script started: no growing writes (unless exempt).
     if f & flags::DENYOOM != 0
         && !oom_exempt
-        && srv.config.hot.maxmemory.load(Relaxed) > 0
+        && (srv.config.hot.maxmemory.load(Relaxed) > 0 || srv.db_policies.any_quota())
         && crate::evict::oom_before_command()
     {
         conn.stats.total_error_replies.add(1);

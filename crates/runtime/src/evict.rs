@@ -11,6 +11,11 @@
 //! with a TTL for the volatile-* policies), the best by idle time, LFU counter or TTL evicted.
 //! An eviction behaves as a deletion: WATCH is touched, tracking clients are told, and an
 //! `evicted` keyspace event is emitted.
+//!
+//! A database with its own quota (`db-maxmemory`) is held to it the same way, by its own
+//! estimated used memory (`Store::db_used_memory`) and its own policy (`db-maxmemory-policy`,
+//! else the global one), evicting only its own keys: a command run in it is refused when it
+//! is over its quota and nothing more may be evicted there.
 
 use crate::args::Args;
 use crate::ctx::Conn;
@@ -122,9 +127,48 @@ impl Policy {
 /// memory is still over the limit (the caller refuses commands that may grow it).
 pub fn before_command(srv: &Server, conn: &mut Conn) -> bool {
     let limit = srv.config.hot.maxmemory.load(Relaxed);
-    let oom = limit > 0 && over_limit(srv, &mut conn.rng, &conn.stats, conn.now_ms, limit, None);
+    let mut oom =
+        limit > 0 && over_limit(srv, &mut conn.rng, &conn.stats, conn.now_ms, limit, None);
+    if !oom && srv.db_policies.any_quota() {
+        let quota = srv.db_policies.quota(conn.db);
+        oom = quota > 0 && over_db_quota(srv, &mut conn.rng, &conn.stats, conn.db, quota, None);
+    }
     OOM_BEFORE.with(|c| c.set(oom));
     oom
+}
+
+/// `over_limit` for database `db` and its quota: evict its own keys by its own policy until
+/// its used memory is within `quota`. True when it is still over.
+fn over_db_quota(
+    srv: &Server,
+    rng: &mut SmallRng,
+    stats: &ThreadStats,
+    db: usize,
+    quota: u64,
+    budget: Option<std::time::Duration>,
+) -> bool {
+    let used = || srv.store.db_used_memory(db);
+    if used() <= quota || srv.pause.holds_expiry() || crate::replica_expiry::ignores_maxmemory(srv)
+    {
+        return false;
+    }
+    let global = srv.config.hot.maxmemory_policy.load(Relaxed);
+    let policy = Policy::from_index(srv.db_policies.eviction_policy(db, global));
+    if policy == Policy::NoEviction {
+        return true;
+    }
+    let budget = budget.unwrap_or_else(|| command_budget(srv));
+    let start = std::time::Instant::now();
+    let mut shards = candidate_shards(srv, policy, Some(db));
+    loop {
+        // The count is exact once a victim's shard is unlocked: measure after each one.
+        if evict_one(srv, rng, stats, policy, &mut shards).is_none() {
+            return used() > quota;
+        }
+        if used() <= quota || start.elapsed() > budget {
+            return false;
+        }
+    }
 }
 
 /// True when the command now starting met an over-limit server (scripts refuse their first
@@ -166,7 +210,7 @@ fn over_limit(
     // evict is memory reported over the limit.
     let budget = budget.unwrap_or_else(|| command_budget(srv));
     let start = std::time::Instant::now();
-    let mut shards = candidate_shards(srv, policy);
+    let mut shards = candidate_shards(srv, policy, None);
     loop {
         let mut to_free = used - limit;
         while to_free > 0 {
@@ -213,13 +257,30 @@ pub fn cron(srv: &Server, budget: std::time::Duration) {
         let stats = srv.stats.local();
         RNG.with(|r| over_limit(srv, &mut r.borrow_mut(), &stats, now, limit, Some(budget)));
     }
+    if srv.db_policies.any_quota() {
+        let stats = srv.stats.local();
+        for db in 0..srv.store.databases() {
+            let quota = srv.db_policies.quota(db);
+            if quota > 0 {
+                RNG.with(|r| {
+                    over_db_quota(srv, &mut r.borrow_mut(), &stats, db, quota, Some(budget))
+                });
+            }
+        }
+    }
 }
 
-/// The shards (global indices) that hold keys the policy may evict.
-fn candidate_shards(srv: &Server, policy: Policy) -> Vec<usize> {
+/// The shards (global indices) that hold keys the policy may evict, in database `only` or, for
+/// the global limit, in every database but those given `noeviction` of their own.
+fn candidate_shards(srv: &Server, policy: Policy, only: Option<usize>) -> Vec<usize> {
     let store = &srv.store;
     let per_db = store.shards_per_db();
-    (0..store.databases() * per_db)
+    let range = match only {
+        Some(db) => db * per_db..(db + 1) * per_db,
+        None => 0..store.databases() * per_db,
+    };
+    range
+        .filter(|&gi| only.is_some() || !srv.db_policies.never_evicted(gi / per_db))
         .filter(|&gi| {
             let shard = store.lock_shard(gi / per_db, gi % per_db);
             !shard.is_empty() && (!policy.volatile_only() || shard.volatile() > 0)

@@ -124,11 +124,13 @@ pub fn gen_info(srv: &Server, sections: &HashSet<String>, all: bool, everything:
         for db in 0..srv.store.databases() {
             let (keys, expires) = srv.store.db_stats(db);
             if keys > 0 || expires > 0 {
-                // subexpiry: hashes with field times (Redis 7.4's field).
+                // subexpiry: hashes with field times (Redis 7.4's field); used_memory: tern's
+                // estimate of the database's keys and values (see `db_memory_lines`).
                 let sub = srv.store.db_subexpiry(db);
+                let used = srv.store.db_used_memory(db);
                 let _ = write!(
                     out,
-                    "db{db}:keys={keys},expires={expires},avg_ttl=0,subexpiry={sub}\r\n"
+                    "db{db}:keys={keys},expires={expires},avg_ttl=0,subexpiry={sub},used_memory={used}\r\n"
                 );
             }
         }
@@ -488,6 +490,34 @@ fn memory_section(srv: &Server, figures: MemoryFigures, out: &mut String) {
             c.io.links_memory() + c.state.lock().pending_send_bytes()
         }),
     );
+    db_memory_lines(srv, out);
+}
+
+/// tern's per-database lines of INFO memory, for each database holding keys or having a
+/// quota: its estimated used memory (the sum of its entries' and values' sizes, as the
+/// per-database quotas count it), its quota and the policy that applies to it.
+fn db_memory_lines(srv: &Server, out: &mut String) {
+    let global = srv.config.hot.maxmemory_policy.load(Relaxed);
+    for db in 0..srv.store.databases() {
+        let quota = srv.db_policies.quota(db);
+        let used = srv.store.db_used_memory(db);
+        if quota == 0 && used == 0 {
+            continue;
+        }
+        let index = srv.db_policies.eviction_policy(db, global) as i32;
+        let policy = crate::config::MAXMEMORY_POLICIES
+            .iter()
+            .find(|(_, i)| *i == index)
+            .map_or("noeviction", |(n, _)| n);
+        let _ = write!(
+            out,
+            "db{db}_used_memory:{used}\r\n\
+             db{db}_used_memory_human:{}\r\n\
+             db{db}_maxmemory:{quota}\r\n\
+             db{db}_maxmemory_policy:{policy}\r\n",
+            bytes_to_human(used),
+        );
+    }
 }
 
 fn persistence_section(srv: &Server, out: &mut String) {

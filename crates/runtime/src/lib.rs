@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod config;
 pub mod cron_jobs;
 pub mod ctx;
+pub mod db_policy;
 pub mod diskless_load;
 pub mod diskless_sync;
 pub mod dispatch;

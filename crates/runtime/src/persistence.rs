@@ -175,6 +175,7 @@ fn rdb_save_abortable(
             aux.extend(crate::replication::rdb_repl_aux(srv));
             let w = rdb_writer(srv, std::io::BufWriter::with_capacity(1 << 20, out), &aux);
             dirty_at_cut.store(srv.dirty_total(), Relaxed);
+            let w = crate::db_policy::Persisted::new(&srv.db_policies, w);
             crate::save_progress::Counted::new(&srv.save_progress, w)
         },
         abort,
@@ -182,8 +183,8 @@ fn rdb_save_abortable(
     let written = match w {
         None => Err(None),
         Some(w) => {
-            let keys = w.inner.keys;
-            match w.inner.finish().and_then(|bw| {
+            let keys = w.inner.inner.keys;
+            match w.inner.inner.finish().and_then(|bw| {
                 let mut out = bw.into_inner().map_err(|e| e.into_error())?;
                 out.flush()?;
                 Ok(out)

@@ -154,7 +154,7 @@ pub fn observe(srv: &Server, conn: &mut Conn, spec: &CommandSpec, args: &Args) {
     } else {
         p.log.appended()
     };
-    conn.obs = conn.obs.max(lsn);
+    conn.observe_lsn(srv, lsn);
 }
 
 #[inline]
@@ -225,12 +225,23 @@ pub fn flush(srv: &Server) {
     UNIT.with(|u| {
         let mut u = u.borrow_mut();
         if !u.is_empty() {
+            keep_excluded_from_aof(srv, &mut u);
             let lsn = srv.propagation.log.append(&u);
             LAST_APPEND.with(|l| l.set(lsn));
             u.clear();
             unit_appended(&srv.propagation, lsn);
         }
     });
+}
+
+/// Commands of databases excluded from persistence (`db-persistence no`) go to replicas
+/// only, never to the AOF.
+#[inline]
+fn keep_excluded_from_aof(srv: &Server, ops: &mut Ops) {
+    let policies = &srv.db_policies;
+    if policies.any_reply_override() {
+        ops.keep_from_aof(|db| !policies.persisted(db));
+    }
 }
 
 /// The LSN after the last unit this thread appended since the previous call (0: none).
@@ -371,6 +382,7 @@ fn propagate_server_writes<const N: usize>(
         for argv in cmds {
             ops.push(db as i32, argv.iter().copied());
         }
+        keep_excluded_from_aof(srv, &mut ops);
         let lsn = p.log.append(&ops);
         p.changed_slot(db, key_hash(key)).fetch_max(lsn, Relaxed);
     }

@@ -47,6 +47,10 @@ impl<S: SnapshotSink> SnapshotSink for Counted<S> {
         self.inner.encoder()
     }
 
+    fn wants_db(&self, db: usize) -> bool {
+        self.inner.wants_db(db)
+    }
+
     fn db_sizes(&mut self, sizes: &[(u64, u64)]) {
         let total = sizes.iter().map(|s| s.0).sum();
         self.progress.keys_total.store(total, Relaxed);

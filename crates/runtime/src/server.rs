@@ -117,6 +117,8 @@ pub struct Server {
     pub memory_marks: crate::info_sections::MemoryMarks,
     /// Cluster mode's state and routing table; set once at start-up when `cluster-enabled`.
     pub cluster: std::sync::OnceLock<std::sync::Arc<crate::cluster::Cluster>>,
+    /// Per-database quotas, eviction policies, persistence and appendfsync.
+    pub db_policies: std::sync::Arc<crate::db_policy::DbPolicies>,
 }
 
 impl Server {
@@ -161,6 +163,9 @@ impl Server {
                 .map(|_| std::char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
                 .collect()
         };
+        let db_policies =
+            std::sync::Arc::new(crate::db_policy::DbPolicies::new(databases, &config));
+        db_policies.watch_config(&config);
         // Before the first key is stored: cluster mode indexes keys by hash slot.
         tern_engine::hash::set_slot_hashing(config.get_bool("cluster-enabled"));
         Server {
@@ -215,6 +220,7 @@ impl Server {
             used_memory: Default::default(),
             memory_marks: Default::default(),
             cluster: Default::default(),
+            db_policies,
         }
     }
 

@@ -500,9 +500,9 @@ async fn send_replies<S: ClientStream>(
     if out.buf.is_empty() {
         return true;
     }
-    let lsn = conn.take_observed();
-    if tern_runtime::aof::must_wait(srv) && srv.propagation.log.durable() < lsn {
-        tern_runtime::aof::wait_durable(srv, lsn).await;
+    let (lsn, written) = conn.take_observed();
+    if tern_runtime::aof::must_wait(srv) && !tern_runtime::aof::reached(srv, lsn, written) {
+        tern_runtime::aof::wait_durable(srv, lsn, written).await;
     }
     let handle = &*conn.handle;
     stats.net_output_bytes.add(out.buf.len() as u64);

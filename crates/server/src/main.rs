@@ -376,8 +376,9 @@ fn register_client_eviction_hooks(srv: &Arc<Server>) {
     }
 }
 
-/// CONFIG SET appendonly / aof-disable-auto-gc / appendfsync act at once.
+/// CONFIG SET appendonly / aof-disable-auto-gc / appendfsync / db-persistence act at once.
 fn register_aof_hooks(srv: &Arc<Server>) {
+    tern_runtime::db_policy::watch_persistence(srv);
     let s = Arc::downgrade(srv);
     srv.config.set_apply_hook(
         "appendonly",

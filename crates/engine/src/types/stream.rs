@@ -380,6 +380,22 @@ impl StreamValue {
                 .sum::<usize>()
     }
 
+    /// `heap_size` in constant time (per group): the newest node's bytes per entry times the
+    /// length, groups by their pending and consumer counts.
+    pub fn heap_size_estimate(&self) -> usize {
+        let per_entry = self.nodes.values().next_back().map_or(0, |n| {
+            let bytes = n.entries.capacity() * std::mem::size_of::<StreamEntry>()
+                + n.entries.iter().map(StreamEntry::heap_size).sum::<usize>();
+            bytes / n.entries.len().max(1)
+        });
+        let groups: usize = self
+            .groups
+            .iter()
+            .map(|(k, g)| k.len() + 96 + g.pel.len() * 88 + g.consumers.len() * 64)
+            .sum();
+        per_entry * self.length as usize + self.nodes.len() * 48 + groups
+    }
+
     /// Number of nodes (Redis's radix-tree-keys).
     pub fn node_count(&self) -> usize {
         self.nodes.len()

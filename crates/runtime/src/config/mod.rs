@@ -5,11 +5,13 @@
 //!
 //! Parameters tern does not act on yet are accepted, validated and reported like Redis does.
 
+mod db_overrides;
 mod file;
 mod params;
 mod rewrite;
 mod values;
 
+pub use db_overrides::{db_pairs, is_db_override, DB_OVERRIDE_PARAMS};
 pub use file::options_from_args;
 pub use params::*;
 pub use rewrite::RewriteError;
@@ -391,6 +393,10 @@ impl Config {
                     out.push(fmt_percentile(v));
                 }
                 Ok(out.join(" "))
+            }
+            n if is_db_override(n) => {
+                let databases = self.get_i64("databases").max(1) as usize;
+                db_overrides::merge(n, argv, current, databases)
             }
             _ => Ok(argv.join(" ")),
         }

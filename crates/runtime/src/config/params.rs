@@ -734,6 +734,12 @@ pub static PARAMS: &[Param] = &[
         MULTI_ARG,
         "50 99 99.9",
     ),
+    // tern's own: per-database policies (`db_overrides`), `<db> <setting>` pairs. Hidden from
+    // CONFIG GET patterns like tern's other own parameters; an exact CONFIG GET lists them.
+    x("db-maxmemory", None, MULTI_ARG | HIDDEN, ""),
+    x("db-maxmemory-policy", None, MULTI_ARG | HIDDEN, ""),
+    x("db-persistence", None, MULTI_ARG | HIDDEN, ""),
+    x("db-appendfsync", None, MULTI_ARG | HIDDEN, ""),
     // tern's own: worker threads (0 = one per core). Hidden from CONFIG GET patterns so tools
     // that walk `CONFIG GET *` see exactly Redis's parameters; an exact `CONFIG GET threads` works.
     i("threads", IMMUTABLE | HIDDEN, 0, 1024, "0"),

@@ -13,6 +13,7 @@ mod cluster_cli;
 mod cluster_node;
 mod config_info;
 mod corrupt_dump;
+mod db_policy;
 mod digest;
 mod diskless;
 mod dump;
