@@ -15,7 +15,7 @@
 use crate::shard::ShardData;
 use crate::types::field_ttl::FieldTtls;
 use crate::value::Value;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 // Process-wide: hashes with field times in every index (sets and sorted sets not counted),
@@ -67,68 +67,86 @@ pub(crate) fn mark_members_in_use() {
     }
 }
 
+/// What a filed key holds, which decides the counts it is part of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Filed {
+    /// A hash with field times (counted in INDEXED_HASHES: it makes snapshots RDB 12).
+    Hash,
+    /// A set or sorted set with member times.
+    Members,
+    /// A KEYDB.CRON job (not subkey expiry: left out of `subexpiry`).
+    Cron,
+}
+
+impl Filed {
+    pub(crate) fn of(v: &Value) -> Filed {
+        match v {
+            Value::Hash(_) => Filed::Hash,
+            Value::Cron(_) => Filed::Cron,
+            _ => Filed::Members,
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct HfeIndex {
     by_time: BTreeSet<(u64, Box<[u8]>)>,
-    /// Filing time, and whether the value is a hash (counted in INDEXED).
-    by_key: HashMap<Box<[u8]>, (u64, bool)>,
-    /// KEYDB.CRON jobs among them (not subkey expiry: left out of `subexpiry`).
-    crons: HashSet<Box<[u8]>>,
+    /// Filing time and kind of each key.
+    by_key: HashMap<Box<[u8]>, (u64, Filed)>,
+    /// KEYDB.CRON jobs among them.
+    crons: usize,
 }
 
 impl HfeIndex {
-    /// File `key` under `min` (None: it has no field or member times any more); `is_hash`:
-    /// the value is a hash.
-    pub(crate) fn note(&mut self, key: &[u8], min: Option<u64>, is_hash: bool) {
-        if !self.crons.is_empty() {
-            self.crons.remove(key);
-        }
-        match min {
-            Some(t) => {
-                let old = self.by_key.insert(key.into(), (t, is_hash));
-                if old.is_none() {
-                    INDEXED.fetch_add(1, Relaxed);
-                }
-                if is_hash && old.is_none_or(|(_, h)| !h) {
-                    INDEXED_HASHES.fetch_add(1, Relaxed);
-                } else if !is_hash && old.is_some_and(|(_, h)| h) {
-                    INDEXED_HASHES.fetch_sub(1, Relaxed);
-                }
-                match old {
-                    Some((ot, _)) if ot == t => return,
-                    Some((ot, _)) => {
-                        self.by_time.remove(&(ot, Box::from(key)));
-                    }
-                    None => {}
-                }
-                self.by_time.insert((t, key.into()));
+    /// File `key`, holding a `kind`, under `min` (None: it has no times any more).
+    pub(crate) fn note(&mut self, key: &[u8], min: Option<u64>, kind: Filed) {
+        let Some(t) = min else {
+            return self.forget(key);
+        };
+        let old = self.by_key.insert(key.into(), (t, kind));
+        self.count(old.map(|(_, k)| k), Some(kind));
+        match old {
+            Some((ot, _)) if ot == t => return,
+            Some((ot, _)) => {
+                self.by_time.remove(&(ot, Box::from(key)));
             }
-            None => self.forget(key),
+            None => {}
         }
-    }
-
-    /// `note` for a KEYDB.CRON job.
-    pub(crate) fn note_cron(&mut self, key: &[u8], next: Option<u64>) {
-        self.note(key, next, false);
-        if next.is_some() {
-            self.crons.insert(key.into());
-        }
+        self.by_time.insert((t, key.into()));
     }
 
     pub(crate) fn forget(&mut self, key: &[u8]) {
-        self.crons.remove(key);
-        if let Some((old, is_hash)) = self.by_key.remove(key) {
+        if let Some((old, kind)) = self.by_key.remove(key) {
             self.by_time.remove(&(old, Box::from(key)));
+            self.count(Some(kind), None);
+        }
+    }
+
+    /// A key's kind went from `before` to `after` (None: not filed).
+    fn count(&mut self, before: Option<Filed>, after: Option<Filed>) {
+        if before == after {
+            return;
+        }
+        if before.is_none() {
+            INDEXED.fetch_add(1, Relaxed);
+        } else if after.is_none() {
             INDEXED.fetch_sub(1, Relaxed);
-            if is_hash {
-                INDEXED_HASHES.fetch_sub(1, Relaxed);
-            }
+        }
+        if before == Some(Filed::Hash) {
+            INDEXED_HASHES.fetch_sub(1, Relaxed);
+        } else if before == Some(Filed::Cron) {
+            self.crons -= 1;
+        }
+        if after == Some(Filed::Hash) {
+            INDEXED_HASHES.fetch_add(1, Relaxed);
+        } else if after == Some(Filed::Cron) {
+            self.crons += 1;
         }
     }
 
     /// Keys with field or member times (INFO keyspace `subexpiry=`).
     pub(crate) fn subkey_len(&self) -> usize {
-        self.by_key.len() - self.crons.len()
+        self.by_key.len() - self.crons
     }
 
     /// The earliest filing time and its hash.
@@ -139,7 +157,7 @@ impl HfeIndex {
 
 impl Drop for HfeIndex {
     fn drop(&mut self) {
-        let hashes = self.by_key.values().filter(|(_, h)| *h).count();
+        let hashes = self.by_key.values().filter(|(_, k)| *k == Filed::Hash).count();
         INDEXED_HASHES.fetch_sub(hashes, Relaxed);
         INDEXED.fetch_sub(self.by_key.len(), Relaxed);
     }
@@ -365,22 +383,22 @@ mod tests {
         let mut i = HfeIndex::default();
         let hashes = || INDEXED_HASHES.load(Relaxed);
         let (h0, all0) = (hashes(), INDEXED.load(Relaxed));
-        i.note(b"hfe-test-k", Some(10), true);
+        i.note(b"hfe-test-k", Some(10), Filed::Hash);
         assert_eq!(hashes(), h0 + 1);
         // The same key now a set with member times: no longer a hash.
-        i.note(b"hfe-test-k", Some(20), false);
+        i.note(b"hfe-test-k", Some(20), Filed::Members);
         assert_eq!(hashes(), h0);
         assert_eq!(INDEXED.load(Relaxed), all0 + 1);
         // Then a cron job: filed, not subkey expiry.
-        i.note_cron(b"hfe-test-k", Some(30));
+        i.note(b"hfe-test-k", Some(30), Filed::Cron);
         assert_eq!(i.subkey_len(), 0);
-        i.note(b"hfe-test-k", Some(40), true);
+        i.note(b"hfe-test-k", Some(40), Filed::Hash);
         assert_eq!((hashes(), i.subkey_len()), (h0 + 1, 1));
         assert_eq!(i.first().map(|(t, _)| *t), Some(40));
         i.forget(b"hfe-test-k");
         assert_eq!((hashes(), INDEXED.load(Relaxed)), (h0, all0));
-        i.note(b"hfe-test-a", Some(5), true);
-        i.note_cron(b"hfe-test-b", Some(6));
+        i.note(b"hfe-test-a", Some(5), Filed::Hash);
+        i.note(b"hfe-test-b", Some(6), Filed::Cron);
         drop(i);
         assert_eq!((hashes(), INDEXED.load(Relaxed)), (h0, all0));
     }

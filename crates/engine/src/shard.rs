@@ -3,7 +3,7 @@
 
 use crate::dict::Dict;
 use crate::entry::{Entry, EntryBox};
-use crate::field_expire::{min_of, HfeIndex};
+use crate::field_expire::{min_of, Filed, HfeIndex};
 use crate::snapshot::SnapShared;
 use crate::value::Value;
 use crate::watch::{self, WatchFlag, WatchTable, Watcher};
@@ -196,18 +196,13 @@ impl ShardData {
     /// File the value at `key` under its earliest field or member time again (after such
     /// times changed), or drop it from the index when it has none (or is gone).
     pub fn hfe_sync(&mut self, hash: u64, key: &[u8]) {
-        let (min, is_hash, is_cron) = match self.dict.get(hash, key) {
-            Some(e) => (
-                min_of(&e.value),
-                matches!(e.value, Value::Hash(_)),
-                matches!(e.value, Value::Cron(_)),
-            ),
-            None => (None, false, false),
+        let (min, kind) = match self.dict.get(hash, key) {
+            Some(e) => (min_of(&e.value), Filed::of(&e.value)),
+            None => (None, Filed::Members),
         };
         match (&mut self.hfe, min) {
             (None, None) => {}
-            (slot, min) if is_cron => slot.get_or_insert_default().note_cron(key, min),
-            (slot, min) => slot.get_or_insert_default().note(key, min, is_hash),
+            (slot, min) => slot.get_or_insert_default().note(key, min, kind),
         }
     }
 
@@ -434,12 +429,10 @@ impl ShardData {
     fn insert(&mut self, hash: u64, mut entry: EntryBox) {
         entry.set_snap_bit(self.snap_parity);
         if let Some(t) = min_of(&entry.value) {
-            let index = self.hfe.get_or_insert_default();
-            match entry.value {
-                Value::Cron(_) => index.note_cron(entry.key(), Some(t)),
-                Value::Hash(_) => index.note(entry.key(), Some(t), true),
-                _ => index.note(entry.key(), Some(t), false),
-            }
+            let kind = Filed::of(&entry.value);
+            self.hfe
+                .get_or_insert_default()
+                .note(entry.key(), Some(t), kind);
         }
         self.count_bytes(entry.accounted_size() as i64);
         self.dict.insert_new(hash, entry);
