@@ -157,7 +157,11 @@ impl HfeIndex {
 
 impl Drop for HfeIndex {
     fn drop(&mut self) {
-        let hashes = self.by_key.values().filter(|(_, k)| *k == Filed::Hash).count();
+        let hashes = self
+            .by_key
+            .values()
+            .filter(|(_, k)| *k == Filed::Hash)
+            .count();
         INDEXED_HASHES.fetch_sub(hashes, Relaxed);
         INDEXED.fetch_sub(self.by_key.len(), Relaxed);
     }
@@ -166,11 +170,8 @@ impl Drop for HfeIndex {
 /// The earliest field or member time of a value, if it has any.
 pub(crate) fn min_of(v: &Value) -> Option<u64> {
     match v {
-        Value::Hash(h) => h.min_field_ttl(),
-        Value::Set(s) => s.ttls().and_then(FieldTtls::min),
-        Value::ZSet(z) => z.ttls().and_then(FieldTtls::min),
         Value::Cron(j) => Some(j.next_run()),
-        _ => None,
+        v => v.subkey_ttls().and_then(FieldTtls::min),
     }
 }
 
@@ -178,23 +179,15 @@ pub(crate) fn min_of(v: &Value) -> Option<u64> {
 /// key lookup's lazy step deletes).
 #[inline]
 pub(crate) fn members_due(v: &Value, now_ms: u64) -> bool {
-    let ttls = match v {
-        Value::Set(s) => s.ttls(),
-        Value::ZSet(z) => z.ttls(),
-        _ => return false,
-    };
-    ttls.and_then(FieldTtls::min).is_some_and(|t| t < now_ms)
+    v.member_ttls()
+        .and_then(FieldTtls::min)
+        .is_some_and(|t| t < now_ms)
 }
 
 /// The fields or members of `v` whose time is at or before `now_ms`, earliest first.
 fn due_of(v: &Value, now_ms: u64, limit: usize) -> Vec<Box<[u8]>> {
-    let ttls = match v {
-        Value::Hash(h) => h.ttls(),
-        Value::Set(s) => s.ttls(),
-        Value::ZSet(z) => z.ttls(),
-        _ => None,
-    };
-    ttls.map_or_else(Vec::new, |t| t.due(now_ms, limit))
+    v.subkey_ttls()
+        .map_or_else(Vec::new, |t| t.due(now_ms, limit))
 }
 
 /// Fields past their time are deleted only where keys past theirs would be: on a master

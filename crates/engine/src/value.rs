@@ -2,7 +2,7 @@
 //! and reports Redis's encoding names.
 
 use crate::thin::{ExactBytes, PackedBox, PackedI64, SmallBytes, ThinBuf};
-use crate::types::{CronJob, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
+use crate::types::{CronJob, FieldTtls, HashValue, ListValue, SetValue, StreamValue, ZSetValue};
 
 /// Strings longer than this are `raw`, shorter ones `embstr` (Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_LIMIT: usize = 44;
@@ -236,6 +236,24 @@ impl Value {
 
     pub fn from_bytes(b: &[u8]) -> Value {
         Value::Str(RString::from_bytes(b))
+    }
+
+    /// The times of a set's or sorted set's members (KeyDB's EXPIREMEMBER), when some member
+    /// has one.
+    pub fn member_ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            Value::Set(s) => s.ttls(),
+            Value::ZSet(z) => z.ttls(),
+            _ => None,
+        }
+    }
+
+    /// The field or member times of a hash, set or sorted set, when it has any.
+    pub fn subkey_ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            Value::Hash(h) => h.ttls(),
+            v => v.member_ttls(),
+        }
     }
 
     /// The name TYPE reports.

@@ -99,12 +99,7 @@ fn set_member_time(v: &mut Value, m: &[u8], at: u64) {
 
 /// The time of member `m` of `v`, if it has one.
 fn member_time(v: &Value, m: &[u8]) -> Option<u64> {
-    match v {
-        Value::Set(s) => s.ttls().and_then(|t| t.get(m)),
-        Value::ZSet(z) => z.ttls().and_then(|t| t.get(m)),
-        Value::Hash(h) => h.field_ttl(m),
-        _ => None,
-    }
+    v.subkey_ttls().and_then(|t| t.get(m))
 }
 
 /// EXPIREMEMBER key member delay [s|ms], EXPIREMEMBERAT key member unix-s,

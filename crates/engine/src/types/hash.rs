@@ -291,11 +291,6 @@ impl HashValue {
         self.field_ttl(field).is_some_and(|at| at < now_ms)
     }
 
-    /// The earliest time of any field.
-    pub fn min_field_ttl(&self) -> Option<u64> {
-        self.ttls().and_then(FieldTtls::min)
-    }
-
     /// Give the existing `field` the time `at_ms`, switching to the expiring form if needed.
     pub fn set_field_ttl(&mut self, field: &[u8], at_ms: u64) {
         crate::field_expire::mark_in_use();

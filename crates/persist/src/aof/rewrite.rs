@@ -128,13 +128,11 @@ pub fn key_commands(buf: &mut Vec<u8>, key: &[u8], value: &Value, expire_at: u64
                 .map(|m| vec![m.with_bytes(|b| b.to_vec())])
                 .collect();
             chunked(buf, b"SADD", key, &items);
-            member_times(buf, key, s.ttls());
         }
         Value::ZSet(z) => {
             let mut items = Vec::with_capacity(z.len());
             z.for_each(|m, sc| items.push(vec![fmt_f64(sc), m.to_vec()]));
             chunked(buf, b"ZADD", key, &items);
-            member_times(buf, key, z.ttls());
         }
         Value::Hash(h) => {
             let items = hash_items(h);
@@ -164,6 +162,7 @@ pub fn key_commands(buf: &mut Vec<u8>, key: &[u8], value: &Value, expire_at: u64
             cmd(buf, &argv);
         }
     }
+    member_times(buf, key, value.member_ttls());
     if expire_at != 0 {
         let t = expire_at.to_string();
         cmd(buf, &[b"PEXPIREAT", key, t.as_bytes()]);

@@ -48,11 +48,7 @@ impl KeyRecords {
         w.byte(super::encode::value_type(value));
         w.string(key);
         write_value_body(w, value);
-        let member_ttls = match value {
-            Value::Set(s) => s.ttls(),
-            Value::ZSet(z) => z.ttls(),
-            _ => None,
-        };
+        let member_ttls = value.member_ttls();
         if matches!(value, Value::Cron(j) if j.single) {
             w.byte(OP_AUX);
             w.string(AUX_CRON_SINGLE);

@@ -561,11 +561,7 @@ fn keydb_member_time_aux_fields_apply_to_the_key_before_them() {
 
     type Times = Vec<(Vec<u8>, Vec<(Vec<u8>, u64)>)>;
     let times_of = |k: file::LoadedKey| {
-        let ttls = match &k.value {
-            Value::Set(s) => s.ttls(),
-            Value::ZSet(z) => z.ttls(),
-            _ => None,
-        };
+        let ttls = k.value.member_ttls();
         let t: Vec<(Vec<u8>, u64)> = ttls
             .into_iter()
             .flat_map(|t| t.iter())
