@@ -329,27 +329,16 @@ impl ShardData {
         let Some(e) = self.entry_for_change(hash, key) else {
             return 0;
         };
-        let (command, event, empty) = match &mut e.value {
-            Value::Hash(h) => {
-                for f in due {
-                    h.remove(f);
-                }
-                (&b"HDEL"[..], crate::events::HEXPIRED, h.is_empty())
-            }
-            Value::Set(s) => {
-                for m in due {
-                    s.remove(m);
-                }
-                (&b"SREM"[..], crate::events::SREMOVED, s.is_empty())
-            }
-            Value::ZSet(z) => {
-                for m in due {
-                    z.remove(m);
-                }
-                (&b"ZREM"[..], crate::events::ZREMOVED, z.is_empty())
-            }
+        let (command, event) = match e.value {
+            Value::Hash(_) => (&b"HDEL"[..], crate::events::HEXPIRED),
+            Value::Set(_) => (&b"SREM"[..], crate::events::SREMOVED),
+            Value::ZSet(_) => (&b"ZREM"[..], crate::events::ZREMOVED),
             _ => return 0,
         };
+        for f in due {
+            e.value.remove_subkey(f);
+        }
+        let empty = e.value.is_empty_collection();
         crate::events::fields_expired(db, key, command, due, one_unit);
         self.expired_fields += due.len() as u64;
         crate::events::record(event, db, key);

@@ -256,6 +256,46 @@ impl Value {
         }
     }
 
+    /// Whether a hash, set or sorted set has the field or member `m`.
+    pub fn has_subkey(&self, m: &[u8]) -> bool {
+        match self {
+            Value::Set(s) => s.contains(m),
+            Value::ZSet(z) => z.score(m).is_some(),
+            Value::Hash(h) => h.contains(m),
+            _ => false,
+        }
+    }
+
+    /// Remove the field or member `m` (with its time); true when it was there.
+    pub fn remove_subkey(&mut self, m: &[u8]) -> bool {
+        match self {
+            Value::Set(s) => s.remove(m),
+            Value::ZSet(z) => z.remove(m),
+            Value::Hash(h) => h.remove(m),
+            _ => false,
+        }
+    }
+
+    /// Give the existing field or member `m` the time `at_ms`.
+    pub fn set_subkey_ttl(&mut self, m: &[u8], at_ms: u64) {
+        match self {
+            Value::Set(s) => s.set_member_ttl(m, at_ms),
+            Value::ZSet(z) => z.set_member_ttl(m, at_ms),
+            Value::Hash(h) => h.set_field_ttl(m, at_ms),
+            _ => {}
+        }
+    }
+
+    /// True for a hash, set or sorted set left without fields or members.
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            _ => false,
+        }
+    }
+
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {

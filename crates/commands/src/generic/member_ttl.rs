@@ -68,35 +68,6 @@ fn removal(v: &Value) -> (&'static [u8], u32, &'static str) {
     }
 }
 
-/// Whether `v` has member `m` (false for types without members).
-fn has_member(v: &Value, m: &[u8]) -> bool {
-    match v {
-        Value::Set(s) => s.contains(m),
-        Value::ZSet(z) => z.score(m).is_some(),
-        Value::Hash(h) => h.contains(m),
-        _ => false,
-    }
-}
-
-/// Remove member `m` of `v`; true when `v` is left empty.
-fn remove_member(v: &mut Value, m: &[u8]) -> bool {
-    match v {
-        Value::Set(s) => s.remove(m) && s.is_empty(),
-        Value::ZSet(z) => z.remove(m) && z.is_empty(),
-        Value::Hash(h) => h.remove(m) && h.is_empty(),
-        _ => false,
-    }
-}
-
-fn set_member_time(v: &mut Value, m: &[u8], at: u64) {
-    match v {
-        Value::Set(s) => s.set_member_ttl(m, at),
-        Value::ZSet(z) => z.set_member_ttl(m, at),
-        Value::Hash(h) => h.set_field_ttl(m, at),
-        _ => {}
-    }
-}
-
 /// The time of member `m` of `v`, if it has one.
 fn member_time(v: &Value, m: &[u8]) -> Option<u64> {
     v.subkey_ttls().and_then(|t| t.get(m))
@@ -121,7 +92,7 @@ fn expiremember(ctx: &mut Ctx, args: &Args) {
     if !matches!(e.value, Value::Set(_) | Value::ZSet(_) | Value::Hash(_)) {
         return ctx.wrong_type(shard);
     }
-    if !has_member(&e.value, member) {
+    if !e.value.has_subkey(member) {
         drop(shard);
         return ctx.out.int(0);
     }
@@ -129,9 +100,10 @@ fn expiremember(ctx: &mut Ctx, args: &Args) {
     // A time already past deletes the member, on a master (a replica waits for the removal).
     let deletes = tern_engine::expire::already_expired(at as i64, now);
     let emptied = if deletes {
-        remove_member(&mut e.value, member)
+        e.value.remove_subkey(member);
+        e.value.is_empty_collection()
     } else {
-        set_member_time(&mut e.value, member, at);
+        e.value.set_subkey_ttl(member, at);
         false
     };
     shard.touch(key);

@@ -61,22 +61,8 @@ fn cron(ctx: &mut Ctx, args: &Args) {
         Ok(j) => j,
         Err(e) => return ctx.error(&e),
     };
-    // Propagated with the start time spelled out, so that every copy keeps one schedule.
-    let start = job.start_ms.to_string();
-    let every = job.interval_ms.to_string();
-    let numkeys = job.keys.len().to_string();
-    let mode: &[u8] = if job.single { b"SINGLE" } else { b"REPEAT" };
-    let mut argv: Vec<Vec<u8>> = vec![
-        b"KEYDB.CRON".to_vec(),
-        args[1].to_vec(),
-        mode.to_vec(),
-        start.into_bytes(),
-        every.into_bytes(),
-        job.script.to_vec(),
-        numkeys.into_bytes(),
-    ];
-    argv.extend(job.keys.iter().chain(job.args.iter()).map(|s| s.to_vec()));
     let key = &args[1];
+    let argv = job.command(key);
     let now = ctx.now_ms;
     let (h, mut shard) = ctx.lock(key);
     tern_runtime::background::replace_value(

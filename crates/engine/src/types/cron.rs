@@ -36,6 +36,23 @@ impl CronJob {
         }
     }
 
+    /// The KEYDB.CRON command that recreates the job at `key`, its start time spelled out (what
+    /// replicas, the AOF and its rewrite get, so that every copy keeps one schedule).
+    pub fn command(&self, key: &[u8]) -> Vec<Vec<u8>> {
+        let mode: &[u8] = if self.single { b"SINGLE" } else { b"REPEAT" };
+        let mut argv = vec![
+            b"KEYDB.CRON".to_vec(),
+            key.to_vec(),
+            mode.to_vec(),
+            self.start_ms.to_string().into_bytes(),
+            self.interval_ms.to_string().into_bytes(),
+            self.script.to_vec(),
+            self.keys.len().to_string().into_bytes(),
+        ];
+        argv.extend(self.keys.iter().chain(&self.args).map(|s| s.to_vec()));
+        argv
+    }
+
     pub fn heap_size(&self) -> usize {
         let strings = |v: &[Box<[u8]>]| v.iter().map(|s| s.len() + 16).sum::<usize>();
         self.script.len() + strings(&self.keys) + strings(&self.args)

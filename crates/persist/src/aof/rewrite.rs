@@ -145,21 +145,8 @@ pub fn key_commands(buf: &mut Vec<u8>, key: &[u8], value: &Value, expire_at: u64
         }
         Value::Stream(s) => stream(buf, key, s),
         Value::Cron(j) => {
-            let (start, every) = (j.start_ms.to_string(), j.interval_ms.to_string());
-            let numkeys = j.keys.len().to_string();
-            let mode: &[u8] = if j.single { b"SINGLE" } else { b"REPEAT" };
-            let mut argv: Vec<&[u8]> = vec![
-                b"KEYDB.CRON",
-                key,
-                mode,
-                start.as_bytes(),
-                every.as_bytes(),
-                &j.script,
-                numkeys.as_bytes(),
-            ];
-            argv.extend(j.keys.iter().map(|k| &**k));
-            argv.extend(j.args.iter().map(|a| &**a));
-            cmd(buf, &argv);
+            let argv = j.command(key);
+            cmd(buf, &argv.iter().map(|a| a.as_slice()).collect::<Vec<_>>());
         }
     }
     member_times(buf, key, value.member_ttls());

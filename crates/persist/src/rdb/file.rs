@@ -74,11 +74,8 @@ const AUX_CRON_SINGLE: &[u8] = b"tern-cron-single";
 /// Give `member` of `value` the time `at_ms`, when it is there (a KeyDB member time; KeyDB
 /// also writes hash fields' this way).
 fn apply_member_ttl(value: &mut Value, member: &[u8], at_ms: u64) {
-    match value {
-        Value::Set(s) if s.contains(member) => s.set_member_ttl(member, at_ms),
-        Value::ZSet(z) if z.score(member).is_some() => z.set_member_ttl(member, at_ms),
-        Value::Hash(h) if h.contains(member) => h.set_field_ttl(member, at_ms),
-        _ => {}
+    if value.has_subkey(member) {
+        value.set_subkey_ttl(member, at_ms);
     }
 }
 
